@@ -1,0 +1,3 @@
+from growcockpit.cli import main
+
+raise SystemExit(main())

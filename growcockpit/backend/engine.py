@@ -1,0 +1,352 @@
+"""The stage engine: for each stage, enter it (operator → freeze → optimizer), then train.
+
+`Trainer.run` reads top to bottom like nanoGPT's loop. Everything that is not
+the loop itself is a pluggable piece: `CommandHandler` (control),
+`LayerStatsSampler` (metrics), `RunReporter` (events and status).
+"""
+
+from __future__ import annotations
+
+import math
+import time
+import traceback
+from dataclasses import asdict
+from pathlib import Path
+
+import torch
+from torch import nn
+
+from growcockpit.backend.checkpoint import TrainerPosition, load_checkpoint, save_checkpoint
+from growcockpit.backend.data import Batch, TokenBlocks
+from growcockpit.backend.forward import StagedForward
+from growcockpit.backend.model import build_model
+from growcockpit.backend.optim import build_optimizer, lr_at, set_lr
+from growcockpit.backend.reporter import RunReporter
+from growcockpit.grow import GrowResult, apply_freeze, get_layers, stack_layers
+from growcockpit.grow.model_parts import embedding_modules
+from growcockpit.metrics import LayerStatsSampler
+from growcockpit.plan import plan_from_dict, plan_to_dict
+from growcockpit.plan.types import Plan, Stage, trainable_layer_ids
+from growcockpit.protocol.events import (
+    Checkpoint,
+    Error,
+    Eval,
+    Grow,
+    LayerStats,
+    RunFinished,
+    StageStarted,
+    Step,
+)
+
+SUPPORTED_OPERATORS = ("init", "continue", "stack")
+
+
+class Trainer:
+    def __init__(
+        self,
+        plan: Plan,
+        run_dir: Path,
+        data: TokenBlocks,
+        reporter: RunReporter,
+        device: torch.device,
+    ) -> None:
+        self.plan = plan
+        self.run_dir = run_dir
+        self.data = data
+        self.report = reporter
+        self.device = device
+        self.pos = TrainerPosition(plan=plan_to_dict(plan))
+        self.model: nn.Module = build_model(plan.model, plan.stages[0].layers, data.tokenizer).to(device)
+        self.optimizer: torch.optim.Optimizer | None = None
+        self.forward = StagedForward(0, True)
+        self.stats = LayerStatsSampler(self.model)
+        self.last_loss: float | None = None
+        self.paused = False
+        self.waiting = False
+        self.advance_now = False
+        self.stopping = False
+        self.crashed = False
+
+    # ---- the run -----------------------------------------------------------------
+    def run(self) -> str:
+        """Train through every stage; returns the final status."""
+        while self.pos.stage_index < len(self.plan.stages) and not self.stopping:
+            if not self.pos.stage_entered:
+                self.enter_stage()
+            self.train_stage()
+            if self.stopping:
+                break
+            self.pos.stage_index += 1
+            self.pos.step_in_stage = 0
+            self.pos.stage_entered = False
+            self.advance_now = False
+        return self.finish()
+
+    def train_stage(self) -> None:
+        stage = self.stage
+        while True:
+            self.report.handle_commands(self, block=self.paused or self.waiting)
+            if self.stopping or self.advance_now:
+                return
+            if self.paused:
+                continue
+            if self.pos.step_in_stage >= stage.steps:
+                if stage.advance == "manual" and self.pos.stage_index + 1 < len(self.plan.stages):
+                    self.wait_for_advance()
+                    continue
+                return
+            loss = self.train_step()
+            self.after_step(loss)
+
+    def train_step(self) -> float:
+        t0 = time.perf_counter()
+        batch = self.batch(self.pos.step)
+        t1 = time.perf_counter()
+        lr = self.current_lr()
+        assert self.optimizer is not None
+        set_lr(self.optimizer, lr)
+        loss = self.forward.loss(self.model, batch)
+        t2 = time.perf_counter()
+        collect = self.stats_due()
+        grad_norms: list[float | None] = []
+        if loss.requires_grad:
+            loss.backward()
+            t3 = time.perf_counter()
+            if collect:
+                grad_norms = self.stats.before_update()
+            params = [p for g in self.optimizer.param_groups for p in g["params"]]
+            if self.plan.optim.grad_clip > 0:
+                torch.nn.utils.clip_grad_norm_(params, self.plan.optim.grad_clip)
+            self.optimizer.step()
+            self.optimizer.zero_grad(set_to_none=True)
+        else:
+            t3 = time.perf_counter()
+        value = float(loss.detach())
+        t4 = time.perf_counter()
+        self.pos.step += 1
+        self.pos.step_in_stage += 1
+        self.pos.tokens += batch.tokens
+        step_s = t4 - t0
+        self.report.emit(
+            Step(
+                step=self.pos.step,
+                stage=self.pos.stage_index,
+                loss=value,
+                lr=lr,
+                tokens=self.pos.tokens,
+                tokens_per_s=batch.tokens / step_s if step_s > 0 else 0.0,
+                step_ms=step_s * 1e3,
+                data_ms=(t1 - t0) * 1e3,
+                fwd_ms=(t2 - t1) * 1e3,
+                bwd_ms=(t3 - t2) * 1e3,
+                opt_ms=(t4 - t3) * 1e3,
+            )
+        )
+        if collect:
+            self.report.emit(
+                LayerStats(step=self.pos.step, stage=self.pos.stage_index, layers=self.stats.collect(grad_norms))
+            )
+        return value
+
+    def after_step(self, loss: float) -> None:
+        self.last_loss = loss
+        self.report.status_step(self)
+        if not math.isfinite(loss):
+            self.paused = True
+            self.report.emit(
+                Error(
+                    message=f"loss is {loss} at step {self.pos.step}: paused; "
+                    "edit the remaining stages or lower the LR (set_lr), then resume, or stop",
+                    step=self.pos.step,
+                )
+            )
+            self.report.paused(self, reason="non-finite loss")
+            return
+        every = self.plan.metrics.eval_every_steps
+        if every > 0 and self.pos.step % every == 0:
+            self.evaluate()
+        ck = self.plan.checkpoint.every_steps
+        if ck > 0 and self.pos.step % ck == 0:
+            self.checkpoint("periodic")
+
+    # ---- stages ------------------------------------------------------------------
+    @property
+    def stage(self) -> Stage:
+        return self.plan.stages[self.pos.stage_index]
+
+    def enter_stage(self) -> None:
+        """Apply the stage's operator, freeze policy and a fresh optimizer."""
+        index = self.pos.stage_index
+        stage = self.stage
+        depth_before = len(get_layers(self.model)) if index > 0 else 0
+        started = time.perf_counter()
+        loss_before = self.probe_loss() if stage.enter not in ("init", "continue") else None
+        grow = self.apply_operator(stage, depth_before)
+        op_seconds = time.perf_counter() - started
+        trainable = trainable_layer_ids(stage, depth_before)
+        self.configure_training(stage, trainable)
+        self.pos.stage_entered = True
+        self.waiting = False
+        self.report.emit(
+            StageStarted(
+                index=index,
+                name=stage.name,
+                layers=stage.layers,
+                width=int(self.model.config.hidden_size),  # type: ignore[union-attr]
+                trainable_layers=trainable,
+                embeddings_trainable=stage.embeddings_trainable(),
+                head_trainable=stage.head_trainable(),
+                operator=stage.enter,
+                op_seconds=op_seconds,
+                steps=stage.steps,
+                advance=stage.advance,
+                step=self.pos.step,
+            )
+        )
+        if grow is not None:
+            self.report.emit(
+                Grow(
+                    step=self.pos.step,
+                    stage=index,
+                    operator=grow.operator,
+                    from_layers=grow.from_layers,
+                    to_layers=grow.to_layers,
+                    from_width=grow.from_width,
+                    to_width=grow.to_width,
+                    seconds=op_seconds,
+                    loss_before=loss_before,
+                    loss_after=self.probe_loss(),
+                    detail=grow.detail,
+                )
+            )
+        self.report.status_stage(self)
+
+    def apply_operator(self, stage: Stage, depth_before: int) -> GrowResult | None:
+        if stage.enter in ("init", "continue"):
+            return None
+        if stage.enter == "stack":
+            return stack_layers(self.model, stage.layers - depth_before, stage.source)
+        raise ValueError(f'enter = "{stage.enter}" is not supported by this backend yet')
+
+    def configure_training(self, stage: Stage, trainable: list[int]) -> None:
+        """requires_grad first, then the optimizer over exactly that set (DESIGN.md, Distributed)."""
+        result = apply_freeze(self.model, trainable, stage.embeddings_trainable(), stage.head_trainable())
+        depth = len(get_layers(self.model))
+        self.forward = StagedForward.for_stage(result.trainable_layers, depth, result.embeddings_trainable)
+        self.set_train_modes()
+        lr = self.current_lr()
+        self.optimizer = build_optimizer(self.model, self.plan.optim, lr)
+        self.stats = LayerStatsSampler(self.model)
+
+    def set_train_modes(self) -> None:
+        """Frozen layers run in eval mode: fixed feature extractors, no dropout noise."""
+        self.model.train()
+        for layer in get_layers(self.model):
+            if not any(p.requires_grad for p in layer.parameters()):
+                layer.eval()
+        for module in embedding_modules(self.model):
+            if not any(p.requires_grad for p in module.parameters()):
+                module.eval()
+
+    def wait_for_advance(self) -> None:
+        if not self.waiting:
+            self.waiting = True
+            self.report.warn(
+                f"stage {self.pos.stage_index + 1} ({self.stage.name}) finished its {self.stage.steps} steps; "
+                "advance = manual: waiting for `advance` (key g, or growcockpit ctl RUN advance)",
+                step=self.pos.step,
+            )
+            self.report.status_state(self)
+
+    # ---- helpers -----------------------------------------------------------------
+    def batch(self, step: int) -> Batch:
+        b = self.data.train_batch(step, self.plan.optim.batch_size)
+        return Batch(b.input_ids.to(self.device), b.labels.to(self.device))
+
+    def current_lr(self) -> float:
+        return lr_at(self.plan, self.pos.stage_index, self.pos.step_in_stage, self.pos.step, self.pos.lr_scale)
+
+    def stats_due(self) -> bool:
+        every = self.plan.metrics.every_steps
+        return every > 0 and (self.pos.step + 1) % every == 0
+
+    @torch.no_grad()
+    def probe_loss(self) -> float | None:
+        """Loss on the first validation batch: shows what an operator did to the function."""
+        batches = self.data.val_batches(self.plan.optim.batch_size, 1)
+        if not batches:
+            return None
+        was_training = self.model.training
+        self.model.eval()
+        b = batches[0]
+        loss = StagedForward(0, True).loss(self.model, Batch(b.input_ids.to(self.device), b.labels.to(self.device)))
+        if was_training:
+            self.set_train_modes()
+        return float(loss)
+
+    @torch.no_grad()
+    def evaluate(self) -> None:
+        batches = self.data.val_batches(self.plan.optim.batch_size, self.plan.metrics.eval_batches)
+        if not batches:
+            return
+        self.model.eval()
+        full = StagedForward(0, True)
+        losses = [
+            float(full.loss(self.model, Batch(b.input_ids.to(self.device), b.labels.to(self.device))))
+            for b in batches
+        ]
+        self.set_train_modes()
+        val = sum(losses) / len(losses)
+        self.report.emit(
+            Eval(step=self.pos.step, stage=self.pos.stage_index, val_loss=val, val_ppl=math.exp(min(val, 50.0)))
+        )
+
+    def checkpoint(self, reason: str) -> Path:
+        self.pos.plan = plan_to_dict(self.plan)
+        path = save_checkpoint(
+            self.run_dir / "checkpoints", self.model, self.optimizer, self.pos, self.plan.checkpoint.keep
+        )
+        self.report.emit(Checkpoint(step=self.pos.step, path=str(path), reason=reason))
+        self.report.status_checkpoint(self, str(path))
+        return path
+
+    def restore(self, checkpoint_dir: Path) -> None:
+        """Continue from a checkpoint: same weights, optimizer, plan position and RNG."""
+        state = load_checkpoint(checkpoint_dir)
+        self.pos = TrainerPosition(**state["position"])
+        self.plan = plan_from_dict(self.pos.plan, source=str(checkpoint_dir / "state.pt"))
+        config = type(self.model.config).from_dict(state["config"])  # type: ignore[union-attr]
+        config._attn_implementation = "sdpa"
+        self.model = type(self.model)(config).to(self.device)
+        self.model.load_state_dict(state["model"])
+        if self.pos.stage_entered:
+            stage = self.stage
+            prev = _depth_before(self.plan, self.pos.stage_index)
+            self.configure_training(stage, trainable_layer_ids(stage, prev))
+            if state["optimizer"] is not None and self.optimizer is not None:
+                self.optimizer.load_state_dict(state["optimizer"])
+        torch.set_rng_state(state["rng"]["torch"])
+
+    def finish(self) -> str:
+        status = "stopped" if self.stopping else "completed"
+        if self.stopping:
+            self.checkpoint("stop")
+        final = self.run_dir / "final"
+        self.model.save_pretrained(final)
+        self.data.tokenizer.save_pretrained(final)
+        self.report.emit(RunFinished(status=status, step=self.pos.step, final_path=str(final)))
+        self.report.status_final(self, status)
+        return status
+
+    def crash(self, exc: BaseException) -> None:
+        tb = "".join(traceback.format_exception(exc))[-4000:]
+        self.report.emit(Error(message=f"{type(exc).__name__}: {exc}", traceback=tb, step=self.pos.step))
+        self.report.emit(RunFinished(status="crashed", step=self.pos.step, message=str(exc)))
+        self.report.status_final(self, "crashed")
+
+    def position_dict(self) -> dict[str, object]:
+        return asdict(self.pos)
+
+
+def _depth_before(plan: Plan, index: int) -> int:
+    return plan.stages[index - 1].layers if index > 0 else 0

@@ -1,0 +1,69 @@
+"""The loss of one batch, with a frozen bottom that does no backward at all.
+
+MSLT's saving comes from never running backward through the frozen layers
+(methods.md §1, §6): they run under `torch.no_grad()`, their output is
+detached, and they keep no activations. This only holds when nothing below
+them trains (embeddings frozen too); otherwise gradients must flow through
+them to reach the input and the whole stack runs with autograd.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from growcockpit.backend.data import Batch
+from growcockpit.grow.model_parts import family_of, get_layers
+
+
+@dataclass
+class StagedForward:
+    """Forward plan for a stage: how many bottom blocks run forward-only."""
+
+    frozen_prefix: int
+    embeddings_trainable: bool
+
+    @classmethod
+    def for_stage(cls, trainable_layers: list[int], depth: int, embeddings_trainable: bool) -> StagedForward:
+        lowest = min(trainable_layers) if trainable_layers else depth
+        prefix = 0 if embeddings_trainable else lowest
+        return cls(frozen_prefix=prefix, embeddings_trainable=embeddings_trainable)
+
+    def loss(self, model: nn.Module, batch: Batch) -> torch.Tensor:
+        layers = get_layers(model)
+        family = family_of(model)
+        ids = batch.input_ids
+        no_grad_bottom = not self.embeddings_trainable
+        with torch.set_grad_enabled(torch.is_grad_enabled() and not no_grad_bottom):
+            h = _embed(model, family, ids)
+            for layer in layers[: self.frozen_prefix]:
+                h = layer(h)
+        if no_grad_bottom:
+            h = h.detach()
+        for layer in layers[self.frozen_prefix :]:
+            h = layer(h)
+        return _head_loss(model, family, h, batch)
+
+
+def _embed(model: nn.Module, family: str, ids: torch.Tensor) -> torch.Tensor:
+    if family == "bert":
+        out: torch.Tensor = model.bert.embeddings(input_ids=ids)  # type: ignore[union-attr]
+        return out
+    tr = model.transformer  # type: ignore[union-attr]
+    pos = torch.arange(ids.shape[1], device=ids.device).unsqueeze(0)
+    emb: torch.Tensor = tr.drop(tr.wte(ids) + tr.wpe(pos))
+    return emb
+
+
+def _head_loss(model: nn.Module, family: str, h: torch.Tensor, batch: Batch) -> torch.Tensor:
+    """BERT: logits only at masked positions (same loss, a fraction of the head's cost)."""
+    if family == "bert":
+        picked = batch.labels != -100
+        logits = model.cls(h[picked])  # type: ignore[operator]
+        return F.cross_entropy(logits.float(), batch.labels[picked])
+    h = model.transformer.ln_f(h)  # type: ignore[union-attr]
+    logits = model.lm_head(h[:, :-1])  # type: ignore[operator]
+    return F.cross_entropy(logits.float().reshape(-1, logits.shape[-1]), batch.labels[:, 1:].reshape(-1))

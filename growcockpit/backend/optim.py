@@ -1,0 +1,56 @@
+"""Optimizer over exactly the trainable set, and the learning rate across stages.
+
+The optimizer is rebuilt at every stage change (methods.md: the prts
+reimplementation built it once, so appended layers never trained).
+"""
+
+from __future__ import annotations
+
+import math
+
+import torch
+from torch import nn
+
+from growcockpit.plan.types import OptimSpec, Plan
+
+
+def build_optimizer(model: nn.Module, spec: OptimSpec, lr: float) -> torch.optim.Optimizer:
+    """AdamW with no weight decay on biases and LayerNorm weights."""
+    decay, no_decay = [], []
+    for name, p in model.named_parameters():
+        if not p.requires_grad:
+            continue
+        (no_decay if p.ndim < 2 or "LayerNorm" in name or ".ln_" in name else decay).append(p)
+    groups = [
+        {"params": decay, "weight_decay": spec.weight_decay},
+        {"params": no_decay, "weight_decay": 0.0},
+    ]
+    groups = [g for g in groups if g["params"]]
+    if not groups:
+        groups = [{"params": [torch.nn.Parameter(torch.zeros(1))], "weight_decay": 0.0}]
+    if spec.name == "adamw":
+        return torch.optim.AdamW(groups, lr=lr, betas=(0.9, 0.98), eps=1e-6)
+    raise ValueError(f'optim.name = "{spec.name}" is not supported by this backend yet; use "adamw"')
+
+
+def lr_at(plan: Plan, stage_index: int, step_in_stage: int, global_step: int, scale: float = 1.0) -> float:
+    """Continuous global decay times a short re-warmup at the start of each stage."""
+    stage = plan.stages[stage_index]
+    base = stage.lr if stage.lr is not None else plan.optim.lr
+    warmup = stage.warmup_steps
+    if warmup is None:
+        warmup = plan.optim.warmup_steps if stage_index == 0 else min(plan.optim.warmup_steps, max(1, stage.steps // 10))
+    warm = min(1.0, (step_in_stage + 1) / warmup) if warmup > 0 else 1.0
+    progress = min(1.0, global_step / max(1, plan.total_steps))
+    if plan.optim.schedule == "linear":
+        decay = 1.0 - 0.9 * progress
+    elif plan.optim.schedule == "cosine":
+        decay = 0.1 + 0.9 * 0.5 * (1 + math.cos(math.pi * progress))
+    else:
+        decay = 1.0
+    return base * warm * decay * scale
+
+
+def set_lr(optimizer: torch.optim.Optimizer, lr: float) -> None:
+    for group in optimizer.param_groups:
+        group["lr"] = lr

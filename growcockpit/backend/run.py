@@ -1,0 +1,175 @@
+"""One backend process: set up the run directory, train, and always leave a clean ending.
+
+Whatever happens (normal end, `stop`, SIGTERM, an exception) the run ends
+with a `run_finished` event and a final `status.json`, and the control socket
+is removed, so a cockpit never shows a run as live when it is not.
+"""
+
+from __future__ import annotations
+
+import os
+import platform
+import signal
+import socket
+import sys
+import time
+from pathlib import Path
+from types import FrameType
+
+import torch
+
+from growcockpit import __version__
+from growcockpit.backend.corpus import DataError
+from growcockpit.backend.data import load_blocks
+from growcockpit.backend.engine import SUPPORTED_OPERATORS, Trainer
+from growcockpit.backend.reporter import RunReporter
+from growcockpit.metrics import SystemSampler
+from growcockpit.plan import plan_to_dict
+from growcockpit.plan.types import Plan
+from growcockpit.protocol.control import ControlServer
+from growcockpit.protocol.eventlog import EventLog
+from growcockpit.protocol.events import RunStarted, Warning
+from growcockpit.protocol.rundir import RunPaths, RunStatus, write_status
+
+
+class LaunchError(Exception):
+    """The run cannot start; the message names the place and the fix."""
+
+
+def check_supported(plan: Plan, source: str) -> None:
+    for i, stage in enumerate(plan.stages):
+        if stage.enter not in SUPPORTED_OPERATORS:
+            raise LaunchError(
+                f'{source}: stages[{i}].enter: "{stage.enter}" is not supported by this backend yet; '
+                f"use one of {', '.join(SUPPORTED_OPERATORS)}"
+            )
+    if plan.optim.name != "adamw":
+        raise LaunchError(f'{source}: optim.name: "{plan.optim.name}" is not supported by this backend yet; use "adamw"')
+
+
+def pick_device(requested: str | None) -> torch.device:
+    if requested:
+        return torch.device(requested)
+    return torch.device("cuda" if torch.cuda.is_available() else "cpu")
+
+
+def run_training(
+    plan: Plan,
+    plan_text: str,
+    run_dir: Path,
+    device: str | None = None,
+    resume_from: Path | None = None,
+) -> int:
+    """Train `plan` in `run_dir`; returns the process exit code."""
+    paths = RunPaths(run_dir)
+    paths.root.mkdir(parents=True, exist_ok=True)
+    if resume_from is None:
+        paths.plan.write_text(plan_text)
+    run_id = paths.root.name
+    status = RunStatus(
+        run_id=run_id,
+        plan_name=plan.name,
+        state="starting",
+        num_stages=len(plan.stages),
+        total_steps=plan.total_steps,
+        pid=os.getpid(),
+        started=time.time(),
+    )
+    write_status(paths.status, status)
+    events = EventLog(paths.events)
+    control = ControlServer(paths.control)
+    control.start()
+    reporter = RunReporter(paths, events, status, control)
+    dev = pick_device(device)
+    reporter.emit(
+        RunStarted(
+            run_id=run_id,
+            plan=plan_to_dict(plan),
+            device=_device_name(dev),
+            world_size=1,
+            pid=os.getpid(),
+            versions=_versions(),
+            resumed_from=str(resume_from) if resume_from else None,
+        )
+    )
+    sampler = SystemSampler(reporter.emit, plan.metrics.system_every_s)
+    if sampler.gpus.unavailable and dev.type == "cuda":
+        reporter.emit(Warning(message=sampler.gpus.unavailable))
+    elif sampler.gpus.unavailable:
+        reporter.emit(Warning(message=f"running on CPU; {sampler.gpus.unavailable}: CPU and RAM still reported"))
+    _quiet_libraries()
+    trainer: Trainer | None = None
+    try:
+        torch.manual_seed(plan.seed)
+        data = load_blocks(plan.data, plan.model.family, plan.seed)
+        trainer = Trainer(plan, paths.root, data, reporter, dev)
+        if resume_from is not None:
+            trainer.restore(resume_from)
+        _install_stop_signals(trainer)
+        sampler.start()
+        final = trainer.run()
+        return 0 if final in ("completed", "stopped") else 1
+    except DataError as exc:
+        _crash(reporter, trainer, status, exc)
+        print(f"growcockpit: {exc}", file=sys.stderr)
+        return 2
+    except BaseException as exc:
+        _crash(reporter, trainer, status, exc)
+        print(f"growcockpit: training crashed: {type(exc).__name__}: {exc} (details in events.jsonl)", file=sys.stderr)
+        return 1
+    finally:
+        sampler.stop()
+        control.close()
+        events.close()
+
+
+def _crash(reporter: RunReporter, trainer: Trainer | None, status: RunStatus, exc: BaseException) -> None:
+    if trainer is not None:
+        trainer.crash(exc)
+        return
+    from growcockpit.protocol.events import Error, RunFinished
+
+    reporter.emit(Error(message=f"{type(exc).__name__}: {exc}"))
+    reporter.emit(RunFinished(status="crashed", message=str(exc)))
+    status.state = "crashed"
+    write_status(reporter.paths.status, status)
+
+
+def _quiet_libraries() -> None:
+    """Progress bars and one-off library notices would only clutter backend.log."""
+    import datasets
+    import transformers
+
+    datasets.disable_progress_bars()
+    transformers.utils.logging.disable_progress_bar()
+    transformers.utils.logging.set_verbosity_error()
+
+
+def _install_stop_signals(trainer: Trainer) -> None:
+    """SIGTERM/SIGINT/SIGHUP mean `stop`: checkpoint at the next step boundary, then end."""
+
+    def handler(signum: int, frame: FrameType | None) -> None:
+        if trainer.stopping:
+            return
+        trainer.stopping = True
+
+    for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
+        signal.signal(sig, handler)
+
+
+def _device_name(dev: torch.device) -> str:
+    if dev.type == "cuda":
+        return f"cuda:{torch.cuda.get_device_name(dev)}"
+    return f"cpu ({os.cpu_count()} cores, {torch.get_num_threads()} threads)"
+
+
+def _versions() -> dict[str, str]:
+    import transformers
+
+    return {
+        "growcockpit": __version__,
+        "torch": torch.__version__,
+        "transformers": transformers.__version__,
+        "python": platform.python_version(),
+        "host": socket.gethostname(),
+    }

@@ -1,0 +1,103 @@
+"""The tokenizer a plan names: trained on the corpus ("train:<vocab>") or loaded.
+
+Training a ~8k WordPiece/BPE vocabulary on a few MB takes seconds; the
+result is cached by corpus fingerprint so every later launch reuses it.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from transformers import PreTrainedTokenizerBase, PreTrainedTokenizerFast
+
+from growcockpit.backend.corpus import Corpus, DataError
+
+BERT_SPECIALS = {
+    "pad_token": "[PAD]",
+    "unk_token": "[UNK]",
+    "cls_token": "[CLS]",
+    "sep_token": "[SEP]",
+    "mask_token": "[MASK]",
+}
+GPT2_SPECIALS = {"bos_token": "<|endoftext|>", "eos_token": "<|endoftext|>", "unk_token": "<|endoftext|>"}
+
+
+def cache_root() -> Path:
+    root = os.environ.get("GROWCOCKPIT_CACHE")
+    return Path(root) if root else Path.home() / ".cache" / "growcockpit"
+
+
+def build_tokenizer(
+    spec: str, family: str, corpus: Corpus, texts: list[list[str]] | None
+) -> PreTrainedTokenizerBase:
+    """Resolve `data.tokenizer`. `texts` is only read when a vocabulary must be trained."""
+    if spec.startswith("train:"):
+        try:
+            vocab = int(spec.split(":", 1)[1])
+        except ValueError:
+            raise DataError(f'data.tokenizer = {spec!r}: expected "train:<vocab size>", e.g. "train:8000"') from None
+        cache = cache_root() / "tokenizers" / f"{family}-{vocab}-{corpus.fingerprint()}"
+        if (cache / "tokenizer.json").exists():
+            return _load_local(cache, family)
+        if texts is None:
+            raise DataError("internal: texts are needed to train a tokenizer")
+        tok = _train(vocab, family, texts)
+        tmp = cache.with_name(cache.name + f".tmp{os.getpid()}")
+        tok.save_pretrained(tmp)
+        tmp.replace(cache) if not cache.exists() else None
+        return _load_local(cache, family)
+    path = Path(spec).expanduser()
+    if path.exists():
+        return _load_local(path, family)
+    if os.environ.get("HF_HUB_OFFLINE") == "1":
+        raise DataError(
+            f"data.tokenizer = {spec!r}: not a local path and HF_HUB_OFFLINE=1; "
+            'use "train:8000" or a local tokenizer directory'
+        )
+    from transformers import AutoTokenizer
+
+    try:
+        return AutoTokenizer.from_pretrained(spec)
+    except Exception as exc:
+        raise DataError(f"data.tokenizer = {spec!r}: could not load ({exc})") from None
+
+
+def _load_local(path: Path, family: str) -> PreTrainedTokenizerBase:
+    """Avoids `BertTokenizerFast(vocab_file=...)`, which in transformers 5 silently gives 5 tokens."""
+    if path.is_file():
+        tok = PreTrainedTokenizerFast(tokenizer_file=str(path))
+    else:
+        tok = PreTrainedTokenizerFast.from_pretrained(str(path))
+    specials = BERT_SPECIALS if family == "bert" else GPT2_SPECIALS
+    missing = {k: v for k, v in specials.items() if getattr(tok, k, None) is None}
+    if missing:
+        tok.add_special_tokens(missing)  # type: ignore[arg-type]
+    if family == "bert" and tok.mask_token_id is None:
+        raise DataError(f"data.tokenizer = {str(path)!r}: a BERT plan needs a tokenizer with a [MASK] token")
+    return tok
+
+
+def _train(vocab: int, family: str, texts: list[list[str]]) -> PreTrainedTokenizerFast:
+    from tokenizers import Tokenizer, decoders, models, normalizers, pre_tokenizers, trainers
+
+    lines = (line for doc in texts for line in doc)
+    if family == "bert":
+        core = Tokenizer(models.WordPiece(unk_token="[UNK]"))
+        core.normalizer = normalizers.BertNormalizer(lowercase=False)
+        core.pre_tokenizer = pre_tokenizers.BertPreTokenizer()
+        core.decoder = decoders.WordPiece()
+        trainer = trainers.WordPieceTrainer(vocab_size=vocab, special_tokens=list(BERT_SPECIALS.values()), show_progress=False)
+        core.train_from_iterator(lines, trainer)
+        return PreTrainedTokenizerFast(tokenizer_object=core, **BERT_SPECIALS)
+    core = Tokenizer(models.BPE())
+    core.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
+    core.decoder = decoders.ByteLevel()
+    trainer = trainers.BpeTrainer(
+        vocab_size=vocab,
+        special_tokens=["<|endoftext|>"],
+        initial_alphabet=pre_tokenizers.ByteLevel.alphabet(),
+        show_progress=False,
+    )
+    core.train_from_iterator((line + "\n" for line in lines), trainer)
+    return PreTrainedTokenizerFast(tokenizer_object=core, **GPT2_SPECIALS)

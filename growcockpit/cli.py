@@ -1,0 +1,306 @@
+"""The `growcockpit` command.
+
+Subcommands import lazily: `growcockpit` (the cockpit), `attach`, `ctl`,
+`status` and `plan` never import torch, so they start in a fraction of a
+second over SSH; only `train` and `resume` load the training stack.
+
+Every user error ends in one line on stderr that names the place and the fix,
+and a non-zero exit code: 2 for bad input, 1 for a failed run.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
+
+
+class UserError(Exception):
+    """Bad input: printed as one line, exit code 2."""
+
+
+def main(argv: list[str] | None = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    parser = build_parser()
+    if argv and not argv[0].startswith("-") and argv[0] not in SUBCOMMANDS:
+        args = build_cockpit_parser().parse_args(argv)
+    else:
+        args = parser.parse_args(argv)
+    try:
+        return int(args.func(args))
+    except UserError as exc:
+        print(f"growcockpit: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+    except KeyboardInterrupt:
+        return 130
+
+
+SUBCOMMANDS = ("train", "resume", "attach", "ctl", "status", "plan")
+
+
+def build_cockpit_parser() -> argparse.ArgumentParser:
+    """`growcockpit [PLAN]`: open the cockpit on a plan (the CPU demo by default)."""
+    p = argparse.ArgumentParser(prog="growcockpit", description="Open the cockpit on a plan file.")
+    p.add_argument("plan", nargs="?", type=Path, help="plan file (default: the CPU demo)")
+    p.add_argument("--runs", type=Path, default=Path("runs"), help="where launched runs go (default: ./runs)")
+    p.set_defaults(func=cmd_cockpit)
+    return p
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(
+        prog="growcockpit",
+        description="Design, run and steer growing-transformer training schedules. "
+        "`growcockpit [PLAN]` opens the cockpit (default plan: the CPU demo).",
+    )
+    p.add_argument("--runs", type=Path, default=Path("runs"), help="where launched runs go (default: ./runs)")
+    p.set_defaults(func=cmd_cockpit, plan=None)
+    sub = p.add_subparsers(dest="command", metavar="COMMAND")
+
+    t = sub.add_parser("train", help="train a plan headless (no UI)")
+    t.add_argument("plan", type=Path)
+    t.add_argument("--run-dir", type=Path, help="run directory (default: runs/<plan>-<time>)")
+    t.add_argument("--device", help="torch device, e.g. cpu or cuda:0 (default: cuda if available)")
+    t.add_argument("--detach", action="store_true", help="start in the background (own session) and return")
+    t.set_defaults(func=cmd_train)
+
+    r = sub.add_parser("resume", help="continue a run from its last checkpoint")
+    r.add_argument("run_dir", type=Path)
+    r.add_argument("--device")
+    r.add_argument("--detach", action="store_true")
+    r.set_defaults(func=cmd_resume)
+
+    a = sub.add_parser("attach", help="open the cockpit on an existing run")
+    a.add_argument("run_dir", type=Path)
+    a.set_defaults(func=cmd_attach)
+
+    c = sub.add_parser("ctl", help="send a command to a live run")
+    c.add_argument("run_dir", type=Path)
+    c.add_argument("command", choices=["pause", "resume", "advance", "checkpoint", "stop", "set_lr", "edit_stages"])
+    c.add_argument("value", nargs="?", help="set_lr: factor (e.g. 0.5); edit_stages: a TOML file with [[stages]]")
+    c.add_argument("--timeout", type=float, default=120.0)
+    c.set_defaults(func=cmd_ctl)
+
+    s = sub.add_parser("status", help="print the state of a run")
+    s.add_argument("run_dir", type=Path)
+    s.add_argument("--json", action="store_true", help="machine-readable output")
+    s.set_defaults(func=cmd_status)
+
+    pl = sub.add_parser("plan", help="check or describe plan files")
+    psub = pl.add_subparsers(dest="plan_command", metavar="ACTION", required=True)
+    v = psub.add_parser("validate", help="validate plan files")
+    v.add_argument("plans", nargs="+", type=Path)
+    v.set_defaults(func=cmd_plan_validate)
+    sh = psub.add_parser("show", help="print a plan's stages and estimated cost")
+    sh.add_argument("plan", type=Path)
+    sh.add_argument("--r", type=float, default=2.0, help="backward/forward cost ratio for the estimate")
+    sh.set_defaults(func=cmd_plan_show)
+    return p
+
+
+# ---- plans -----------------------------------------------------------------------
+def _load(path: Path):  # type: ignore[no-untyped-def]
+    from growcockpit.plan import PlanError, load_plan
+
+    try:
+        return load_plan(path)
+    except PlanError as exc:
+        raise UserError(str(exc)) from None
+
+
+def cmd_plan_validate(args: argparse.Namespace) -> int:
+    from growcockpit.plan import PlanError, load_plan
+
+    failed = 0
+    for path in args.plans:
+        try:
+            plan = load_plan(path)
+        except PlanError as exc:
+            print(str(exc), file=sys.stderr)
+            failed += 1
+            continue
+        print(f"{path}: ok ({len(plan.stages)} stages, {plan.total_steps} steps)")
+    return EXIT_USAGE if failed else EXIT_OK
+
+
+def cmd_plan_show(args: argparse.Namespace) -> int:
+    from growcockpit.plan import estimate_cost, format_plan
+
+    plan = _load(args.plan)
+    print(format_plan(plan, estimate_cost(plan, r=args.r)))
+    return EXIT_OK
+
+
+# ---- training --------------------------------------------------------------------
+def default_run_dir(plan_name: str, runs_root: Path) -> Path:
+    stamp = time.strftime("%Y%m%d-%H%M%S")
+    path = runs_root / f"{plan_name}-{stamp}"
+    n = 1
+    while path.exists():
+        n += 1
+        path = runs_root / f"{plan_name}-{stamp}-{n}"
+    return path
+
+
+def cmd_train(args: argparse.Namespace) -> int:
+    plan = _load(args.plan)
+    run_dir = args.run_dir or default_run_dir(plan.name, Path("runs"))
+    if (run_dir / "events.jsonl").exists():
+        raise UserError(
+            f"{run_dir}: already holds a run; use `growcockpit resume {run_dir}` or choose another --run-dir"
+        )
+    if args.detach:
+        return _detach(["train", str(args.plan), "--run-dir", str(run_dir)] + _device_args(args), run_dir)
+    from growcockpit.backend.run import LaunchError, check_supported, run_training
+
+    try:
+        check_supported(plan, str(args.plan))
+    except LaunchError as exc:
+        raise UserError(str(exc)) from None
+    print(f"run directory: {run_dir}", flush=True)
+    return run_training(plan, args.plan.read_text(), run_dir, device=args.device)
+
+
+def cmd_resume(args: argparse.Namespace) -> int:
+    from growcockpit.protocol import RunDirError, read_status
+
+    run_dir: Path = args.run_dir
+    try:
+        status = read_status(run_dir)
+    except RunDirError as exc:
+        raise UserError(str(exc)) from None
+    if status.is_live():
+        raise UserError(f"{run_dir}: the run is still live (pid {status.pid}); attach to it instead")
+    if args.detach:
+        return _detach(["resume", str(run_dir)] + _device_args(args), run_dir)
+    from growcockpit.backend.checkpoint import latest_checkpoint
+    from growcockpit.backend.run import run_training
+
+    ckpt = latest_checkpoint(run_dir / "checkpoints")
+    if ckpt is None:
+        raise UserError(f"{run_dir}/checkpoints: no checkpoint to resume from; start a new run with `growcockpit train`")
+    plan = _load(run_dir / "plan.toml")
+    print(f"resuming {run_dir} from {ckpt.name}", flush=True)
+    return run_training(plan, "", run_dir, device=args.device, resume_from=ckpt)
+
+
+def _device_args(args: argparse.Namespace) -> list[str]:
+    return ["--device", args.device] if getattr(args, "device", None) else []
+
+
+def _detach(argv: list[str], run_dir: Path) -> int:
+    """Start the backend in its own session so it outlives this shell and SSH."""
+    run_dir.mkdir(parents=True, exist_ok=True)
+    proc = spawn_backend(argv, run_dir)
+    print(f"started pid {proc.pid}: {run_dir} (growcockpit attach {run_dir})")
+    return EXIT_OK
+
+
+def spawn_backend(argv: list[str], run_dir: Path) -> subprocess.Popen[bytes]:
+    env = dict(os.environ)
+    env.setdefault("GLIBC_TUNABLES", "glibc.malloc.mmap_threshold=4294967296:glibc.malloc.trim_threshold=4294967296")
+    env.setdefault("PYTHONUNBUFFERED", "1")
+    with open(run_dir / "backend.log", "ab") as log:
+        return subprocess.Popen(
+            [sys.executable, "-m", "growcockpit", *argv],
+            stdin=subprocess.DEVNULL,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+            env=env,
+        )
+
+
+# ---- live runs -------------------------------------------------------------------
+def cmd_ctl(args: argparse.Namespace) -> int:
+    from growcockpit.protocol import CommandError, CommandRequest, ControlError, send_command
+
+    cmd_args: dict[str, object] = {}
+    if args.command == "set_lr":
+        try:
+            cmd_args["factor"] = float(args.value)
+        except (TypeError, ValueError):
+            raise UserError("ctl set_lr needs a positive factor, e.g. `growcockpit ctl RUN set_lr 0.5`") from None
+    elif args.command == "edit_stages":
+        cmd_args["stages"] = _stages_from_file(args.value)
+    elif args.value is not None:
+        raise UserError(f"ctl {args.command} takes no value (got {args.value!r})")
+    try:
+        ack = send_command(args.run_dir, CommandRequest(args.command, cmd_args), timeout=args.timeout)
+    except (ControlError, CommandError) as exc:
+        raise UserError(str(exc)) from None
+    if ack.accepted:
+        print(f"{args.command}: accepted at step {ack.step}" + (f" ({ack.reason})" if ack.reason else ""))
+        return EXIT_OK
+    print(f"{args.command}: refused at step {ack.step}: {ack.reason}", file=sys.stderr)
+    return EXIT_FAILED
+
+
+def _stages_from_file(value: str | None) -> list[dict[str, object]]:
+    import tomllib
+
+    if not value:
+        raise UserError("ctl edit_stages needs a TOML file holding [[stages]] tables")
+    path = Path(value)
+    try:
+        data = tomllib.loads(path.read_text())
+    except OSError as exc:
+        raise UserError(f"{path}: cannot read ({exc.strerror})") from None
+    except tomllib.TOMLDecodeError as exc:
+        raise UserError(f"{path}: invalid TOML ({exc})") from None
+    stages = data.get("stages")
+    if not isinstance(stages, list) or not stages:
+        raise UserError(f"{path}: no [[stages]] tables; write the remaining stages as [[stages]]")
+    return stages
+
+
+def cmd_status(args: argparse.Namespace) -> int:
+    from dataclasses import asdict
+
+    from growcockpit.protocol import RunDirError, read_status
+
+    try:
+        status = read_status(args.run_dir)
+    except RunDirError as exc:
+        raise UserError(str(exc)) from None
+    if args.json:
+        print(json.dumps(asdict(status), indent=2))
+        return EXIT_OK
+    loss = f"{status.loss:.4f}" if status.loss is not None else "-"
+    print(
+        f"{status.run_id}: {status.state}  plan {status.plan_name}  stage {status.stage + 1}/{status.num_stages} "
+        f"({status.stage_name})  step {status.step}/{status.total_steps}  loss {loss}  pid {status.pid}"
+    )
+    return EXIT_OK
+
+
+# ---- the cockpit -----------------------------------------------------------------
+def cmd_cockpit(args: argparse.Namespace) -> int:
+    from growcockpit.resources import sample_plan
+
+    plan_path = args.plan or sample_plan("cpu-demo")
+    _load(plan_path)
+    from growcockpit.ui import GrowCockpitApp
+
+    GrowCockpitApp(plan_path=plan_path, runs_root=args.runs).run()
+    return EXIT_OK
+
+
+def cmd_attach(args: argparse.Namespace) -> int:
+    from growcockpit.protocol import RunPaths
+
+    paths = RunPaths(args.run_dir)
+    if not paths.root.is_dir():
+        raise UserError(f"{paths.root}: no such run directory; list runs with `ls runs/`")
+    if not paths.events.exists():
+        raise UserError(f"{paths.events}: missing; not a growcockpit run directory (see backend.log if it exists)")
+    from growcockpit.ui import GrowCockpitApp
+
+    GrowCockpitApp(run_dir=paths.root).run()
+    return EXIT_OK

@@ -1,0 +1,93 @@
+"""Uniform access to the parts of a Hugging Face BERT or GPT-2 LM.
+
+Growth operators and freeze policies work on "the embeddings", "the
+transformer layers" and "the head" of a model; this module is the one place
+that knows where those live in each family, so the operators stay generic.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Literal
+
+from torch import nn
+
+Family = Literal["bert", "gpt2"]
+
+
+def family_of(model: nn.Module) -> Family:
+    model_type = getattr(getattr(model, "config", None), "model_type", "")
+    if model_type == "bert":
+        return "bert"
+    if model_type == "gpt2":
+        return "gpt2"
+    raise TypeError(f"unsupported model type {model_type!r}: growcockpit handles bert and gpt2")
+
+
+def get_layers(model: nn.Module) -> nn.ModuleList:
+    """The ModuleList of transformer blocks, bottom first."""
+    if family_of(model) == "bert":
+        layers = model.bert.encoder.layer  # type: ignore[union-attr]
+    else:
+        layers = model.transformer.h  # type: ignore[union-attr]
+    assert isinstance(layers, nn.ModuleList)
+    return layers
+
+
+def set_layers(model: nn.Module, layers: list[nn.Module]) -> None:
+    """Replace the blocks and keep the config's depth in step with them."""
+    new = nn.ModuleList(layers)
+    config = model.config  # type: ignore[union-attr]
+    if family_of(model) == "bert":
+        model.bert.encoder.layer = new  # type: ignore[union-attr]
+        config.num_hidden_layers = len(new)
+    else:
+        model.transformer.h = new  # type: ignore[union-attr]
+        config.n_layer = len(new)
+        config.num_hidden_layers = len(new)
+    for idx, layer in enumerate(new):
+        _renumber(layer, idx)
+
+
+def _renumber(layer: nn.Module, idx: int) -> None:
+    """Attention modules remember their index (for KV caches); keep it true."""
+    for module in layer.modules():
+        if hasattr(module, "layer_idx"):
+            module.layer_idx = idx
+
+
+def embedding_modules(model: nn.Module) -> list[nn.Module]:
+    """Input embeddings (token, position, token-type, and BERT's embedding LayerNorm).
+
+    The LM decoder weight is tied to the token embedding, so freezing these
+    freezes the decoder matrix too (methods.md: what MSLT wants).
+    """
+    if family_of(model) == "bert":
+        return [model.bert.embeddings]  # type: ignore[union-attr]
+    return [model.transformer.wte, model.transformer.wpe]  # type: ignore[union-attr]
+
+
+def head_parameters(model: nn.Module) -> Iterator[nn.Parameter]:
+    """Head parameters that are not tied to the embeddings.
+
+    BERT: the MLM transform (dense + LayerNorm) and the decoder bias.
+    GPT-2: the final LayerNorm (`ln_f`); `lm_head.weight` is the tied embedding.
+    """
+    embedding_ids = {id(p) for m in embedding_modules(model) for p in m.parameters()}
+    if family_of(model) == "bert":
+        head: nn.Module = model.cls  # type: ignore[union-attr]
+    else:
+        head = nn.ModuleList([model.transformer.ln_f, model.lm_head])  # type: ignore[union-attr]
+    seen: set[int] = set()
+    for p in head.parameters():
+        if id(p) in embedding_ids or id(p) in seen:
+            continue
+        seen.add(id(p))
+        yield p
+
+
+def layer_parameter_names(model: nn.Module) -> list[list[str]]:
+    """For each block, the fully qualified names of its parameters."""
+    layers = get_layers(model)
+    prefix = "bert.encoder.layer" if family_of(model) == "bert" else "transformer.h"
+    return [[f"{prefix}.{i}.{n}" for n, _ in layer.named_parameters()] for i, layer in enumerate(layers)]

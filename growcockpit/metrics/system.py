@@ -1,0 +1,92 @@
+"""Host and GPU utilisation, sampled on a background thread.
+
+GPUs come from NVML (`nvidia-ml-py`); without a GPU or driver the sampler
+reports CPU and RAM only and says so once, instead of failing.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+from collections.abc import Callable
+
+import psutil
+
+from growcockpit.protocol.events import GpuStat, System
+
+
+class GpuProbe:
+    """NVML handles for the visible GPUs, or a reason why there are none."""
+
+    def __init__(self) -> None:
+        self.handles: list[object] = []
+        self.names: list[str] = []
+        self.unavailable: str | None = None
+        try:
+            import pynvml
+
+            pynvml.nvmlInit()
+            self._nvml = pynvml
+            for i in range(pynvml.nvmlDeviceGetCount()):
+                h = pynvml.nvmlDeviceGetHandleByIndex(i)
+                self.handles.append(h)
+                name = pynvml.nvmlDeviceGetName(h)
+                self.names.append(name.decode() if isinstance(name, bytes) else str(name))
+            if not self.handles:
+                self.unavailable = "NVML found no GPU"
+        except Exception as exc:  # NVMLError_LibraryNotFound and friends
+            self.unavailable = f"no GPU metrics: NVML unavailable ({type(exc).__name__})"
+
+    def sample(self) -> list[GpuStat]:
+        out: list[GpuStat] = []
+        nv = getattr(self, "_nvml", None)
+        for i, h in enumerate(self.handles):
+            stat = GpuStat(index=i, name=self.names[i])
+            try:
+                stat.util = float(nv.nvmlDeviceGetUtilizationRates(h).gpu)  # type: ignore[union-attr]
+                mem = nv.nvmlDeviceGetMemoryInfo(h)  # type: ignore[union-attr]
+                stat.mem_used, stat.mem_total = int(mem.used), int(mem.total)
+                stat.power_w = nv.nvmlDeviceGetPowerUsage(h) / 1000.0  # type: ignore[union-attr]
+                stat.temp_c = float(nv.nvmlDeviceGetTemperature(h, 0))  # type: ignore[union-attr]
+            except Exception:
+                pass
+            out.append(stat)
+        return out
+
+
+class SystemSampler:
+    """Emits a `System` event every `interval_s` seconds until stopped."""
+
+    def __init__(self, emit: Callable[[System], object], interval_s: float) -> None:
+        self.emit = emit
+        self.interval_s = max(0.2, interval_s)
+        self.gpus = GpuProbe()
+        self._proc = psutil.Process(os.getpid())
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, name="system-sampler", daemon=True)
+        self._proc.cpu_percent(None)
+
+    def start(self) -> None:
+        self._thread.start()
+
+    def stop(self) -> None:
+        self._stop.set()
+        if self._thread.is_alive():
+            self._thread.join(timeout=2.0)
+
+    def sample(self) -> System:
+        vm = psutil.virtual_memory()
+        return System(
+            gpus=self.gpus.sample(),
+            cpu_pct=float(self._proc.cpu_percent(None)),
+            rss_bytes=int(self._proc.memory_info().rss),
+            ram_used=int(vm.total - vm.available),
+            ram_total=int(vm.total),
+        )
+
+    def _run(self) -> None:
+        while not self._stop.wait(self.interval_s):
+            try:
+                self.emit(self.sample())
+            except Exception:
+                return

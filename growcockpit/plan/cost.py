@@ -1,0 +1,174 @@
+"""Estimated compute of a plan vs. training the final model at full depth.
+
+The cost model of methods.md §6, in units of one transformer block's forward
+pass at full width (f = 1), per training step:
+
+- r: backward/forward cost ratio (default 2).
+- h: the head's forward cost in block units (see `default_head_cost`).
+- Baseline step (final depth L = model.final_layers, everything trains):
+  (1 + r)(L + h). Baseline total = baseline step × plan.total_steps.
+- A stage at depth L_s with all layers trainable: (1 + r)(L_s + h).
+- Frozen bottom, k < L_s trainable layers (k from `trainable_layer_ids`),
+  embeddings frozen (the frozen blocks run under no_grad, output detached):
+  L_s + r·k + (1 + r)·h  — frozen blocks cost one forward each.
+- Frozen bottom but embeddings trainable: the gradient must flow back through
+  the frozen blocks to reach the input, so each costs 1 + r/2 (forward plus
+  input gradient, no weight gradient): (1 + r/2)(L_s − k) + (1 + r)k + (1 + r)h.
+- Head: (1 + r)h when it trains; when frozen, (1 + r/2)h if anything below it
+  needs a gradient, else h (forward only).
+- Width w < hidden size d (coalesced levels): block costs scale by (w/d)²,
+  the head's by w/d.
+
+Stage total = step cost × steps; the plan total sums the stages. ratio =
+total / baseline total, speedup = baseline total / total. Operator time
+(stacking, coalescing) is ignored.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from growcockpit.plan.shapes import resolve_shapes
+from growcockpit.plan.types import Plan
+
+DEFAULT_VOCAB = {"bert": 30522, "gpt2": 50257}
+
+
+@dataclass
+class StageCost:
+    """Estimated cost of one stage (block-forward units at full width)."""
+
+    index: int
+    name: str
+    layers: int
+    width: int
+    trainable: int
+    steps: int
+    step_cost: float
+    rel_step_cost: float
+    total: float
+
+
+@dataclass
+class PlanCost:
+    """Estimated cost of a plan and of the full-depth baseline."""
+
+    stages: list[StageCost] = field(default_factory=list)
+    baseline_step_cost: float = 0.0
+    baseline_total: float = 0.0
+    total: float = 0.0
+    ratio: float = 0.0
+    speedup: float = 0.0
+    r: float = 2.0
+    h: float = 0.0
+
+
+def vocab_size(plan: Plan) -> int:
+    """Vocabulary size: N of data.tokenizer = "train:N", else a guess from the
+    tokenizer name, else the family's (BERT 30522, GPT-2 50257)."""
+    tokenizer = plan.data.tokenizer.strip()
+    if tokenizer.startswith("train:"):
+        n = tokenizer.split(":", 1)[1]
+        if n.isdigit() and int(n) > 0:
+            return int(n)
+    lower = tokenizer.lower()
+    for family, size in DEFAULT_VOCAB.items():
+        if family in lower:
+            return size
+    return DEFAULT_VOCAB.get(plan.model.family, DEFAULT_VOCAB["bert"])
+
+
+def default_head_cost(plan: Plan) -> float:
+    """h: the LM/MLM head's forward per token in block-forward units.
+
+    The decoder is a vocab × d matmul; a block is 4d² (attention
+    projections) + 2·d·FFN (= 12d² for the usual FFN = 4d), so
+    h = vocab·d / (4d² + 2·d·FFN) ≈ vocab / (12d). BERT computes logits only
+    at masked positions (× data.mlm_probability); GPT-2 at every position.
+    """
+    d = plan.model.hidden_size
+    block = 4 * d * d + 2 * d * plan.model.intermediate_size
+    if d <= 0 or block <= 0:
+        return 0.0
+    h = vocab_size(plan) * d / block
+    if plan.model.family == "bert":
+        h *= plan.data.mlm_probability
+    return h
+
+
+def step_cost(
+    layers: int,
+    trainable: int,
+    *,
+    r: float = 2.0,
+    h: float = 0.0,
+    width_fraction: float = 1.0,
+    embeddings_trainable: bool = False,
+    head_trainable: bool = True,
+) -> float:
+    """Cost of one step of a stage (module doc), in full-width block-forward units."""
+    k = max(0, min(trainable, layers))
+    if k >= layers:
+        blocks = (1 + r) * layers
+    else:
+        frozen = (1 + r / 2) if embeddings_trainable else 1.0
+        blocks = frozen * (layers - k) + (1 + r) * k
+    head_fwd = h * width_fraction
+    if head_trainable:
+        head = (1 + r) * head_fwd
+    elif k > 0 or embeddings_trainable:
+        head = (1 + r / 2) * head_fwd
+    else:
+        head = head_fwd
+    return blocks * width_fraction**2 + head
+
+
+def estimate_cost(plan: Plan, r: float = 2.0, h: float | None = None) -> PlanCost:
+    """Estimated compute of `plan` vs. the full-depth baseline (module doc).
+
+    `h` defaults to `default_head_cost(plan)`; pass h=0 to ignore the head.
+    Works on invalid plans too (best-effort shapes), for the editor.
+    """
+    head = default_head_cost(plan) if h is None else h
+    d = plan.model.hidden_size
+    final = plan.model.final_layers
+    baseline_step = (1 + r) * (final + head)
+    shapes = resolve_shapes(plan)
+    stages: list[StageCost] = []
+    for stage, shape in zip(plan.stages, shapes, strict=True):
+        frac = shape.width / d if d > 0 else 1.0
+        cost = step_cost(
+            shape.layers,
+            len(shape.trainable_layers),
+            r=r,
+            h=head,
+            width_fraction=frac,
+            embeddings_trainable=stage.embeddings_trainable(),
+            head_trainable=stage.head_trainable(),
+        )
+        steps = max(0, stage.steps)
+        stages.append(
+            StageCost(
+                index=shape.index,
+                name=stage.name,
+                layers=shape.layers,
+                width=shape.width,
+                trainable=len(shape.trainable_layers),
+                steps=stage.steps,
+                step_cost=cost,
+                rel_step_cost=cost / baseline_step if baseline_step > 0 else 0.0,
+                total=cost * steps,
+            )
+        )
+    baseline_total = baseline_step * plan.total_steps
+    total = sum(s.total for s in stages)
+    return PlanCost(
+        stages=stages,
+        baseline_step_cost=baseline_step,
+        baseline_total=baseline_total,
+        total=total,
+        ratio=total / baseline_total if baseline_total > 0 else 0.0,
+        speedup=baseline_total / total if total > 0 else 0.0,
+        r=r,
+        h=head,
+    )

@@ -1,0 +1,32 @@
+"""Replace the not-yet-started stages of a plan (the `edit_stages` command)."""
+
+from __future__ import annotations
+
+import copy
+import dataclasses
+
+from growcockpit.plan.errors import PlanError
+from growcockpit.plan.types import Plan, Stage
+from growcockpit.plan.validate import validate_plan
+
+
+def replace_remaining_stages(
+    plan: Plan, started: int, new_stages: list[Stage], source: str = "<edit_stages>"
+) -> Plan:
+    """A new plan: stages[:started] of `plan`, then `new_stages`.
+
+    `started` counts the stages that have begun (the running one included);
+    they are kept as they are. The result is validated as a whole and a
+    `PlanError` raised if it is invalid; `plan` is never modified.
+    """
+    if not 0 <= started <= len(plan.stages):
+        raise PlanError(
+            f"started = {started} is outside 0..{len(plan.stages)}; "
+            "give the number of stages that have already begun",
+            key="stages",
+            source=source,
+        )
+    stages = copy.deepcopy(plan.stages[:started]) + copy.deepcopy(list(new_stages))
+    result = dataclasses.replace(copy.deepcopy(plan), stages=stages)
+    validate_plan(result, source=source)
+    return result

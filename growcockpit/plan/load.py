@@ -1,0 +1,357 @@
+"""Read plan files: TOML text or plain dicts to a typed, validated `Plan`.
+
+Conversion is strict: unknown keys anywhere are errors that name the key and
+list the valid ones, and values must have the field's type (an int is fine
+where a float is expected; a bool is never an int). When the source text is
+known, each error carries the line of its key.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import difflib
+import re
+import tomllib
+import types
+import typing
+from pathlib import Path
+from typing import Any, Literal
+
+from growcockpit.plan.errors import PlanError
+from growcockpit.plan.locate import TomlLocator
+from growcockpit.plan.types import (
+    CheckpointSpec,
+    DataSpec,
+    MetricsSpec,
+    ModelSpec,
+    OptimSpec,
+    Plan,
+    Stage,
+)
+
+SECTIONS: dict[str, type[Any]] = {
+    "model": ModelSpec,
+    "data": DataSpec,
+    "optim": OptimSpec,
+    "metrics": MetricsSpec,
+    "checkpoint": CheckpointSpec,
+}
+_TOP_SCALARS = ("name", "description", "seed")
+TOP_KEYS: tuple[str, ...] = ("name", "description", "seed", *SECTIONS, "stages")
+REQUIRED_STAGE_KEYS: tuple[str, ...] = ("name", "layers", "steps")
+_STAGE_HINTS = {
+    "name": 'add name = "<unique stage name>"',
+    "layers": "add layers = <depth after entering this stage>",
+    "steps": "add steps = <training steps of this stage>",
+}
+
+_Problems = list[tuple[str, str]]  # (key path, problem)
+
+
+def _hints(cls: type[Any]) -> dict[str, Any]:
+    return typing.get_type_hints(cls)
+
+
+def _field_names(cls: type[Any]) -> list[str]:
+    return [f.name for f in dataclasses.fields(cls)]
+
+
+def unknown_key_problem(key: str, valid: typing.Iterable[str]) -> str:
+    """'unknown key "x"; did you mean "y"? valid keys: …'."""
+    valid = list(valid)
+    close = difflib.get_close_matches(key, valid, n=1, cutoff=0.6)
+    guess = f'did you mean "{close[0]}"? ' if close else ""
+    return f'unknown key "{key}"; {guess}valid keys: {", ".join(valid)}'
+
+
+def _type_name(value: object) -> str:
+    if isinstance(value, bool):
+        return "boolean"
+    if isinstance(value, int):
+        return "integer"
+    if isinstance(value, float):
+        return "float"
+    if isinstance(value, str):
+        return "string"
+    if isinstance(value, dict):
+        return "table"
+    if isinstance(value, list):
+        return "array"
+    return type(value).__name__
+
+
+def _convert(value: object, tp: Any, key: str, problems: _Problems) -> tuple[bool, Any]:
+    """Check `value` against annotation `tp`; (ok, converted value)."""
+    origin = typing.get_origin(tp)
+    if origin in (typing.Union, types.UnionType):
+        args = [a for a in typing.get_args(tp) if a is not type(None)]
+        if value is None:
+            return True, None
+        return _convert(value, args[0], key, problems)
+    if origin is Literal:
+        tp = str
+    got = f"got {_type_name(value)} {value!r}"
+    if tp is bool:
+        if isinstance(value, bool):
+            return True, value
+        problems.append((key, f"expected true or false, {got}; write true or false (no quotes)"))
+    elif tp is int:
+        if isinstance(value, int) and not isinstance(value, bool):
+            return True, value
+        if isinstance(value, float) and value.is_integer():
+            problems.append((key, f"expected an integer, {got}; write {int(value)}"))
+        else:
+            problems.append((key, f"expected an integer, {got}; write a whole number"))
+    elif tp is float:
+        if isinstance(value, (int, float)) and not isinstance(value, bool):
+            return True, float(value)
+        problems.append((key, f"expected a number, {got}; write a number such as 0.5"))
+    elif tp is str:
+        if isinstance(value, str):
+            return True, value
+        problems.append((key, f'expected a string, {got}; put the value in quotes: "..."'))
+    else:  # pragma: no cover - only the types above occur in types.py
+        raise TypeError(f"unsupported field type {tp!r} for {key}")
+    return False, None
+
+
+def _convert_table(
+    cls: type[Any],
+    data: object,
+    path: str,
+    problems: _Problems,
+    *,
+    required: tuple[str, ...] = (),
+    hints: dict[str, str] | None = None,
+    defaults: dict[str, Any] | None = None,
+) -> Any | None:
+    """One dataclass from one table; None when anything is wrong."""
+    if not isinstance(data, dict):
+        problems.append(
+            (
+                path,
+                f"expected a table, got {_type_name(data)} {data!r}; write it as [{path}] with key = value lines",
+            )
+        )
+        return None
+    names = _field_names(cls)
+    types_ = _hints(cls)
+    kwargs: dict[str, Any] = dict(defaults or {})
+    ok = True
+    for key, value in data.items():
+        full = f"{path}.{key}" if path else str(key)
+        if key not in names:
+            problems.append((full, unknown_key_problem(str(key), names)))
+            ok = False
+            continue
+        good, converted = _convert(value, types_[key], full, problems)
+        ok = ok and good
+        if good and converted is not None:
+            kwargs[key] = converted
+    for key in required:
+        if key not in data:
+            hint = (hints or {}).get(key, f"add {key} = ...")
+            problems.append((f"{path}.{key}", f'missing required key "{key}"; {hint}'))
+            ok = False
+    if not ok:
+        return None
+    return cls(**kwargs)
+
+
+def _convert_stages(
+    items: object, path: str, start_index: int, problems: _Problems
+) -> list[Stage] | None:
+    if not isinstance(items, list):
+        problems.append(
+            (
+                path,
+                f"expected an array of tables, got {_type_name(items)}; write each stage as a [[stages]] table",
+            )
+        )
+        return None
+    stages: list[Stage] = []
+    ok = True
+    for offset, item in enumerate(items):
+        index = start_index + offset
+        defaults = {"enter": "init"} if index == 0 else None
+        stage = _convert_table(
+            Stage,
+            item,
+            f"{path}[{index}]",
+            problems,
+            required=REQUIRED_STAGE_KEYS,
+            hints=_STAGE_HINTS,
+            defaults=defaults,
+        )
+        if stage is None:
+            ok = False
+        else:
+            stages.append(stage)
+    return stages if ok else None
+
+
+def _errors(problems: _Problems, source: str, text: str | None) -> list[PlanError]:
+    locator = TomlLocator(text) if text is not None else None
+    return [
+        PlanError(problem, key=key, source=source, line=locator.line_of(key) if locator else None)
+        for key, problem in problems
+    ]
+
+
+def _plan_or_problems(data: object) -> tuple[Plan | None, _Problems]:
+    problems: _Problems = []
+    if not isinstance(data, dict):
+        return None, [
+            ("", f"expected a table of plan keys, got {_type_name(data)}; see sample_plans/")
+        ]
+    for key in data:
+        if key not in TOP_KEYS:
+            problems.append((str(key), unknown_key_problem(str(key), TOP_KEYS)))
+    top: dict[str, Any] = {}
+    top_types = _hints(Plan)
+    for key in _TOP_SCALARS:
+        if key in data:
+            good, value = _convert(data[key], top_types[key], key, problems)
+            if good:
+                top[key] = value
+    if "name" not in data:
+        problems.append(
+            ("name", 'missing required key "name"; add name = "<plan name>" at the top of the file')
+        )
+    sections: dict[str, Any] = {}
+    for key, cls in SECTIONS.items():
+        if key in data:
+            sections[key] = _convert_table(cls, data[key], key, problems)
+    stages: list[Stage] | None = None
+    if "stages" not in data:
+        problems.append(
+            (
+                "stages",
+                'missing required key "stages"; add at least one [[stages]] table with name, layers and steps',
+            )
+        )
+    else:
+        stages = _convert_stages(data["stages"], "stages", 0, problems)
+        if stages is not None and not data["stages"]:
+            problems.append(
+                (
+                    "stages",
+                    "no stages; add at least one [[stages]] table with name, layers and steps",
+                )
+            )
+    if problems or stages is None or any(v is None for v in sections.values()):
+        return None, problems
+    return Plan(stages=stages, **top, **sections), problems
+
+
+def _validate(plan: Plan, source: str, text: str | None) -> list[PlanError]:
+    from growcockpit.plan.validate import plan_problems
+
+    return plan_problems(plan, source=source, text=text)
+
+
+def plan_from_dict(
+    data: dict[str, Any], source: str = "<dict>", text: str | None = None, *, validate: bool = True
+) -> Plan:
+    """Convert parsed TOML (or JSON) to a `Plan` and validate it.
+
+    Raises the first `PlanError`; with `text`, errors carry line numbers. The
+    first stage's `enter` defaults to "init" when omitted. With
+    validate=False only conversion is checked (keys, types, required keys),
+    so an editor can open a draft and list its problems with `plan_problems`.
+    """
+    plan, problems = _plan_or_problems(data)
+    if problems or plan is None:
+        raise _errors(problems, source, text)[0]
+    if validate:
+        errors = _validate(plan, source, text)
+        if errors:
+            raise errors[0]
+    return plan
+
+
+def dict_problems(data: object, source: str = "<dict>", text: str | None = None) -> list[PlanError]:
+    """All problems of a plan dict: conversion ones, else validation ones."""
+    plan, problems = _plan_or_problems(data)
+    if problems or plan is None:
+        return _errors(problems, source, text)
+    return _validate(plan, source, text)
+
+
+_TOML_LINE = re.compile(r"\(at line (\d+), column (\d+)\)")
+
+
+def _parse_toml(text: str, source: str) -> dict[str, Any]:
+    try:
+        return tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
+        message = str(exc)
+        match = _TOML_LINE.search(message)
+        line = int(match.group(1)) if match else None
+        what = _TOML_LINE.sub("", message).strip() or "invalid TOML"
+        where = f" at column {match.group(2)}" if match else ""
+        raise PlanError(
+            f"TOML syntax error{where}: {what}; fix the syntax (strings need quotes, one key = value per line)",
+            source=source,
+            line=line,
+        ) from None
+
+
+def text_problems(text: str, source: str = "<string>") -> list[PlanError]:
+    """Every problem of a plan text (the editor shows them all); [] if valid."""
+    try:
+        data = _parse_toml(text, source)
+    except PlanError as exc:
+        return [exc]
+    return dict_problems(data, source=source, text=text)
+
+
+def loads_plan(text: str, source: str = "<string>", *, validate: bool = True) -> Plan:
+    """Parse and validate plan TOML text; raises `PlanError`."""
+    data = _parse_toml(text, source)
+    return plan_from_dict(data, source=source, text=text, validate=validate)
+
+
+def load_plan(path: str | Path, *, validate: bool = True) -> Plan:
+    """Read, parse and validate a plan file; raises `PlanError`.
+
+    validate=False skips the semantic checks (see `plan_from_dict`).
+    """
+    path = Path(path)
+    source = str(path)
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise PlanError(
+            "file not found; check the path (sample plans are in sample_plans/)", source=source
+        ) from None
+    except IsADirectoryError:
+        raise PlanError(
+            "is a directory, not a plan file; give the path of a .toml file", source=source
+        ) from None
+    except UnicodeDecodeError as exc:
+        raise PlanError(
+            f"not UTF-8 text ({exc.reason}); save the plan as UTF-8", source=source
+        ) from None
+    except OSError as exc:
+        raise PlanError(
+            f"cannot read ({exc.strerror}); check the path and permissions", source=source
+        ) from None
+    return loads_plan(text, source=source, validate=validate)
+
+
+def parse_stages(
+    items: list[dict[str, Any]], source: str = "<edit_stages>", start_index: int = 0
+) -> list[Stage]:
+    """Convert stage tables (e.g. from an `edit_stages` command) to `Stage`s.
+
+    Only conversion is checked here (keys, types, required keys); the stages
+    are validated in context by `replace_remaining_stages`. `start_index` is
+    the plan index of the first item, used in key paths ("stages[2].layers")
+    and so that only a stage at index 0 defaults to enter = "init".
+    """
+    problems: _Problems = []
+    stages = _convert_stages(items, "stages", start_index, problems)
+    if problems or stages is None:
+        raise _errors(problems, source, None)[0]
+    return stages

@@ -1,0 +1,195 @@
+"""Write plans: to a JSON-able dict, to TOML text, atomically to a file.
+
+`dump_plan` writes every section key explicitly (a run's frozen copy should
+not depend on defaults) and, per stage, the keys that say what the stage does
+(name, enter, layers, train, steps) plus any other key that differs from its
+default. `save_plan(..., original_text=...)` edits the existing file in place
+with tomlkit so its comments and layout survive.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import os
+import tempfile
+import tomllib
+from pathlib import Path
+from typing import Any
+
+import tomlkit
+from tomlkit.items import AoT, Table
+
+from growcockpit.plan.load import SECTIONS
+from growcockpit.plan.types import Plan, Stage
+
+_ALWAYS_STAGE_KEYS = ("name", "enter", "layers", "train", "steps")
+_OPERATOR_OPTIONS = {
+    "stack": ("source",),
+    "coalesce": ("pairing",),
+    "decoalesce": ("pairing",),
+    "interpolate": ("pairing", "alpha"),
+}
+_STAGE_DEFAULTS: dict[str, Any] = {
+    f.name: f.default for f in dataclasses.fields(Stage) if f.default is not dataclasses.MISSING
+}
+
+
+def _drop_none(data: dict[str, Any]) -> dict[str, Any]:
+    return {k: v for k, v in data.items() if v is not None}
+
+
+def _stage_dict(stage: Stage) -> dict[str, Any]:
+    return _drop_none(dataclasses.asdict(stage))
+
+
+def _stage_defaults(index: int) -> dict[str, Any]:
+    return {**_STAGE_DEFAULTS, "enter": "init"} if index == 0 else _STAGE_DEFAULTS
+
+
+def plan_to_dict(plan: Plan) -> dict[str, Any]:
+    """The plan as plain dicts/lists (JSON-able), None values left out."""
+    out: dict[str, Any] = {"name": plan.name, "description": plan.description, "seed": plan.seed}
+    for key in SECTIONS:
+        out[key] = _drop_none(dataclasses.asdict(getattr(plan, key)))
+    out["stages"] = [_stage_dict(s) for s in plan.stages]
+    return out
+
+
+def _compact_stage(index: int, stage: Stage) -> dict[str, Any]:
+    full = _stage_dict(stage)
+    defaults = _stage_defaults(index)
+    ordered = {k: full[k] for k in _ALWAYS_STAGE_KEYS}
+    for key in _OPERATOR_OPTIONS.get(stage.enter, ()):
+        if key in full:
+            ordered[key] = full[key]
+    ordered.update({k: v for k, v in full.items() if k not in ordered and v != defaults.get(k)})
+    return ordered
+
+
+def dump_plan(plan: Plan) -> str:
+    """TOML text of `plan` (tomlkit): top-level keys, sections, [[stages]]."""
+    doc = tomlkit.document()
+    doc.add("name", plan.name)
+    if plan.description:
+        doc.add("description", plan.description)
+    doc.add("seed", plan.seed)
+    for key in SECTIONS:
+        table = tomlkit.table()
+        for name, value in _drop_none(dataclasses.asdict(getattr(plan, key))).items():
+            table.add(name, value)
+        doc.add(tomlkit.nl())
+        doc.add(key, table)
+    stages = tomlkit.aot()
+    for index, stage in enumerate(plan.stages):
+        table = tomlkit.table()
+        for name, value in _compact_stage(index, stage).items():
+            table.add(name, value)
+        stages.append(table)
+    doc.add(tomlkit.nl())
+    doc.add("stages", stages)
+    return tomlkit.dumps(doc)
+
+
+def _merge(table: Any, new: dict[str, Any], defaults: dict[str, Any]) -> None:
+    """Update a tomlkit table in place: change, add (if not default), drop."""
+    for key in list(table.keys()):
+        if key not in new:
+            del table[key]
+    for key, value in new.items():
+        if key in table:
+            if table[key] != value:
+                table[key] = value
+        elif defaults.get(key, object()) != value:
+            table[key] = value
+
+
+def _plan_of(text: str) -> Plan | None:
+    from growcockpit.plan.load import _plan_or_problems
+
+    try:
+        return _plan_or_problems(tomllib.loads(text))[0]
+    except tomllib.TOMLDecodeError:
+        return None
+
+
+def update_text(original_text: str, plan: Plan) -> str:
+    """`original_text` edited to describe `plan`, keeping comments and layout.
+
+    Falls back to `dump_plan(plan)` when the original cannot be edited in
+    place (not TOML, stages not written as [[stages]], or the edit would not
+    read back as `plan`).
+    """
+    try:
+        doc = tomlkit.parse(original_text)
+    except Exception:
+        return dump_plan(plan)
+    data = plan_to_dict(plan)
+    for key in ("name", "description", "seed"):
+        _merge_top(doc, key, data[key], {"description": "", "seed": 0})
+    for key, cls in SECTIONS.items():
+        defaults = dataclasses.asdict(cls())
+        if key in doc and isinstance(doc[key], Table):
+            _merge(doc[key], data[key], defaults)
+        elif key in doc:
+            return dump_plan(plan)
+        elif data[key] != _drop_none(defaults):
+            table = tomlkit.table()
+            for name, value in data[key].items():
+                table.add(name, value)
+            doc.add(key, table)
+    stages = doc.get("stages")
+    if not isinstance(stages, AoT):
+        return dump_plan(plan)
+    while len(stages) > len(plan.stages):
+        del stages[len(stages) - 1]
+    for index, stage in enumerate(plan.stages):
+        if index < len(stages):
+            _merge(stages[index], _stage_dict(stage), _stage_defaults(index))
+        else:
+            table = tomlkit.table()
+            for name, value in _compact_stage(index, stage).items():
+                table.add(name, value)
+            stages.append(table)
+    text = tomlkit.dumps(doc)
+    return text if _plan_of(text) == plan else dump_plan(plan)
+
+
+def _merge_top(doc: Any, key: str, value: Any, defaults: dict[str, Any]) -> None:
+    if key in doc:
+        if doc[key] != value:
+            doc[key] = value
+    elif defaults.get(key, object()) != value:
+        doc[key] = value
+
+
+def atomic_write_text(path: str | Path, text: str) -> None:
+    """Write `text` to `path` via a temporary file and os.replace."""
+    path = Path(path)
+    try:
+        mode: int | None = path.stat().st_mode & 0o777
+    except FileNotFoundError:
+        mode = None
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as fh:
+            fh.write(text)
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.chmod(tmp, mode if mode is not None else 0o644)
+        os.replace(tmp, path)
+    except BaseException:
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(tmp)
+        raise
+
+
+def save_plan(plan: Plan, path: str | Path, original_text: str | None = None) -> None:
+    """Write `plan` as TOML to `path` atomically (temp file + os.replace).
+
+    With `original_text` (the file as it was loaded), the file is edited in
+    place so comments survive; otherwise it is written fresh by `dump_plan`.
+    The plan is not validated here (the editor may save a draft).
+    """
+    text = dump_plan(plan) if original_text is None else update_text(original_text, plan)
+    atomic_write_text(path, text)

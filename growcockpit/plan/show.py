@@ -1,0 +1,126 @@
+"""Plain-text summary of a plan (what `growcockpit plan show PLAN` prints)."""
+
+from __future__ import annotations
+
+from growcockpit.plan.cost import PlanCost, estimate_cost
+from growcockpit.plan.shapes import resolve_shapes
+from growcockpit.plan.types import Plan, Stage
+
+
+def format_ids(ids: list[int]) -> str:
+    """Layer ids as compact ranges: [0, 1, 2, 5] → "0-2,5"; [] → "-"."""
+    if not ids:
+        return "-"
+    runs: list[str] = []
+    start = prev = ids[0]
+    for i in [*ids[1:], None]:
+        if i is not None and i == prev + 1:
+            prev = i
+            continue
+        runs.append(str(start) if start == prev else f"{start}-{prev}")
+        if i is not None:
+            start = prev = i
+    return ",".join(runs)
+
+
+def operator_label(stage: Stage, family: str = "bert") -> str:
+    """The operator with the options that matter for it, e.g. "stack(top)"."""
+    op = stage.enter
+    if op == "stack":
+        return f"stack({stage.source})"
+    if op in ("coalesce", "decoalesce"):
+        return f"{op}({stage.pairing})"
+    if op == "interpolate":
+        alpha = stage.alpha if stage.alpha is not None else (0.25 if family == "gpt2" else 0.5)
+        return f"interpolate(α={alpha:g},{stage.pairing})"
+    return op
+
+
+def _train_label(stage: Stage) -> str:
+    extras = []
+    if stage.embeddings_trainable():
+        extras.append("+emb")
+    if not stage.head_trainable():
+        extras.append("-head")
+    return stage.train + "".join(extras)
+
+
+def _table(rows: list[list[str]], right: set[int]) -> list[str]:
+    widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
+    out = []
+    for n, row in enumerate(rows):
+        cells = [
+            c.rjust(w) if i in right else c.ljust(w)
+            for i, (c, w) in enumerate(zip(row, widths, strict=True))
+        ]
+        out.append("  ".join(cells).rstrip())
+        if n == 0:
+            out.append("  ".join("-" * w for w in widths))
+    return out
+
+
+def format_plan(plan: Plan, cost: PlanCost | None = None) -> str:
+    """Name, model/data/optim summary, the stage table and the cost estimate."""
+    if cost is None:
+        cost = estimate_cost(plan)
+    m, d, o = plan.model, plan.data, plan.optim
+    lines = [f"plan: {plan.name}"]
+    if plan.description:
+        lines.append(f"  {plan.description}")
+    lines += [
+        f"model: {m.family}, {m.final_layers} layers × hidden {m.hidden_size}, {m.num_heads} heads, "
+        f"FFN {m.intermediate_size}, max_seq_len {m.max_seq_len}, dropout {m.dropout:g}",
+        f"data:  {d.source}, tokenizer {d.tokenizer}, seq_len {d.seq_len}, val_fraction {d.val_fraction:g}"
+        + (f", mlm_probability {d.mlm_probability:g}" if m.family == "bert" else ""),
+        f"optim: {o.name}, lr {o.lr:g}, {o.schedule} schedule, warmup {o.warmup_steps}, batch {o.batch_size}, "
+        f"weight_decay {o.weight_decay:g}, grad_clip {o.grad_clip:g}, optimizer_reset {str(o.optimizer_reset).lower()}",
+        f"seed:  {plan.seed}",
+        "",
+    ]
+    shapes = resolve_shapes(plan)
+    costs = {c.index: c for c in cost.stages}
+    header = [
+        "#",
+        "stage",
+        "enter",
+        "layers",
+        "width",
+        "train",
+        "trainable",
+        "steps",
+        "lr",
+        "advance",
+        "rel.cost",
+    ]
+    rows = [header]
+    for stage, shape in zip(plan.stages, shapes, strict=True):
+        sc = costs.get(shape.index)
+        rows.append(
+            [
+                str(shape.index),
+                stage.name,
+                operator_label(stage, m.family),
+                f"{shape.prev_layers}→{shape.layers}"
+                if shape.prev_layers != shape.layers
+                else str(shape.layers),
+                f"{shape.prev_width}→{shape.width}"
+                if shape.prev_width != shape.width
+                else str(shape.width),
+                _train_label(stage),
+                format_ids(shape.trainable_layers),
+                str(stage.steps),
+                f"{stage.lr:g}" if stage.lr is not None else "·",
+                stage.advance,
+                f"{sc.rel_step_cost:.2f}" if sc else "?",
+            ]
+        )
+    lines += _table(rows, right={0, 3, 4, 7, 10})
+    lines += [
+        "",
+        f"total steps: {plan.total_steps}",
+        f"estimated compute: {cost.ratio:.2f} × full-depth baseline ({m.final_layers} layers, all trained) "
+        f"→ speedup {cost.speedup:.2f}×  (r = {cost.r:g}, head h = {cost.h:.2f} blocks)",
+        "rel.cost: one step's cost relative to one baseline step (layers a→b: grown by the stage's operator;"
+        " +emb: embeddings train; ·: optim.lr)",
+    ]
+    return "\n".join(lines)

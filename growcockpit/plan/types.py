@@ -1,0 +1,154 @@
+"""Typed description of a stage plan.
+
+A plan is pure data: it knows nothing of torch or Textual, so the cockpit can
+load, edit, validate and cost it without importing the training stack.
+Field names match the keys of the TOML plan file (see DESIGN.md).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Literal
+
+Family = Literal["bert", "gpt2"]
+Operator = Literal["init", "continue", "stack", "coalesce", "decoalesce", "interpolate"]
+StackSource = Literal["top", "bottom", "random"]
+Pairing = Literal["adjacent", "half"]
+Advance = Literal["auto", "manual"]
+Toggle = Literal["train", "frozen"]
+
+OPERATORS: tuple[str, ...] = ("init", "continue", "stack", "coalesce", "decoalesce", "interpolate")
+FAMILIES: tuple[str, ...] = ("bert", "gpt2")
+SCHEDULES: tuple[str, ...] = ("constant", "linear", "cosine")
+OPTIMIZERS: tuple[str, ...] = ("adamw", "lamb")
+
+
+@dataclass
+class ModelSpec:
+    """Architecture of the model at its final (largest) size."""
+
+    family: Family = "bert"
+    hidden_size: int = 128
+    num_heads: int = 4
+    intermediate_size: int = 512
+    max_seq_len: int = 128
+    final_layers: int = 4
+    dropout: float = 0.1
+
+
+@dataclass
+class DataSpec:
+    """Where text comes from and how it becomes token blocks.
+
+    `source` is "builtin" (the offline Shakespeare corpus), a local path or
+    glob of text/JSONL/Parquet files, or a `datasets` hub name.
+    `tokenizer` is "train:<vocab>" (trained on the corpus and cached), a local
+    tokenizer directory/file, or a hub name.
+    """
+
+    source: str = "builtin"
+    tokenizer: str = "train:8000"
+    seq_len: int = 128
+    val_fraction: float = 0.01
+    mlm_probability: float = 0.15
+
+
+@dataclass
+class OptimSpec:
+    name: str = "adamw"
+    lr: float = 3e-4
+    warmup_steps: int = 20
+    batch_size: int = 16
+    weight_decay: float = 0.01
+    schedule: str = "constant"
+    grad_clip: float = 1.0
+    optimizer_reset: bool = True
+
+
+@dataclass
+class MetricsSpec:
+    every_steps: int = 5
+    timing_every_steps: int = 10
+    system_every_s: float = 2.0
+    eval_every_steps: int = 0
+    eval_batches: int = 4
+
+
+@dataclass
+class CheckpointSpec:
+    every_steps: int = 0
+    keep: int = 3
+
+
+@dataclass
+class Stage:
+    """One stage of a plan: the operator that enters it, then training.
+
+    `layers` is the depth after entering the stage. `enter` is the operator
+    that turns the previous stage's model into this one: "init" builds it
+    fresh (first stage only), "continue" keeps it as it is (the default for
+    later stages, e.g. a final all-layer stage). `train` picks which
+    transformer layers get gradients: "all", "new" (the ones this stage's
+    operator added), "top:K", or "none". `embeddings`/`head` default per
+    methods.md: embeddings train only when every layer trains; the head trains.
+    """
+
+    name: str
+    layers: int
+    steps: int
+    enter: str = "continue"
+    train: str = "all"
+    width: int | None = None
+    source: str = "top"
+    pairing: str = "adjacent"
+    alpha: float | None = None
+    embeddings: str | None = None
+    head: str = "train"
+    lr: float | None = None
+    warmup_steps: int | None = None
+    advance: str = "auto"
+
+    def embeddings_trainable(self) -> bool:
+        if self.embeddings is not None:
+            return self.embeddings == "train"
+        return self.train == "all"
+
+    def head_trainable(self) -> bool:
+        return self.head == "train"
+
+
+@dataclass
+class Plan:
+    name: str
+    model: ModelSpec = field(default_factory=ModelSpec)
+    data: DataSpec = field(default_factory=DataSpec)
+    optim: OptimSpec = field(default_factory=OptimSpec)
+    metrics: MetricsSpec = field(default_factory=MetricsSpec)
+    checkpoint: CheckpointSpec = field(default_factory=CheckpointSpec)
+    stages: list[Stage] = field(default_factory=list)
+    seed: int = 0
+    description: str = ""
+
+    @property
+    def total_steps(self) -> int:
+        return sum(s.steps for s in self.stages)
+
+
+def trainable_layer_ids(stage: Stage, previous_layers: int) -> list[int]:
+    """Which layer indices of `stage` receive gradients.
+
+    `previous_layers` is the depth before the stage's operator ran (0 for the
+    first stage). Pure arithmetic, shared by the backend, the cost model and
+    the cockpit so they can never disagree.
+    """
+    n = stage.layers
+    if stage.train == "all":
+        return list(range(n))
+    if stage.train == "none":
+        return []
+    if stage.train == "new":
+        return list(range(min(previous_layers, n), n))
+    if stage.train.startswith("top:"):
+        k = int(stage.train.split(":", 1)[1])
+        return list(range(max(0, n - k), n))
+    raise ValueError(f"unknown train policy {stage.train!r}")

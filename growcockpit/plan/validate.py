@@ -1,0 +1,271 @@
+"""Validate a typed `Plan`: every field, then the chain of stage shapes.
+
+`plan_problems` returns every problem (the cockpit's editor lists them all);
+`validate_plan` raises the first. Problems come in document order: top-level
+keys, then [model], [data], [optim], [metrics], [checkpoint], then each stage.
+With the plan's TOML text, each problem carries the line of its key.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Callable
+
+from growcockpit.plan.errors import PlanError
+from growcockpit.plan.locate import TomlLocator
+from growcockpit.plan.shapes import walk_shapes
+from growcockpit.plan.types import FAMILIES, OPERATORS, OPTIMIZERS, SCHEDULES, Plan, Stage
+
+TRAIN_POLICIES: tuple[str, ...] = ("all", "new", "top:K", "none")
+STACK_SOURCES: tuple[str, ...] = ("top", "bottom", "random")
+PAIRINGS: tuple[str, ...] = ("adjacent", "half")
+ADVANCES: tuple[str, ...] = ("auto", "manual")
+TOGGLES: tuple[str, ...] = ("train", "frozen")
+_PAIRING_OPS = ("coalesce", "decoalesce", "interpolate")
+_ORDER = ("name", "description", "seed", "model", "data", "optim", "metrics", "checkpoint")
+_STAGE_KEY = re.compile(r"^stages\[(\d+)\]")
+
+Problem = tuple[str, str]
+
+
+def _choices(values: tuple[str, ...]) -> str:
+    return ", ".join(f'"{v}"' for v in values)
+
+
+class _Checks:
+    """Collects (key, problem) pairs with small typed helpers."""
+
+    def __init__(self) -> None:
+        self.problems: list[Problem] = []
+
+    def add(self, key: str, problem: str) -> None:
+        self.problems.append((key, problem))
+
+    def at_least(self, key: str, value: float | int, low: float | int, what: str = "") -> None:
+        if not value >= low or (isinstance(value, float) and math.isinf(value)):
+            hint = what or ("a positive number" if low > 0 else f"a number ≥ {low}")
+            self.add(key, f"must be ≥ {low}, got {value}; set it to {hint}")
+
+    def positive(self, key: str, value: float | int) -> None:
+        if isinstance(value, float):
+            if not (value > 0 and math.isfinite(value)):
+                self.add(key, f"must be > 0, got {value}; set a positive number")
+        elif value < 1:
+            self.add(key, f"must be ≥ 1, got {value}; set a positive whole number")
+
+    def fraction(
+        self, key: str, value: float, *, closed_high: bool = False, open_low: bool = False
+    ) -> None:
+        low_ok = value > 0 if open_low else value >= 0
+        high_ok = value <= 1 if closed_high else value < 1
+        if not (low_ok and high_ok):
+            interval = ("(" if open_low else "[") + "0, 1" + ("]" if closed_high else ")")
+            self.add(key, f"must be in {interval}, got {value}; set a value in that range")
+
+    def one_of(self, key: str, value: str, choices: tuple[str, ...]) -> bool:
+        if value in choices:
+            return True
+        self.add(key, f'unknown value "{value}"; use one of {_choices(choices)}')
+        return False
+
+
+def _check_sections(plan: Plan, c: _Checks) -> None:
+    if not plan.name.strip():
+        c.add("name", 'is empty; give the plan a name, e.g. name = "mslt-bert-tiny"')
+    c.at_least("seed", plan.seed, 0, "a non-negative integer")
+
+    m = plan.model
+    c.one_of("model.family", m.family, FAMILIES)
+    for field in ("hidden_size", "num_heads", "intermediate_size", "max_seq_len", "final_layers"):
+        c.positive(f"model.{field}", getattr(m, field))
+    if m.hidden_size >= 1 and m.num_heads >= 1 and m.hidden_size % m.num_heads:
+        c.add(
+            "model.hidden_size",
+            f"{m.hidden_size} is not divisible by num_heads = {m.num_heads}; "
+            f"use a multiple of {m.num_heads} (e.g. {m.num_heads * max(1, round(m.hidden_size / m.num_heads))}) or change num_heads",
+        )
+    c.fraction("model.dropout", m.dropout)
+
+    d = plan.data
+    if not d.source.strip():
+        c.add("data.source", 'is empty; use "builtin", a path to text files, or a datasets name')
+    if not d.tokenizer.strip():
+        c.add("data.tokenizer", 'is empty; use "train:<vocab>", a tokenizer path, or a hub name')
+    elif d.tokenizer.startswith("train:"):
+        vocab = d.tokenizer.split(":", 1)[1]
+        if not vocab.isdigit() or int(vocab) < 1:
+            c.add(
+                "data.tokenizer",
+                f'"{d.tokenizer}" needs a positive vocabulary size; write e.g. "train:8000"',
+            )
+    c.positive("data.seq_len", d.seq_len)
+    if d.seq_len >= 1 and m.max_seq_len >= 1 and d.seq_len > m.max_seq_len:
+        c.add(
+            "data.seq_len",
+            f"{d.seq_len} is longer than model.max_seq_len = {m.max_seq_len}; "
+            f"set seq_len ≤ {m.max_seq_len} or raise model.max_seq_len",
+        )
+    c.fraction("data.val_fraction", d.val_fraction)
+    c.fraction("data.mlm_probability", d.mlm_probability, open_low=True)
+
+    o = plan.optim
+    c.one_of("optim.name", o.name, OPTIMIZERS)
+    c.positive("optim.lr", o.lr)
+    c.at_least("optim.warmup_steps", o.warmup_steps, 0)
+    c.positive("optim.batch_size", o.batch_size)
+    c.at_least("optim.weight_decay", o.weight_decay, 0.0)
+    c.one_of("optim.schedule", o.schedule, SCHEDULES)
+    c.at_least("optim.grad_clip", o.grad_clip, 0.0, "0 (off) or a positive number")
+
+    mt = plan.metrics
+    for field in ("every_steps", "timing_every_steps", "eval_every_steps"):
+        c.at_least(
+            f"metrics.{field}", getattr(mt, field), 0, "0 (off) or a positive number of steps"
+        )
+    c.at_least(
+        "metrics.system_every_s", mt.system_every_s, 0.0, "0 (off) or a positive number of seconds"
+    )
+    c.positive("metrics.eval_batches", mt.eval_batches)
+
+    ck = plan.checkpoint
+    c.at_least("checkpoint.every_steps", ck.every_steps, 0, "0 (off) or a positive number of steps")
+    c.at_least("checkpoint.keep", ck.keep, 0, "the number of checkpoints to keep")
+
+
+def _check_train(key: str, stage: Stage, prev_layers: int, c: _Checks) -> None:
+    train = stage.train
+    if train in ("all", "none"):
+        return
+    if train == "new":
+        if stage.layers <= prev_layers and stage.enter != "init":
+            c.add(
+                key,
+                f'"new" but this stage adds no layers ({prev_layers} → {stage.layers}); '
+                'use "all" or "top:K", or raise layers',
+            )
+        return
+    if train.startswith("top:"):
+        k = train.split(":", 1)[1].strip()
+        if not re.fullmatch(r"[+-]?\d+", k):
+            c.add(key, f'"{train}": K must be a whole number; write e.g. "top:2"')
+        elif not 1 <= int(k) <= stage.layers:
+            c.add(
+                key,
+                f'"{train}": K must be between 1 and layers = {stage.layers}; write "top:1" … "top:{stage.layers}"',
+            )
+        return
+    c.add(key, f'unknown train policy "{train}"; use one of {_choices(TRAIN_POLICIES)}')
+
+
+def _check_stage(
+    index: int, stage: Stage, prev_layers: int, names: dict[str, int], c: _Checks
+) -> None:
+    key = f"stages[{index}]"
+    if not stage.name.strip():
+        c.add(f"{key}.name", 'is empty; give the stage a unique name, e.g. name = "grow-4"')
+    elif stage.name in names:
+        c.add(
+            f"{key}.name",
+            f'duplicate stage name "{stage.name}" (also stages[{names[stage.name]}]); give each stage a unique name',
+        )
+    else:
+        names[stage.name] = index
+    c.positive(f"{key}.layers", stage.layers)
+    c.positive(f"{key}.steps", stage.steps)
+    if stage.width is not None:
+        c.positive(f"{key}.width", stage.width)
+    known_op = c.one_of(f"{key}.enter", stage.enter, OPERATORS)
+    _check_train(f"{key}.train", stage, prev_layers, c)
+
+    if (
+        c.one_of(f"{key}.source", stage.source, STACK_SOURCES)
+        and stage.source != "top"
+        and known_op
+        and stage.enter != "stack"
+    ):
+        c.add(
+            f"{key}.source",
+            f'only applies to enter = "stack", but this stage enters with "{stage.enter}"; '
+            'remove source, or set enter = "stack"',
+        )
+    if (
+        c.one_of(f"{key}.pairing", stage.pairing, PAIRINGS)
+        and stage.pairing != "adjacent"
+        and known_op
+        and stage.enter not in _PAIRING_OPS
+    ):
+        c.add(
+            f"{key}.pairing",
+            f'only applies to enter = "coalesce", "decoalesce" or "interpolate", not "{stage.enter}"; remove pairing',
+        )
+    if stage.alpha is not None:
+        if not 0.0 <= stage.alpha <= 1.0:
+            c.add(
+                f"{key}.alpha",
+                f"must be in [0, 1], got {stage.alpha}; use e.g. 0.5 (BERT) or 0.25 (GPT-2)",
+            )
+        elif known_op and stage.enter != "interpolate":
+            c.add(
+                f"{key}.alpha",
+                f'only applies to enter = "interpolate", not "{stage.enter}"; remove alpha, or set enter = "interpolate"',
+            )
+    if stage.embeddings is not None:
+        c.one_of(f"{key}.embeddings", stage.embeddings, TOGGLES)
+    c.one_of(f"{key}.head", stage.head, TOGGLES)
+    if stage.lr is not None:
+        c.positive(f"{key}.lr", stage.lr)
+    if stage.warmup_steps is not None:
+        c.at_least(f"{key}.warmup_steps", stage.warmup_steps, 0)
+    c.one_of(f"{key}.advance", stage.advance, ADVANCES)
+    if stage.train == "none" and not stage.embeddings_trainable() and not stage.head_trainable():
+        c.add(
+            f"{key}.train",
+            '"none" with head = "frozen" and frozen embeddings trains nothing; train some layers, or set head = "train"',
+        )
+
+
+def _order(item: tuple[int, Problem]) -> tuple[int, int, int]:
+    seq, (key, _) = item
+    match = _STAGE_KEY.match(key)
+    if match:
+        return (1, int(match.group(1)), seq)
+    if key == "stages":
+        return (1, -1, seq)
+    head = key.split(".", 1)[0]
+    return (0, _ORDER.index(head) if head in _ORDER else len(_ORDER), seq)
+
+
+def collect_problems(plan: Plan) -> list[Problem]:
+    """(key path, problem) pairs for everything wrong with `plan`, in document order."""
+    c = _Checks()
+    _check_sections(plan, c)
+    if not plan.stages:
+        c.add("stages", "no stages; add at least one [[stages]] table with name, layers and steps")
+    shapes, shape_problems = walk_shapes(plan)
+    names: dict[str, int] = {}
+    for index, stage in enumerate(plan.stages):
+        _check_stage(index, stage, shapes[index].prev_layers, names, c)
+    seen = {key for key, _ in c.problems}
+    problems = c.problems + [(key, problem) for key, problem in shape_problems if key not in seen]
+    return [p for _, p in sorted(enumerate(problems), key=_order)]
+
+
+def plan_problems(plan: Plan, source: str = "<plan>", text: str | None = None) -> list[PlanError]:
+    """Every problem of `plan` as a `PlanError` ([] when valid).
+
+    With `text` (the plan's TOML), each error carries the line of its key.
+    """
+    locator = TomlLocator(text) if text is not None else None
+    line: Callable[[str], int | None] = locator.line_of if locator else (lambda _key: None)
+    return [
+        PlanError(problem, key=key, source=source, line=line(key))
+        for key, problem in collect_problems(plan)
+    ]
+
+
+def validate_plan(plan: Plan, source: str = "<plan>", text: str | None = None) -> None:
+    """Raise the first `PlanError` of `plan`; return None when it is valid."""
+    problems = plan_problems(plan, source=source, text=text)
+    if problems:
+        raise problems[0]

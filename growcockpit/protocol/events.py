@@ -1,0 +1,332 @@
+"""Event types of `events.jsonl`, the single source of truth of a run.
+
+Every line is one JSON object with `seq`, `t` and `type`. Readers must stay
+forward compatible: unknown types decode to `UnknownEvent` and unknown fields
+are dropped, so an old cockpit can attach to a newer backend's run.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from dataclasses import dataclass, field
+from typing import Any, ClassVar
+
+
+@dataclass(kw_only=True)
+class Event:
+    TYPE: ClassVar[str] = ""
+    seq: int = 0
+    t: float = 0.0
+
+    @property
+    def type(self) -> str:
+        return self.TYPE
+
+    def to_dict(self) -> dict[str, Any]:
+        d: dict[str, Any] = {"seq": self.seq, "t": self.t, "type": self.TYPE}
+        for name in _payload_names(type(self)):
+            value = getattr(self, name)
+            d[name] = value if type(value) in _SCALARS else _plain(value)
+        return d
+
+
+_SCALARS = frozenset((int, float, str, bool, type(None)))
+
+
+_PAYLOAD_NAMES: dict[type, tuple[str, ...]] = {}
+
+
+def _payload_names(cls: type) -> tuple[str, ...]:
+    names = _PAYLOAD_NAMES.get(cls)
+    if names is None:
+        names = tuple(f.name for f in dataclasses.fields(cls) if f.name not in ("seq", "t"))
+        _PAYLOAD_NAMES[cls] = names
+    return names
+
+
+def _plain(value: Any) -> Any:
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        return {f.name: _plain(getattr(value, f.name)) for f in dataclasses.fields(value)}
+    if isinstance(value, list | tuple):
+        return [_plain(v) for v in value]
+    if isinstance(value, dict):
+        return {k: _plain(v) for k, v in value.items()}
+    return value
+
+
+@dataclass(kw_only=True)
+class UnknownEvent(Event):
+    """An event of a type this reader does not know; kept so `seq` stays gapless."""
+
+    raw_type: str = ""
+    raw: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def type(self) -> str:
+        return self.raw_type
+
+    def to_dict(self) -> dict[str, Any]:
+        """The original object, so re-encoding an unknown event loses nothing."""
+        return {**self.raw, "seq": self.seq, "t": self.t, "type": self.raw_type}
+
+
+@dataclass(kw_only=True)
+class RunStarted(Event):
+    TYPE: ClassVar[str] = "run_started"
+    run_id: str = ""
+    plan: dict[str, Any] = field(default_factory=dict)
+    device: str = "cpu"
+    world_size: int = 1
+    pid: int = 0
+    versions: dict[str, str] = field(default_factory=dict)
+    resumed_from: str | None = None
+
+
+@dataclass(kw_only=True)
+class StageStarted(Event):
+    TYPE: ClassVar[str] = "stage_started"
+    index: int = 0
+    name: str = ""
+    layers: int = 0
+    width: int | None = None
+    trainable_layers: list[int] = field(default_factory=list)
+    embeddings_trainable: bool = True
+    head_trainable: bool = True
+    operator: str = "init"
+    op_seconds: float = 0.0
+    steps: int = 0
+    advance: str = "auto"
+    step: int = 0
+
+
+@dataclass(kw_only=True)
+class Step(Event):
+    TYPE: ClassVar[str] = "step"
+    step: int = 0
+    stage: int = 0
+    loss: float = 0.0
+    lr: float = 0.0
+    tokens: int = 0
+    tokens_per_s: float = 0.0
+    step_ms: float = 0.0
+    fwd_ms: float | None = None
+    bwd_ms: float | None = None
+    opt_ms: float | None = None
+    data_ms: float | None = None
+
+
+@dataclass(kw_only=True)
+class LayerStat:
+    id: int
+    trainable: bool
+    grad_norm: float | None = None
+    weight_norm: float | None = None
+    update_ratio: float | None = None
+    fwd_ms: float | None = None
+    bwd_ms: float | None = None
+
+
+@dataclass(kw_only=True)
+class LayerStats(Event):
+    TYPE: ClassVar[str] = "layer_stats"
+    step: int = 0
+    stage: int = 0
+    layers: list[LayerStat] = field(default_factory=list)
+
+
+@dataclass(kw_only=True)
+class GpuStat:
+    index: int
+    name: str = ""
+    util: float | None = None
+    mem_used: int | None = None
+    mem_total: int | None = None
+    power_w: float | None = None
+    temp_c: float | None = None
+
+
+@dataclass(kw_only=True)
+class System(Event):
+    TYPE: ClassVar[str] = "system"
+    gpus: list[GpuStat] = field(default_factory=list)
+    cpu_pct: float = 0.0
+    rss_bytes: int = 0
+    ram_used: int = 0
+    ram_total: int = 0
+
+
+@dataclass(kw_only=True)
+class Eval(Event):
+    TYPE: ClassVar[str] = "eval"
+    step: int = 0
+    stage: int = 0
+    val_loss: float = 0.0
+    val_ppl: float = 0.0
+
+
+@dataclass(kw_only=True)
+class Grow(Event):
+    TYPE: ClassVar[str] = "grow"
+    step: int = 0
+    stage: int = 0
+    operator: str = ""
+    from_layers: int = 0
+    to_layers: int = 0
+    from_width: int = 0
+    to_width: int = 0
+    seconds: float = 0.0
+    loss_before: float | None = None
+    loss_after: float | None = None
+    detail: str = ""
+
+
+@dataclass(kw_only=True)
+class Checkpoint(Event):
+    TYPE: ClassVar[str] = "checkpoint"
+    step: int = 0
+    path: str = ""
+    reason: str = "periodic"
+
+
+@dataclass(kw_only=True)
+class CommandEvent(Event):
+    """A command received on the control socket, and what became of it."""
+
+    TYPE: ClassVar[str] = "command"
+    id: str = ""
+    command: str = ""
+    args: dict[str, Any] = field(default_factory=dict)
+    accepted: bool = True
+    reason: str = ""
+    step: int = 0
+
+
+@dataclass(kw_only=True)
+class Paused(Event):
+    TYPE: ClassVar[str] = "paused"
+    step: int = 0
+    reason: str = "command"
+
+
+@dataclass(kw_only=True)
+class Resumed(Event):
+    TYPE: ClassVar[str] = "resumed"
+    step: int = 0
+
+
+@dataclass(kw_only=True)
+class Warning(Event):  # noqa: A001 - the protocol's own name for the type
+    TYPE: ClassVar[str] = "warning"
+    message: str = ""
+    step: int | None = None
+
+
+@dataclass(kw_only=True)
+class Error(Event):
+    TYPE: ClassVar[str] = "error"
+    message: str = ""
+    traceback: str = ""
+    step: int | None = None
+
+
+@dataclass(kw_only=True)
+class RunFinished(Event):
+    TYPE: ClassVar[str] = "run_finished"
+    status: str = "completed"  # completed | stopped | crashed
+    step: int = 0
+    final_path: str | None = None
+    message: str = ""
+
+
+# Unambiguous aliases: `Warning` and `Error` shadow builtins when imported bare.
+WarningEvent = Warning
+ErrorEvent = Error
+
+EVENT_TYPES: dict[str, type[Event]] = {
+    cls.TYPE: cls
+    for cls in (
+        RunStarted,
+        StageStarted,
+        Step,
+        LayerStats,
+        System,
+        Eval,
+        Grow,
+        Checkpoint,
+        CommandEvent,
+        Paused,
+        Resumed,
+        Warning,
+        Error,
+        RunFinished,
+    )
+}
+
+_NESTED: dict[tuple[str, str], type] = {
+    ("layer_stats", "layers"): LayerStat,
+    ("system", "gpus"): GpuStat,
+}
+
+
+_FIELD_NAMES: dict[type, frozenset[str]] = {}
+
+
+def _field_names(cls: type) -> frozenset[str]:
+    names = _FIELD_NAMES.get(cls)
+    if names is None:
+        names = _FIELD_NAMES[cls] = frozenset(f.name for f in dataclasses.fields(cls))
+    return names
+
+
+def _build(cls: type, data: dict[str, Any]) -> Any:
+    names = _field_names(cls)
+    try:
+        if names.issuperset(data):
+            return cls(**data)
+        return cls(**{k: v for k, v in data.items() if k in names})
+    except TypeError as exc:  # a required field is missing
+        raise ValueError(f"{cls.__name__}: {exc}") from None
+
+
+def _header(data: dict[str, Any]) -> tuple[int, float]:
+    seq, t = data.get("seq", 0), data.get("t", 0.0)
+    if isinstance(seq, bool) or not isinstance(seq, int):
+        raise ValueError(f"event seq must be an integer, got {seq!r}")
+    if isinstance(t, bool) or not isinstance(t, int | float):
+        raise ValueError(f"event t must be a number, got {t!r}")
+    return seq, float(t)
+
+
+def event_from_dict(data: dict[str, Any]) -> Event:
+    """Decode one event; unknown types and fields never raise.
+
+    Raises ValueError only when the object cannot be an event at all: `seq` or
+    `t` of the wrong type, or a required field of a nested record missing.
+    """
+    seq, t = _header(data)
+    etype = str(data.get("type", ""))
+    cls = EVENT_TYPES.get(etype)
+    if cls is None:
+        return UnknownEvent(seq=seq, t=t, raw_type=etype, raw=data)
+    kwargs = dict(data)
+    del kwargs["type"]
+    kwargs["seq"], kwargs["t"] = seq, t
+    for (owner, key), nested in _NESTED.items():
+        if owner == etype and isinstance(kwargs.get(key), list):
+            kwargs[key] = [_build(nested, item) for item in kwargs[key] if isinstance(item, dict)]
+    event: Event = _build(cls, kwargs)
+    return event
+
+
+def encode_event(event: Event) -> str:
+    """One JSON line, without the trailing newline."""
+    return json.dumps(event.to_dict(), separators=(",", ":"), allow_nan=True)
+
+
+def decode_event(line: str | bytes) -> Event:
+    """Decode one JSON line (str or UTF-8 bytes); raises ValueError when malformed."""
+    data = json.loads(line)
+    if not isinstance(data, dict):
+        raise ValueError("event line is not a JSON object")
+    return event_from_dict(data)

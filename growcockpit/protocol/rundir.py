@@ -1,0 +1,141 @@
+"""Layout of a run directory and its `status.json` snapshot.
+
+The run directory is the whole interface between a backend and any number of
+cockpits: nothing else is shared, so a cockpit can die, reconnect or run on
+another SSH session without the backend noticing.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+import time
+from dataclasses import asdict, dataclass, fields
+from pathlib import Path
+
+LIVE_STATES = ("starting", "running", "paused", "waiting")
+FINAL_STATES = ("completed", "stopped", "crashed")
+
+
+class RunDirError(Exception):
+    """A run directory that is missing or unreadable; the message says what to do."""
+
+
+@dataclass(frozen=True)
+class RunPaths:
+    root: Path
+
+    @property
+    def plan(self) -> Path:
+        return self.root / "plan.toml"
+
+    @property
+    def events(self) -> Path:
+        return self.root / "events.jsonl"
+
+    @property
+    def status(self) -> Path:
+        return self.root / "status.json"
+
+    @property
+    def control(self) -> Path:
+        return self.root / "control.sock"
+
+    @property
+    def checkpoints(self) -> Path:
+        return self.root / "checkpoints"
+
+    @property
+    def final(self) -> Path:
+        return self.root / "final"
+
+    @property
+    def log(self) -> Path:
+        return self.root / "backend.log"
+
+
+@dataclass
+class RunStatus:
+    """Current state of a run, replaced atomically by the backend on every change."""
+
+    run_id: str = ""
+    plan_name: str = ""
+    state: str = "starting"  # starting | running | paused | waiting | completed | stopped | crashed
+    stage: int = 0
+    stage_name: str = ""
+    num_stages: int = 0
+    step: int = 0
+    total_steps: int = 0
+    loss: float | None = None
+    pid: int = 0
+    heartbeat: float = 0.0
+    started: float = 0.0
+    last_checkpoint: str | None = None
+
+    def to_json(self) -> str:
+        return json.dumps(asdict(self), indent=2)
+
+    @classmethod
+    def from_dict(cls, data: dict[str, object]) -> RunStatus:
+        names = {f.name for f in fields(cls)}
+        return cls(**{k: v for k, v in data.items() if k in names})  # type: ignore[arg-type]
+
+    def is_live(self) -> bool:
+        """True when the state says live *and* the backend process still exists."""
+        return self.state in LIVE_STATES and pid_alive(self.pid)
+
+
+def pid_alive(pid: int) -> bool:
+    if pid <= 0:
+        return False
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    try:
+        with open(f"/proc/{pid}/stat") as fh:
+            return fh.read().split(")")[-1].split()[0] != "Z"
+    except OSError:
+        return True
+
+
+def write_status(path: Path, status: RunStatus) -> None:
+    """Write via a temp file and rename so readers never see half a file."""
+    status.heartbeat = time.time()
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".status.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "w") as fh:
+            fh.write(status.to_json())
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+def read_status(run_dir: Path) -> RunStatus:
+    """Read `status.json`, turning every failure into a one-line RunDirError."""
+    paths = RunPaths(Path(run_dir))
+    if not paths.root.is_dir():
+        raise RunDirError(f"{paths.root}: no such run directory; pass a directory under runs/")
+    if not paths.status.exists():
+        raise RunDirError(
+            f"{paths.status}: missing; this is not a growcockpit run directory "
+            "(or its backend never started: see backend.log)"
+        )
+    try:
+        data = json.loads(paths.status.read_text())
+    except (OSError, json.JSONDecodeError) as exc:
+        raise RunDirError(
+            f"{paths.status}: unreadable ({exc}); events.jsonl still holds the history"
+        ) from None
+    if not isinstance(data, dict):
+        raise RunDirError(
+            f"{paths.status}: not a JSON object; events.jsonl still holds the history"
+        )
+    status = RunStatus.from_dict(data)
+    if status.state in LIVE_STATES and not pid_alive(status.pid):
+        status.state = "crashed"
+    return status

@@ -1,0 +1,66 @@
+"""The run's notable events: stages, grows, checkpoints, commands, warnings, errors."""
+
+from __future__ import annotations
+
+from rich.text import Text
+from textual import events
+from textual.widgets import RichLog
+
+from growcockpit.ui.run_state import LogEntry, RunState
+from growcockpit.ui.widgets.run_header import format_duration
+
+MAX_LINES = 1000
+SEVERITY_STYLE = {"info": "", "good": "green", "warning": "yellow", "error": "bold red"}
+
+
+def entry_text(entry: LogEntry) -> Text:
+    text = Text()
+    text.append(f"+{format_duration(entry.t)} ", style="dim")
+    step = "" if entry.step is None else str(entry.step)
+    text.append(f"{step:>7} ", style="dim")
+    text.append(f"{entry.kind:<10} ", style="bold")
+    text.append(entry.text, style=SEVERITY_STYLE.get(entry.severity, ""))
+    return text
+
+
+class EventLogPanel(RichLog):
+    """Appends only the entries it has not shown yet."""
+
+    def __init__(self, *, id: str | None = None) -> None:  # noqa: A002 - Textual's name
+        super().__init__(id=id, max_lines=MAX_LINES, wrap=True, markup=False, min_width=20)
+        self._next = 0
+        self._texts: list[Text] = []
+        self._width = 0
+
+    @property
+    def shown(self) -> list[str]:
+        """The lines shown, as plain text (for tests and scripts)."""
+        return [t.plain for t in self._texts]
+
+    def on_resize(self, event: events.Resize) -> None:
+        # RichLog wraps at write time: rewrap everything when the width changes.
+        if event.size.width != self._width:
+            self._width = event.size.width
+            self.clear()
+            for text in self._texts:
+                self._write(text)
+
+    def _write(self, text: Text) -> None:
+        # An explicit width: RichLog otherwise measures against the console width,
+        # which is not the widget's (long lines wrapped early in headless runs).
+        self.write(text, width=max(self.min_width, self.scrollable_content_region.width))
+
+    def show_state(self, state: RunState) -> None:
+        wrote = False
+        for entry in state.log:
+            if entry.n < self._next:
+                continue
+            text = entry_text(entry)
+            self._texts.append(text)
+            if self._width:
+                self._write(text)
+                wrote = True
+            self._next = entry.n + 1
+        del self._texts[:-MAX_LINES]
+        if wrote and self.auto_scroll:
+            self.scroll_end(animate=False, immediate=True)

@@ -1,0 +1,88 @@
+"""The dashboard's top lines: plan, status, stage and progress, step, speed, elapsed."""
+
+from __future__ import annotations
+
+from rich.text import Text
+from textual.widgets import Static
+
+from growcockpit.ui.run_state import RunState
+
+STATUS_STYLE = {
+    "live": "bold green",
+    "paused": "bold yellow",
+    "finished": "bold cyan",
+    "stopped": "bold yellow",
+    "crashed": "bold red",
+    "no backend": "bold red",
+    "starting": "bold",
+}
+
+
+def format_duration(seconds: float) -> str:
+    seconds = int(max(0.0, seconds))
+    h, rest = divmod(seconds, 3600)
+    m, s = divmod(rest, 60)
+    return f"{h}:{m:02d}:{s:02d}"
+
+
+def progress_bar(done: int, total: int, width: int = 12) -> str:
+    if total <= 0:
+        return "░" * width
+    filled = round(width * min(1.0, done / total))
+    return "█" * filled + "░" * (width - filled)
+
+
+def header_text(state: RunState, now: float | None = None, width: int = 160) -> Text:
+    """Two lines; pure function of the state, the width (and `now` while the run is live).
+
+    Below 120 columns the run id, lr and bar are left out so each line fits 80.
+    """
+    wide = width >= 120
+    status = state.display_status()
+    line = Text()
+    line.append(state.plan_name or "(unknown plan)", style="bold")
+    if state.run_id and wide:
+        line.append(f"  {state.run_id}", style="dim")
+    line.append("  ● ", style=STATUS_STYLE.get(status, "bold"))
+    line.append(status, style=STATUS_STYLE.get(status, "bold"))
+    if state.stage_index >= 0:
+        n = state.num_stages or state.stage_index + 1
+        line.append(f"   stage {state.stage_index + 1}/{n} ")
+        line.append(state.stage_name or "?", style="bold")
+        if state.stage_steps:
+            done = min(state.stage_progress, state.stage_steps)
+            bar = f" {progress_bar(done, state.stage_steps)}" if wide else ""
+            line.append(f"{bar} {done}/{state.stage_steps}")
+        if state.stage_advance == "manual":
+            line.append(" (manual advance)" if wide else " (manual)", style="italic")
+    line.append("\n")
+    total = f"/{state.total_steps}" if state.total_steps else ""
+    line.append(f"step {state.step}{total}")
+    if state.loss is not None:
+        line.append(f" · loss {state.loss:.4f}")
+    if state.val_loss is not None:
+        line.append(f" · val {state.val_loss:.4f}")
+    if state.tokens_per_s:
+        line.append(f" · {state.tokens_per_s:,.0f} tok/s")
+    if state.lr is not None and wide:
+        line.append(f" · lr {state.lr:.2e}")
+    line.append(f" · {'elapsed ' if wide else ''}{format_duration(state.elapsed(now))}")
+    return line
+
+
+class RunHeader(Static):
+    """Re-renders only when its text changes."""
+
+    def __init__(self, *, id: str | None = None) -> None:  # noqa: A002 - Textual's name
+        super().__init__("", id=id)
+        self._last = ""
+
+    def show_state(self, state: RunState, now: float | None = None) -> None:
+        text = header_text(state, now, self.size.width or self.app.size.width)
+        status = state.display_status()
+        for name in ("live", "paused", "finished", "stopped", "crashed"):
+            self.set_class(status == name, f"-{name}")
+        self.set_class(status == "no backend", "-lost")
+        if text.plain != self._last:
+            self._last = text.plain
+            self.update(text)
