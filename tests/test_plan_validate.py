@@ -44,40 +44,184 @@ S0_2 = 'name = "s0"\nlayers = 2\nsteps = 10'
 
 # (plan text with the offending line marked "# <-", expected key path, a phrase of the message)
 INVALID: dict[str, tuple[str, str, str]] = {
-    "unknown top-level key": ('nmae = "x"  # <-\n' + model() + stages(S0), "nmae", 'did you mean "name"'),
+    "unknown top-level key": (
+        'nmae = "x"  # <-\n' + model() + stages(S0),
+        "nmae",
+        'did you mean "name"',
+    ),
     "unknown section key": (
         model() + "\n[optim]\nlearning_rate = 1e-3  # <-\n" + stages(S0),
         "optim.learning_rate",
         "valid keys: name, lr,",
     ),
-    "unknown stage key": (model() + stages(S0, 'name = "s1"\nlayers = 4\nstpes = 3  # <-'), "stages[1].stpes", 'did you mean "steps"'),
-    "missing stage key": (model() + stages(S0) + '\n[[stages]]  # <-\nname = "s1"\nlayers = 4\n', "stages[1].steps", "missing required key"),
-    "missing name": ('seed = 1  # <-\n[[stages]]\nname = "a"\nlayers = 4\nsteps = 1\n', "name", "missing required key"),
-    "non-positive steps": (model() + stages('name = "s0"\nlayers = 4\nsteps = 0  # <-'), "stages[0].steps", "must be ≥ 1"),
-    "non-positive lr": (model() + "\n[optim]\nlr = -1e-4  # <-\n" + stages(S0), "optim.lr", "must be > 0"),
-    "non-positive batch": (model() + "\n[optim]\nbatch_size = 0  # <-\n" + stages(S0), "optim.batch_size", "must be ≥ 1"),
-    "hidden not divisible": (model(hidden=128, heads=3).replace("hidden_size = 128", "hidden_size = 128  # <-") + stages(S0), "model.hidden_size", "not divisible by num_heads = 3"),
-    "unknown family": (model(family="llama").replace('"llama"', '"llama"  # <-') + stages(S0), "model.family", '"bert", "gpt2"'),
-    "unknown operator": (model() + stages(S0, 'name = "s1"\nlayers = 4\nenter = "grow"  # <-\nsteps = 1'), "stages[1].enter", "unknown value"),
-    "unknown train policy": (model() + stages(S0, 'name = "s1"\nlayers = 4\ntrain = "most"  # <-\nsteps = 1'), "stages[1].train", "unknown train policy"),
-    "unknown advance": (model() + stages(S0, 'name = "s1"\nlayers = 4\nadvance = "later"  # <-\nsteps = 1'), "stages[1].advance", '"auto", "manual"'),
-    "unknown schedule": (model() + '\n[optim]\nschedule = "step"  # <-\n' + stages(S0), "optim.schedule", '"cosine"'),
-    "unknown optimizer": (model() + '\n[optim]\nname = "sgd"  # <-\n' + stages(S0), "optim.name", '"adamw", "lamb"'),
-    "unknown source": (model() + stages(S0_2, 'name = "s1"\nlayers = 4\nenter = "stack"\nsource = "middle"  # <-\nsteps = 1'), "stages[1].source", '"bottom"'),
-    "unknown pairing": (model() + stages(S0, 'name = "s1"\nlayers = 2\nenter = "coalesce"\npairing = "odd"  # <-\nsteps = 1', 'name = "s2"\nlayers = 4\nenter = "decoalesce"\nsteps = 1'), "stages[1].pairing", '"adjacent", "half"'),
-    "first stage not init": (model() + stages('name = "s0"\nlayers = 4\nenter = "continue"  # <-\nsteps = 1'), "stages[0].enter", 'use enter = "init"'),
-    "init on a later stage": (model() + stages(S0, 'name = "s1"\nlayers = 4\nenter = "init"  # <-\nsteps = 1'), "stages[1].enter", "only for the first stage"),
-    "continue changes depth": (model() + stages(S0_2, 'name = "s1"\nlayers = 4  # <-\nsteps = 1'), "stages[1].layers", 'use enter = "stack"'),
-    "stack adds nothing": (model() + stages(S0, 'name = "s1"\nenter = "stack"\nlayers = 4  # <-\nsteps = 1'), "stages[1].layers", "must add layers, but layers goes 4 → 4"),
-    "stack bottom too many": (model() + stages('name = "s0"\nlayers = 1\nsteps = 1', 'name = "s1"\nenter = "stack"\nsource = "bottom"\nlayers = 4  # <-\nsteps = 1'), "stages[1].layers", "set layers ≤ 2"),
-    "new adds no layers": (model() + stages(S0, 'name = "s1"\nlayers = 4\ntrain = "new"  # <-\nsteps = 1'), "stages[1].train", '"new" but this stage adds no layers (4 → 4); use "all" or "top:K", or raise layers'),
-    "top:K too big": (model() + stages('name = "s0"\nlayers = 4\ntrain = "top:5"  # <-\nsteps = 1'), "stages[0].train", "between 1 and layers = 4"),
-    "top:K zero": (model() + stages('name = "s0"\nlayers = 4\ntrain = "top:0"  # <-\nsteps = 1'), "stages[0].train", "between 1 and layers = 4"),
-    "top:K not int": (model() + stages('name = "s0"\nlayers = 4\ntrain = "top:x"  # <-\nsteps = 1'), "stages[0].train", "whole number"),
-    "coalesce odd heads": (model(hidden=96, heads=3) + stages(S0, '  # <-\nname = "s1"\nlayers = 4\nenter = "coalesce"\nsteps = 1', 'name = "s2"\nlayers = 4\nenter = "decoalesce"\nsteps = 1'), "stages[1].width", "heads odd"),
-    "coalesce odd depth": (model(final=3) + stages('name = "s0"\nlayers = 3\nsteps = 1', 'name = "s1"\nlayers = 1  # <-\nenter = "coalesce"\nwidth = 128\nsteps = 1', 'name = "s2"\nlayers = 3\nenter = "decoalesce"\nsteps = 1'), "stages[1].layers", "odd depth (3)"),
-    "coalesce width not halving": (model() + stages(S0, 'name = "s1"\nlayers = 4\nenter = "coalesce"\nwidth = 32  # <-\nsteps = 1', 'name = "s2"\nlayers = 4\nenter = "decoalesce"\nsteps = 1'), "stages[1].width", "set width = 64"),
-    "decoalesce without coalesce": (model() + stages(S0_2, 'name = "s1"\nlayers = 4\nenter = "decoalesce"  # <-\nsteps = 1'), "stages[1].enter", 'add an enter = "coalesce" stage'),
+    "unknown stage key": (
+        model() + stages(S0, 'name = "s1"\nlayers = 4\nstpes = 3  # <-'),
+        "stages[1].stpes",
+        'did you mean "steps"',
+    ),
+    "missing stage key": (
+        model() + stages(S0) + '\n[[stages]]  # <-\nname = "s1"\nlayers = 4\n',
+        "stages[1].steps",
+        "missing required key",
+    ),
+    "missing name": (
+        'seed = 1  # <-\n[[stages]]\nname = "a"\nlayers = 4\nsteps = 1\n',
+        "name",
+        "missing required key",
+    ),
+    "non-positive steps": (
+        model() + stages('name = "s0"\nlayers = 4\nsteps = 0  # <-'),
+        "stages[0].steps",
+        "must be ≥ 1",
+    ),
+    "non-positive lr": (
+        model() + "\n[optim]\nlr = -1e-4  # <-\n" + stages(S0),
+        "optim.lr",
+        "must be > 0",
+    ),
+    "non-positive batch": (
+        model() + "\n[optim]\nbatch_size = 0  # <-\n" + stages(S0),
+        "optim.batch_size",
+        "must be ≥ 1",
+    ),
+    "hidden not divisible": (
+        model(hidden=128, heads=3).replace("hidden_size = 128", "hidden_size = 128  # <-")
+        + stages(S0),
+        "model.hidden_size",
+        "not divisible by num_heads = 3",
+    ),
+    "unknown family": (
+        model(family="llama").replace('"llama"', '"llama"  # <-') + stages(S0),
+        "model.family",
+        '"bert", "gpt2"',
+    ),
+    "unknown operator": (
+        model() + stages(S0, 'name = "s1"\nlayers = 4\nenter = "grow"  # <-\nsteps = 1'),
+        "stages[1].enter",
+        "unknown value",
+    ),
+    "unknown train policy": (
+        model() + stages(S0, 'name = "s1"\nlayers = 4\ntrain = "most"  # <-\nsteps = 1'),
+        "stages[1].train",
+        "unknown train policy",
+    ),
+    "unknown advance": (
+        model() + stages(S0, 'name = "s1"\nlayers = 4\nadvance = "later"  # <-\nsteps = 1'),
+        "stages[1].advance",
+        '"auto", "manual"',
+    ),
+    "unknown schedule": (
+        model() + '\n[optim]\nschedule = "step"  # <-\n' + stages(S0),
+        "optim.schedule",
+        '"cosine"',
+    ),
+    "unknown optimizer": (
+        model() + '\n[optim]\nname = "sgd"  # <-\n' + stages(S0),
+        "optim.name",
+        '"adamw", "lamb"',
+    ),
+    "unknown source": (
+        model()
+        + stages(
+            S0_2, 'name = "s1"\nlayers = 4\nenter = "stack"\nsource = "middle"  # <-\nsteps = 1'
+        ),
+        "stages[1].source",
+        '"bottom"',
+    ),
+    "unknown pairing": (
+        model()
+        + stages(
+            S0,
+            'name = "s1"\nlayers = 2\nenter = "coalesce"\npairing = "odd"  # <-\nsteps = 1',
+            'name = "s2"\nlayers = 4\nenter = "decoalesce"\nsteps = 1',
+        ),
+        "stages[1].pairing",
+        '"adjacent", "half"',
+    ),
+    "first stage not init": (
+        model() + stages('name = "s0"\nlayers = 4\nenter = "continue"  # <-\nsteps = 1'),
+        "stages[0].enter",
+        'use enter = "init"',
+    ),
+    "init on a later stage": (
+        model() + stages(S0, 'name = "s1"\nlayers = 4\nenter = "init"  # <-\nsteps = 1'),
+        "stages[1].enter",
+        "only for the first stage",
+    ),
+    "continue changes depth": (
+        model() + stages(S0_2, 'name = "s1"\nlayers = 4  # <-\nsteps = 1'),
+        "stages[1].layers",
+        'use enter = "stack"',
+    ),
+    "stack adds nothing": (
+        model() + stages(S0, 'name = "s1"\nenter = "stack"\nlayers = 4  # <-\nsteps = 1'),
+        "stages[1].layers",
+        "must add layers, but layers goes 4 → 4",
+    ),
+    "stack bottom too many": (
+        model()
+        + stages(
+            'name = "s0"\nlayers = 1\nsteps = 1',
+            'name = "s1"\nenter = "stack"\nsource = "bottom"\nlayers = 4  # <-\nsteps = 1',
+        ),
+        "stages[1].layers",
+        "set layers ≤ 2",
+    ),
+    "new adds no layers": (
+        model() + stages(S0, 'name = "s1"\nlayers = 4\ntrain = "new"  # <-\nsteps = 1'),
+        "stages[1].train",
+        '"new" but this stage adds no layers (4 → 4); use "all" or "top:K", or raise layers',
+    ),
+    "top:K too big": (
+        model() + stages('name = "s0"\nlayers = 4\ntrain = "top:5"  # <-\nsteps = 1'),
+        "stages[0].train",
+        "between 1 and layers = 4",
+    ),
+    "top:K zero": (
+        model() + stages('name = "s0"\nlayers = 4\ntrain = "top:0"  # <-\nsteps = 1'),
+        "stages[0].train",
+        "between 1 and layers = 4",
+    ),
+    "top:K not int": (
+        model() + stages('name = "s0"\nlayers = 4\ntrain = "top:x"  # <-\nsteps = 1'),
+        "stages[0].train",
+        "whole number",
+    ),
+    "coalesce odd heads": (
+        model(hidden=96, heads=3)
+        + stages(
+            S0,
+            '  # <-\nname = "s1"\nlayers = 4\nenter = "coalesce"\nsteps = 1',
+            'name = "s2"\nlayers = 4\nenter = "decoalesce"\nsteps = 1',
+        ),
+        "stages[1].width",
+        "heads odd",
+    ),
+    "coalesce odd depth": (
+        model(final=3)
+        + stages(
+            'name = "s0"\nlayers = 3\nsteps = 1',
+            'name = "s1"\nlayers = 1  # <-\nenter = "coalesce"\nwidth = 128\nsteps = 1',
+            'name = "s2"\nlayers = 3\nenter = "decoalesce"\nsteps = 1',
+        ),
+        "stages[1].layers",
+        "odd depth (3)",
+    ),
+    "coalesce width not halving": (
+        model()
+        + stages(
+            S0,
+            'name = "s1"\nlayers = 4\nenter = "coalesce"\nwidth = 32  # <-\nsteps = 1',
+            'name = "s2"\nlayers = 4\nenter = "decoalesce"\nsteps = 1',
+        ),
+        "stages[1].width",
+        "set width = 64",
+    ),
+    "decoalesce without coalesce": (
+        model() + stages(S0_2, 'name = "s1"\nlayers = 4\nenter = "decoalesce"  # <-\nsteps = 1'),
+        "stages[1].enter",
+        'add an enter = "coalesce" stage',
+    ),
     "interpolate to an uncoalesced shape": (
         model(final=8)
         + stages(
@@ -89,13 +233,47 @@ INVALID: dict[str, tuple[str, str, str]] = {
         "stages[3].enter",
         "nothing was coalesced from 8 layers × width 128; set layers/width to 4 layers × width 128",
     ),
-    "alpha out of range": (model() + stages(S0, 'name = "s1"\nlayers = 2\nenter = "coalesce"\nsteps = 1', 'name = "s2"\nlayers = 4\nenter = "interpolate"\nalpha = 1.5  # <-\nsteps = 1'), "stages[2].alpha", "must be in [0, 1]"),
-    "last stage depth": (model(final=6) + stages('name = "s0"\nlayers = 4  # <-\nsteps = 1'), "stages[0].layers", "model.final_layers = 6"),
-    "last stage width": (model() + stages(S0, '  # <-\nname = "s1"\nlayers = 4\nenter = "coalesce"\nsteps = 1'), "stages[1].width", "full width"),
-    "seq_len too long": (model() + "\n[data]\nseq_len = 256  # <-\n" + stages(S0), "data.seq_len", "model.max_seq_len = 128"),
-    "val_fraction 1": (model() + "\n[data]\nval_fraction = 1.0  # <-\n" + stages(S0), "data.val_fraction", "[0, 1)"),
-    "duplicate stage names": (model() + stages(S0, 'name = "s0"  # <-\nlayers = 4\nsteps = 1'), "stages[1].name", 'duplicate stage name "s0" (also stages[0])'),
-    "alpha on a stack": (model() + stages(S0_2, 'name = "s1"\nlayers = 4\nenter = "stack"\nalpha = 0.5  # <-\nsteps = 1'), "stages[1].alpha", 'only applies to enter = "interpolate"'),
+    "alpha out of range": (
+        model()
+        + stages(
+            S0,
+            'name = "s1"\nlayers = 2\nenter = "coalesce"\nsteps = 1',
+            'name = "s2"\nlayers = 4\nenter = "interpolate"\nalpha = 1.5  # <-\nsteps = 1',
+        ),
+        "stages[2].alpha",
+        "must be in [0, 1]",
+    ),
+    "last stage depth": (
+        model(final=6) + stages('name = "s0"\nlayers = 4  # <-\nsteps = 1'),
+        "stages[0].layers",
+        "model.final_layers = 6",
+    ),
+    "last stage width": (
+        model() + stages(S0, '  # <-\nname = "s1"\nlayers = 4\nenter = "coalesce"\nsteps = 1'),
+        "stages[1].width",
+        "full width",
+    ),
+    "seq_len too long": (
+        model() + "\n[data]\nseq_len = 256  # <-\n" + stages(S0),
+        "data.seq_len",
+        "model.max_seq_len = 128",
+    ),
+    "val_fraction 1": (
+        model() + "\n[data]\nval_fraction = 1.0  # <-\n" + stages(S0),
+        "data.val_fraction",
+        "[0, 1)",
+    ),
+    "duplicate stage names": (
+        model() + stages(S0, 'name = "s0"  # <-\nlayers = 4\nsteps = 1'),
+        "stages[1].name",
+        'duplicate stage name "s0" (also stages[0])',
+    ),
+    "alpha on a stack": (
+        model()
+        + stages(S0_2, 'name = "s1"\nlayers = 4\nenter = "stack"\nalpha = 0.5  # <-\nsteps = 1'),
+        "stages[1].alpha",
+        'only applies to enter = "interpolate"',
+    ),
 }
 
 
@@ -128,7 +306,9 @@ def test_all_problems_listed() -> None:
     text = (
         model().replace("num_heads = 4", "num_heads = 3")
         + '\n[optim]\nlr = 0\nschedule = "step"\n'
-        + stages('name = "a"\nlayers = 4\nsteps = 1', 'name = "a"\nlayers = 4\ntrain = "new"\nsteps = 1')
+        + stages(
+            'name = "a"\nlayers = 4\nsteps = 1', 'name = "a"\nlayers = 4\ntrain = "new"\nsteps = 1'
+        )
     )
     with pytest.raises(PlanError):
         loads_plan(text)
@@ -173,7 +353,10 @@ def test_vcycle_shapes() -> None:
     text = VCYCLE3.rsplit("\n[[stages]]", 1)[0] + "\n"  # drop the invalid last stage
     plan = loads_plan(text)
     shapes = resolve_shapes(plan)
-    got = [(s.layers, s.width, s.heads, s.intermediate, s.prev_layers, s.prev_width, s.added_layers) for s in shapes]
+    got = [
+        (s.layers, s.width, s.heads, s.intermediate, s.prev_layers, s.prev_width, s.added_layers)
+        for s in shapes
+    ]
     assert got == [
         (8, 128, 4, 512, 0, 128, 8),
         (4, 64, 2, 256, 8, 128, 0),
@@ -206,7 +389,9 @@ def test_stack_shapes_and_new_layers() -> None:
 
 
 def test_resolve_shapes_is_best_effort_on_invalid_plans() -> None:
-    plan = Plan(name="x", stages=[Stage("a", 2, 1, enter="init"), Stage("b", 3, 1, enter="coalesce")])
+    plan = Plan(
+        name="x", stages=[Stage("a", 2, 1, enter="init"), Stage("b", 3, 1, enter="coalesce")]
+    )
     assert [s.layers for s in resolve_shapes(plan)] == [2, 3]
 
 
@@ -222,7 +407,7 @@ def test_replace_remaining_stages() -> None:
     assert plan == before  # not mutated
     assert edited.stages[0] == plan.stages[0]
     assert [s.name for s in edited.stages] == ["shallow", "grow-3", "grow-4", "final"]
-    assert edited.total_steps == 150 + 100
+    assert edited.total_steps == plan.stages[0].steps + 100
 
     with pytest.raises(PlanError) as info:
         replace_remaining_stages(plan, 1, [Stage("grow-3", 3, 40, enter="stack")])

@@ -49,6 +49,61 @@ PLAN = {
 }
 
 
+# A fixed plan file for plan-screen snapshots (the shipped sample plans get retuned).
+PLAN_TOML = """\
+name = "mslt-snapshot"
+description = "fixture: BERT grown 2 -> 4 -> 6 layers, training only the new layers, then all"
+
+[model]
+family = "bert"
+hidden_size = 128
+num_heads = 4
+intermediate_size = 512
+max_seq_len = 128
+final_layers = 6
+
+[optim]
+lr = 5e-4
+batch_size = 16
+
+[[stages]]
+name = "shallow"
+layers = 2
+enter = "init"
+train = "all"
+steps = 100
+
+[[stages]]
+name = "grow-4"
+layers = 4
+enter = "stack"
+source = "top"
+train = "new"
+steps = 100
+
+[[stages]]
+name = "grow-6"
+layers = 6
+enter = "stack"
+source = "top"
+train = "top:3"
+steps = 100
+lr = 3e-4
+advance = "manual"
+
+[[stages]]
+name = "all-layers"
+layers = 6
+train = "all"
+steps = 50
+"""
+
+
+def write_plan(path: Path) -> Path:
+    path.write_text(PLAN_TOML)
+    return path
+
+
 def loss_at(step: int) -> float:
     return 7.0 * math.exp(-step / 60.0) + 2.0 + 0.05 * math.sin(step)
 

@@ -59,7 +59,7 @@ def apply_command(trainer: Trainer, request: CommandRequest) -> CommandAck:
     if cmd == "edit_stages":
         started = trainer.pos.stage_index + 1
         try:
-            new_stages = parse_stages(request.args["stages"], source="edit_stages")
+            new_stages = parse_stages(request.args["stages"], source="edit_stages", start_index=started)
             plan = replace_remaining_stages(trainer.plan, started, new_stages)
         except PlanError as exc:
             return refuse(str(exc))

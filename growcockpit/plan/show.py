@@ -31,8 +31,7 @@ def operator_label(stage: Stage, family: str = "bert") -> str:
     if op in ("coalesce", "decoalesce"):
         return f"{op}({stage.pairing})"
     if op == "interpolate":
-        alpha = stage.alpha if stage.alpha is not None else (0.25 if family == "gpt2" else 0.5)
-        return f"interpolate(α={alpha:g},{stage.pairing})"
+        return f"interpolate(α={stage.interpolation_alpha(family):g},{stage.pairing})"
     return op
 
 
@@ -101,7 +100,7 @@ def format_plan(plan: Plan, cost: PlanCost | None = None) -> str:
                 stage.name,
                 operator_label(stage, m.family),
                 f"{shape.prev_layers}→{shape.layers}"
-                if shape.prev_layers != shape.layers
+                if shape.index > 0 and shape.prev_layers != shape.layers
                 else str(shape.layers),
                 f"{shape.prev_width}→{shape.width}"
                 if shape.prev_width != shape.width

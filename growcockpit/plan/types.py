@@ -21,6 +21,8 @@ OPERATORS: tuple[str, ...] = ("init", "continue", "stack", "coalesce", "decoales
 FAMILIES: tuple[str, ...] = ("bert", "gpt2")
 SCHEDULES: tuple[str, ...] = ("constant", "linear", "cosine")
 OPTIMIZERS: tuple[str, ...] = ("adamw", "lamb")
+# multi-level interpolation weight when a stage gives no `alpha` (methods.md decisions table)
+DEFAULT_ALPHA: dict[str, float] = {"bert": 0.5, "gpt2": 0.25}
 
 
 @dataclass
@@ -115,6 +117,12 @@ class Stage:
 
     def head_trainable(self) -> bool:
         return self.head == "train"
+
+    def interpolation_alpha(self, family: str) -> float:
+        """`alpha`, or the family's default (0.5 BERT, 0.25 GPT-2)."""
+        if self.alpha is not None:
+            return self.alpha
+        return DEFAULT_ALPHA.get(family, 0.5)
 
 
 @dataclass

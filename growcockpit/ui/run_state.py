@@ -258,7 +258,10 @@ class RunState:
     # ---- folding ---------------------------------------------------------
     def set_plan(self, plan: Any) -> None:
         """Take plan name and stages from a `Plan` (or its dict) if events did not."""
-        data = dataclasses.asdict(plan) if dataclasses.is_dataclass(plan) else dict(plan)
+        if dataclasses.is_dataclass(plan) and not isinstance(plan, type):
+            data = dataclasses.asdict(plan)
+        else:
+            data = dict(plan)
         if not self.plan_name:
             self.plan_name = str(data.get("name", ""))
         if not self.stages:

@@ -65,7 +65,7 @@ class DashboardScreen(Screen[None]):
         self.run_dir = Path(run_dir)
         self.client = RunClient(self.run_dir)
         self.state = RunState()
-        self.lock = threading.Lock()
+        self.state_lock = threading.Lock()
         self.clock = clock
         self.command_timeout = command_timeout
         self.caught_up = False  # the tail has reached the end of the log at least once
@@ -97,12 +97,12 @@ class DashboardScreen(Screen[None]):
             try:
                 events = self.client.read_new(max_events=READ_CHUNK)
             except Exception as exc:  # a broken log must not kill the view
-                with self.lock:
+                with self.state_lock:
                     self.state.note("cockpit", f"cannot read events.jsonl: {exc}", "error")
                 events = []
                 time.sleep(1.0)
             if events:
-                with self.lock:
+                with self.state_lock:
                     self.state.apply_all(events)
             if len(events) < READ_CHUNK:
                 self.caught_up = True
@@ -115,7 +115,7 @@ class DashboardScreen(Screen[None]):
 
     def _check_alive(self) -> None:
         alive = self.client.backend_alive()
-        with self.lock:
+        with self.state_lock:
             before = self.state.backend_alive
             if alive == before:
                 return
@@ -132,14 +132,14 @@ class DashboardScreen(Screen[None]):
 
     # ---- flushing (timers on the event loop) ---------------------------------
     def flush_text(self) -> None:
-        with self.lock:
+        with self.state_lock:
             self._load_plan_if_needed()
             self.query_one(RunHeader).show_state(self.state, self.clock())
             self.query_one(LayerTable).show_state(self.state)
             self.query_one(EventLogPanel).show_state(self.state)
 
     def flush_plot(self) -> None:
-        with self.lock:
+        with self.state_lock:
             self.query_one(LossPlot).show_state(self.state)
 
     def _load_plan_if_needed(self) -> None:
@@ -156,7 +156,7 @@ class DashboardScreen(Screen[None]):
 
     # ---- commands ---------------------------------------------------------
     def _live_or_say_so(self, what: str) -> bool:
-        with self.lock:
+        with self.state_lock:
             finished, status = self.state.finished, self.state.status
         if finished:
             self.notify(
@@ -170,7 +170,7 @@ class DashboardScreen(Screen[None]):
     def action_pause_resume(self) -> None:
         if not self._live_or_say_so("pause or resume"):
             return
-        with self.lock:
+        with self.state_lock:
             command = "resume" if self.state.paused else "pause"
         self.send(command)
 
@@ -181,7 +181,7 @@ class DashboardScreen(Screen[None]):
     def action_advance(self) -> None:
         if not self._live_or_say_so("advance"):
             return
-        with self.lock:
+        with self.state_lock:
             nxt = self.state.next_stage()
             known = bool(self.state.stages)
             cur = self.state.stage_name or "the current stage"
@@ -256,6 +256,6 @@ class DashboardScreen(Screen[None]):
             text = f"{cmd} refused: {message.ack.reason or 'no reason given'}"
             self.notify(text, title="Command refused", severity="warning", timeout=8)
             severity = "warning"
-        with self.lock:
+        with self.state_lock:
             self.state.note("cockpit", text, severity)
         self.flush_text()

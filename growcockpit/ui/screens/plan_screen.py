@@ -37,6 +37,14 @@ def estimate(plan: Plan) -> tuple[Any, str]:
     )
 
 
+def display_path(path: Path) -> str:
+    """Relative to the working directory when inside it (short, and stable in snapshots)."""
+    try:
+        return str(path.resolve().relative_to(Path.cwd().resolve()))
+    except ValueError:
+        return str(path)
+
+
 def plan_summary(plan: Plan) -> str:
     m, d, o = plan.model, plan.data, plan.optim
     return (
@@ -75,7 +83,7 @@ class PlanScreen(Screen[None]):
             yield Static("", id="plan-error")
             with Horizontal(id="plan-actions"):
                 yield Button("Launch (l)", id="launch", variant="success")
-                yield Static(f"plan file: {self.plan_path}", id="plan-path")
+                yield Static(f"plan file: {display_path(self.plan_path)}", id="plan-path")
         yield Footer()
 
     def on_mount(self) -> None:

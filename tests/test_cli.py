@@ -1,0 +1,74 @@
+"""The `growcockpit` command's user-facing errors: one line, a fix, exit 2, no traceback."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def run(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "growcockpit", *args], capture_output=True, text=True, timeout=60)
+
+
+def assert_one_line_error(res: subprocess.CompletedProcess[str], *needles: str) -> None:
+    assert res.returncode == 2, (res.returncode, res.stdout, res.stderr)
+    assert "Traceback" not in res.stderr
+    lines = [line for line in res.stderr.splitlines() if line.strip()]
+    assert len(lines) == 1, res.stderr
+    for needle in needles:
+        assert needle in lines[0], lines[0]
+
+
+def test_plan_validate_accepts_shipped_plans() -> None:
+    plans = sorted(str(p) for p in (ROOT / "sample_plans").glob("*.toml"))
+    res = run("plan", "validate", *plans)
+    assert res.returncode == 0, res.stderr
+    assert res.stdout.count(": ok") == len(plans)
+
+
+def test_plan_validate_rejects_bad_plan(tmp_path: Path) -> None:
+    bad = tmp_path / "bad.toml"
+    bad.write_text(
+        (ROOT / "tests" / "plans" / "tiny.toml").read_text().replace('train = "new"', 'train = "newest"')
+    )
+    res = run("plan", "validate", str(bad))
+    assert_one_line_error(res, f"{bad}:", "stages[1].train")
+
+
+def test_plan_show_prints_cost() -> None:
+    res = run("plan", "show", str(ROOT / "sample_plans" / "cpu-demo.toml"))
+    assert res.returncode == 0, res.stderr
+    assert "grow-4" in res.stdout and "speedup" in res.stdout.lower()
+
+
+def test_train_with_missing_plan_file(tmp_path: Path) -> None:
+    res = run("train", str(tmp_path / "nope.toml"), "--run-dir", str(tmp_path / "r"))
+    assert_one_line_error(res, "nope.toml")
+    assert not (tmp_path / "r").exists()
+
+
+def test_status_of_missing_and_corrupt_run_dirs(tmp_path: Path) -> None:
+    assert_one_line_error(run("status", str(tmp_path / "none")), "no such run directory")
+    corrupt = tmp_path / "corrupt"
+    corrupt.mkdir()
+    (corrupt / "status.json").write_text("{not json")
+    assert_one_line_error(run("status", str(corrupt), "--json"), "status.json", "events.jsonl")
+
+
+def test_status_reports_dead_backend_as_crashed(tmp_path: Path) -> None:
+    run_dir = tmp_path / "dead"
+    run_dir.mkdir()
+    (run_dir / "status.json").write_text(json.dumps({"run_id": "dead", "state": "running", "pid": 999999999}))
+    res = run("status", str(run_dir), "--json")
+    assert res.returncode == 0
+    assert json.loads(res.stdout)["state"] == "crashed"
+
+
+def test_ctl_errors(tmp_path: Path) -> None:
+    assert_one_line_error(run("ctl", str(tmp_path), "pause"), "no backend is listening")
+    assert_one_line_error(run("ctl", str(tmp_path), "set_lr", "fast"), "set_lr")
+    assert_one_line_error(run("attach", str(tmp_path / "none")), "no such run directory")

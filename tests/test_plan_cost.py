@@ -1,0 +1,163 @@
+"""Cost model (methods.md §6) against hand-computed values."""
+
+from __future__ import annotations
+
+import pytest
+
+from growcockpit.plan import (
+    DataSpec,
+    ModelSpec,
+    Plan,
+    Stage,
+    default_head_cost,
+    estimate_cost,
+    format_plan,
+    load_plan,
+    loads_plan,
+    step_cost,
+)
+from growcockpit.resources import sample_plan
+
+BERT_BASE = ModelSpec(
+    family="bert",
+    hidden_size=768,
+    num_heads=12,
+    intermediate_size=3072,
+    max_seq_len=512,
+    final_layers=12,
+)
+
+
+def one_stage(train: str, embeddings: str | None = None, layers: int = 12) -> Plan:
+    stage = Stage("s", layers, 100, enter="init", train=train, embeddings=embeddings)
+    return Plan(name="p", model=BERT_BASE, stages=[stage])
+
+
+@pytest.mark.parametrize(("k", "speedup"), [(1, 36 / 14), (3, 2.0), (6, 1.5), (12, 1.0)])
+def test_frozen_bottom_speedups(k: int, speedup: float) -> None:
+    # methods.md §6: L = 12, r = 2, h = 0: S(k) = 3L / (L + 2k); 2.57, 2.0, 1.5; S(L) = 1
+    cost = estimate_cost(one_stage(f"top:{k}"), r=2.0, h=0.0)
+    assert cost.speedup == pytest.approx(speedup)
+    assert cost.ratio == pytest.approx(1 / speedup)
+    assert cost.stages[0].trainable == k
+    assert cost.baseline_step_cost == pytest.approx(36.0)
+    assert cost.baseline_total == pytest.approx(3600.0)
+
+
+def test_speedup_decreasing_in_k_and_bounded() -> None:
+    for r in (1.0, 2.0, 3.0):
+        speedups = [estimate_cost(one_stage(f"top:{k}"), r=r, h=0.0).speedup for k in range(1, 13)]
+        assert all(a > b for a, b in zip(speedups, speedups[1:], strict=False))
+        assert speedups[0] < 1 + r and speedups[-1] == pytest.approx(1.0)
+        # k -> 0 (only the head trains) approaches but does not exceed 1 + r
+        assert estimate_cost(one_stage("none"), r=r, h=0.0).speedup == pytest.approx(1 + r)
+
+
+def test_not_detached_variant_capped_at_1_5() -> None:
+    # embeddings train, so the gradient runs back through the frozen blocks: 2f each for r = 2
+    cost = estimate_cost(one_stage("top:1", embeddings="train"), r=2.0, h=0.0)
+    assert cost.stages[0].step_cost == pytest.approx(11 * 2 + 3)
+    assert cost.speedup == pytest.approx(36 / 25)
+    for k in range(0, 13):
+        train = "none" if k == 0 else f"top:{k}"
+        assert (
+            estimate_cost(one_stage(train, embeddings="train"), r=2.0, h=0.0).speedup <= 1.5 + 1e-12
+        )
+
+
+def test_head_cost_defaults() -> None:
+    # BERT-Base: 30522·768 / (12·768²) ≈ 3.31 blocks per token at all positions, ≈ 0.5 at 15 % masked
+    plan = Plan(name="p", model=BERT_BASE, data=DataSpec(tokenizer="bert-base-uncased"), stages=[])
+    assert default_head_cost(plan) == pytest.approx(30522 / (12 * 768) * 0.15)
+    assert default_head_cost(plan) == pytest.approx(0.497, abs=1e-3)
+    gpt = Plan(
+        name="p",
+        model=ModelSpec(family="gpt2", hidden_size=768, num_heads=12, intermediate_size=3072),
+        data=DataSpec(tokenizer="gpt2"),
+    )
+    assert default_head_cost(gpt) == pytest.approx(50257 / (12 * 768))
+    trained = Plan(
+        name="p",
+        model=ModelSpec(hidden_size=128, intermediate_size=512),
+        data=DataSpec(tokenizer="train:8000"),
+    )
+    assert default_head_cost(trained) == pytest.approx(8000 / (12 * 128) * 0.15)
+
+
+def test_head_lowers_speedup() -> None:
+    # methods.md: h ≈ 3.3 and k = 3 gives ≈ 1.65×
+    assert estimate_cost(one_stage("top:3"), r=2.0, h=3.3).speedup == pytest.approx(1.65, abs=0.01)
+    assert step_cost(12, 3, r=2.0, h=3.3) == pytest.approx(12 + 6 + 3 * 3.3)
+
+
+def test_cpu_demo_by_hand() -> None:
+    plan = load_plan(sample_plan("cpu-demo"))
+    n1, n2, n3 = (s.steps for s in plan.stages)
+    cost = estimate_cost(plan, r=2.0, h=0.0)
+    # 2 layers all trained: 3·2; 4 layers, top 2 trained, bottom under no_grad: 4 + 2·2; 4 layers all: 3·4
+    assert [s.step_cost for s in cost.stages] == pytest.approx([6.0, 8.0, 12.0])
+    assert [s.total for s in cost.stages] == pytest.approx([6.0 * n1, 8.0 * n2, 12.0 * n3])
+    assert [s.rel_step_cost for s in cost.stages] == pytest.approx([0.5, 8 / 12, 1.0])
+    total = 6.0 * n1 + 8.0 * n2 + 12.0 * n3
+    baseline = 12.0 * (n1 + n2 + n3)
+    assert cost.total == pytest.approx(total)
+    assert cost.baseline_total == pytest.approx(baseline)
+    assert cost.ratio == pytest.approx(total / baseline)
+    assert cost.speedup == pytest.approx(baseline / total)
+
+    h = 8000 / (12 * 128) * 0.15
+    with_head = estimate_cost(plan)
+    assert with_head.h == pytest.approx(h)
+    assert with_head.stages[1].step_cost == pytest.approx(4 + 2 * 2 + 3 * h)
+    assert with_head.baseline_step_cost == pytest.approx(3 * (4 + h))
+
+
+VCYCLE = """\
+name = "v"
+[model]
+hidden_size = 128
+num_heads = 4
+intermediate_size = 512
+final_layers = 4
+[[stages]]
+name = "warm"
+layers = 4
+steps = 10
+[[stages]]
+name = "coarse"
+enter = "coalesce"
+layers = 2
+steps = 20
+[[stages]]
+name = "fine"
+enter = "interpolate"
+layers = 4
+steps = 20
+"""
+
+
+def test_width_scaling() -> None:
+    plan = loads_plan(VCYCLE)
+    cost = estimate_cost(plan, r=2.0, h=0.0)
+    # coarse: 2 layers at width 64: 3 · 2 · (1/2)² = 1.5 per step
+    assert [s.step_cost for s in cost.stages] == pytest.approx([12.0, 1.5, 12.0])
+    assert cost.total == pytest.approx(120 + 30 + 240)
+    assert cost.ratio == pytest.approx(390 / 600)
+    # head scales by w/d: 3 · (2 · 1/4 + 1 · 1/2) = 3
+    assert estimate_cost(plan, r=2.0, h=1.0).stages[1].step_cost == pytest.approx(3.0)
+
+
+def test_frozen_head_refinement() -> None:
+    assert step_cost(4, 2, r=2.0, h=1.0, head_trainable=False) == pytest.approx(4 + 4 + 2.0)
+    assert step_cost(4, 0, r=2.0, h=1.0, head_trainable=False) == pytest.approx(4 + 1.0)
+
+
+def test_format_plan() -> None:
+    plan = loads_plan(VCYCLE)
+    text = format_plan(plan, estimate_cost(plan, h=0.0))
+    assert text.splitlines()[0] == "plan: v"
+    assert "coalesce(adjacent)" in text and "interpolate(α=0.5,adjacent)" in text
+    assert "128→64" in text and "4→2" in text
+    assert "0.65 × full-depth baseline" in text and "speedup 1.54×" in text
+    demo = format_plan(load_plan(sample_plan("cpu-demo")))
+    assert "stack(top)" in demo and "2-3" in demo

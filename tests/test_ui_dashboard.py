@@ -1,0 +1,330 @@
+"""The dashboard driven by recorded events.jsonl files, and RunClient on its own."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+import pytest
+from textual.pilot import Pilot
+from ui_fixtures import recorded_events, write_events, write_recorded_run
+
+from growcockpit.protocol import ControlServer, RunPaths
+from growcockpit.resources import sample_plan
+from growcockpit.ui import GrowCockpitApp, RunClient
+from growcockpit.ui.run_client import GLIBC_TUNABLES, plan_name
+from growcockpit.ui.screens import ConfirmScreen, DashboardScreen
+from growcockpit.ui.widgets import EventLogPanel, LayerTable, LossPlot, RunHeader
+
+SIZE = (160, 48)
+
+
+async def settle(pilot: Pilot[None], timeout: float = 5.0) -> DashboardScreen:
+    """Wait until the tail worker has read the whole log, then flush the views."""
+    screen = pilot.app.screen
+    assert isinstance(screen, DashboardScreen)
+    deadline = time.monotonic() + timeout
+    while not screen.caught_up:
+        assert time.monotonic() < deadline, "the tail worker never caught up"
+        await pilot.pause(0.02)
+    screen.flush_text()
+    screen.flush_plot()
+    await pilot.pause()
+    return screen
+
+
+def notes(app: GrowCockpitApp, severity: str | None = None) -> list[str]:
+    return [n.message for n in app._notifications if severity in (None, n.severity)]
+
+
+async def wait_for(pilot: Pilot[None], cond, timeout: float = 5.0) -> None:  # type: ignore[no-untyped-def]
+    deadline = time.monotonic() + timeout
+    while not cond():
+        assert time.monotonic() < deadline, "condition not met in time"
+        await pilot.pause(0.05)
+
+
+def header(app: GrowCockpitApp) -> str:
+    return str(app.screen.query_one(RunHeader).render())
+
+
+async def test_dashboard_shows_recorded_run(tmp_path: Path) -> None:
+    run_dir = write_recorded_run(tmp_path / "run")
+    app = GrowCockpitApp(run_dir=run_dir)
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        text = header(app)
+        assert "mslt-demo" in text and "finished" in text
+        assert "stage 2/2 grow-4" in text and "40/40" in text
+        assert "step 80/80" in text
+        assert "elapsed 0:01:11" in text  # from event timestamps, not the wall clock
+        table = app.screen.query_one(LayerTable)
+        assert table.row_count == 4
+        assert table.roles() == {
+            0: "frozen",
+            1: "frozen",
+            2: "trainable (new)",
+            3: "trainable (new)",
+        }
+        log = app.screen.query_one(EventLogPanel).shown
+        assert any("grow stack: 2→4 layers" in line for line in log)
+        assert any("checkpoint" in line for line in log)
+        assert any("refused: stage 2 is the last stage" in line for line in log)
+        assert "run completed at step 80" in log[-1]
+        plot = app.screen.query_one(LossPlot)
+        assert 0 < plot.points_plotted <= 2 * plot.size.width + 4
+
+
+async def test_dashboard_at_80x24_does_not_crash(tmp_path: Path) -> None:
+    run_dir = write_recorded_run(tmp_path / "run")
+    app = GrowCockpitApp(run_dir=run_dir)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await settle(pilot)
+        text = header(app)
+        assert "stage 2/2 grow-4" in text and "step 80/80" in text
+        assert all(len(line) <= 78 for line in text.splitlines())
+        await pilot.resize_terminal(160, 48)
+        await pilot.pause()
+        await pilot.resize_terminal(80, 24)
+        await settle(pilot)
+        assert app.screen.query_one(LayerTable).row_count == 4
+
+
+async def test_finished_run_commands_are_refused_calmly(tmp_path: Path) -> None:
+    run_dir = write_recorded_run(tmp_path / "run")
+    app = GrowCockpitApp(run_dir=run_dir)
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        for key in "pgsc":
+            await pilot.press(key)
+        await pilot.pause()
+        assert not isinstance(app.screen, ConfirmScreen)
+        assert notes(app, "error") == []
+        infos = notes(app, "information")
+        assert len(infos) == 4 and all("no backend left" in m for m in infos)
+
+
+@pytest.mark.parametrize("key", ["p", "g", "s", "c"])
+async def test_commands_without_a_backend_show_an_error(tmp_path: Path, key: str) -> None:
+    run_dir = write_recorded_run(tmp_path / "run", finished=False, upto_step=30)
+    app = GrowCockpitApp(run_dir=run_dir, command_timeout=2.0)
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        await pilot.press(key)
+        if key in "gs":
+            await pilot.pause()
+            assert isinstance(app.screen, ConfirmScreen)
+            await pilot.press("y")
+        await wait_for(pilot, lambda: notes(app, "error"))
+        (message,) = notes(app, "error")
+        assert "not delivered" in message and "no backend is listening" in message
+        assert isinstance(app.screen, DashboardScreen)  # still running, nothing crashed
+        await settle(pilot)
+        assert any("not delivered" in line for line in app.screen.query_one(EventLogPanel).shown)
+
+
+async def test_advance_confirm_says_what_comes_next_and_no_cancels(tmp_path: Path) -> None:
+    run_dir = write_recorded_run(tmp_path / "run", finished=False, upto_step=30)
+    app = GrowCockpitApp(run_dir=run_dir)
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        await pilot.press("g")
+        await pilot.pause()
+        modal = app.screen
+        assert isinstance(modal, ConfirmScreen)
+        body = str(modal.query_one("#confirm-title").render()) + str(
+            modal.query_one("#confirm-body").render()
+        )
+        assert "stage 2/2" in body and "grow-4" in body
+        assert "stack new layers to 4 layers" in body and "30/40" in body
+        await pilot.press("n")
+        await pilot.pause()
+        assert isinstance(app.screen, DashboardScreen)
+        assert notes(app) == []  # nothing was sent
+
+
+async def test_advance_at_last_stage_is_explained(tmp_path: Path) -> None:
+    run_dir = write_recorded_run(tmp_path / "run", finished=False, upto_step=60)
+    app = GrowCockpitApp(run_dir=run_dir)
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        await pilot.press("g")
+        await pilot.pause()
+        assert isinstance(app.screen, DashboardScreen)
+        assert any("last stage" in m for m in notes(app, "warning"))
+
+
+async def test_events_appended_while_running_appear(tmp_path: Path) -> None:
+    run_dir = tmp_path / "run"
+    first = recorded_events(finished=False, upto_step=30)
+    write_recorded_run(run_dir, finished=False, upto_step=30)
+    app = GrowCockpitApp(run_dir=run_dir, clock=lambda: 1_767_225_600.0 + 3600)
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        assert "step 30/80" in header(app) and "stage 1/2 shallow" in header(app)
+        assert "live" in header(app)
+        assert app.screen.query_one(LayerTable).row_count == 2
+        plot = app.screen.query_one(LossPlot)
+        points_before = plot.points_plotted
+        # the backend writes on: through the grow into stage 2
+        more = recorded_events(finished=False, upto_step=50)[len(first) :]
+        write_events(RunPaths(run_dir).events, more)
+        await pilot.pause(0.9)  # tail poll (0.2 s) + text flush (0.25 s) + plot flush (0.5 s)
+        assert "step 50/80" in header(app) and "stage 2/2 grow-4" in header(app)
+        table = app.screen.query_one(LayerTable)
+        assert table.row_count == 4
+        assert table.roles()[0] == "frozen" and table.roles()[3] == "trainable (new)"
+        assert any("grow stack" in line for line in app.screen.query_one(EventLogPanel).shown)
+        assert plot.points_plotted > points_before
+
+
+async def test_pause_round_trip_through_a_control_server(tmp_path: Path) -> None:
+    run_dir = write_recorded_run(tmp_path / "run", finished=False, upto_step=30)
+    received: list[str] = []
+    stop = threading.Event()
+    server = ControlServer(RunPaths(run_dir).control)
+    server.start()
+
+    def backend() -> None:
+        while not stop.is_set():
+            for pending in server.wait(0.05):
+                received.append(pending.request.command)
+                pending.accept(step=31)
+
+    thread = threading.Thread(target=backend, daemon=True)
+    thread.start()
+    try:
+        app = GrowCockpitApp(run_dir=run_dir)
+        async with app.run_test(size=SIZE) as pilot:
+            await settle(pilot)
+            await pilot.press("p")
+            await wait_for(pilot, lambda: any("accepted" in m for m in notes(app)))
+            assert received == ["pause"]
+            assert "pause accepted at step 31" in notes(app)
+            assert notes(app, "error") == []
+            await settle(pilot)
+            log = app.screen.query_one(EventLogPanel).shown
+            assert any("pause accepted at step 31" in line for line in log)
+    finally:
+        stop.set()
+        thread.join(2)
+        server.close()
+
+
+async def test_resume_is_sent_when_paused(tmp_path: Path) -> None:
+    events = recorded_events(finished=False)
+    cut = next(i for i, e in enumerate(events) if e.type == "paused") + 1
+    run_dir = tmp_path / "run"
+    run_dir.mkdir()
+    write_events(RunPaths(run_dir).events, events[:cut])
+    received: list[str] = []
+    server = ControlServer(RunPaths(run_dir).control)
+    server.start()
+    stop = threading.Event()
+
+    def backend() -> None:
+        while not stop.is_set():
+            for pending in server.wait(0.05):
+                received.append(pending.request.command)
+                pending.refuse("test says no", step=55)
+
+    thread = threading.Thread(target=backend, daemon=True)
+    thread.start()
+    try:
+        app = GrowCockpitApp(run_dir=run_dir)
+        async with app.run_test(size=SIZE) as pilot:
+            await settle(pilot)
+            assert "paused" in header(app)
+            await pilot.press("p")
+            await wait_for(pilot, lambda: notes(app, "warning"))
+            assert received == ["resume"]
+            assert notes(app, "warning") == ["resume refused: test says no"]
+    finally:
+        stop.set()
+        thread.join(2)
+        server.close()
+
+
+async def test_q_leaves_without_commanding(tmp_path: Path) -> None:
+    run_dir = write_recorded_run(tmp_path / "run", finished=False, upto_step=10)
+    app = GrowCockpitApp(run_dir=run_dir)
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        await pilot.press("q")
+        await pilot.pause()
+    assert app.return_code == 0
+    assert not RunPaths(run_dir).control.exists()
+
+
+# ---- RunClient ---------------------------------------------------------------
+
+
+def test_run_client_tails_incrementally(tmp_path: Path) -> None:
+    run_dir = tmp_path / "run"
+    run_dir.mkdir()
+    client = RunClient(run_dir)
+    assert client.read_new() == []  # no events.jsonl yet
+    assert client.backend_alive() is None  # no status.json, not launched here
+    events = recorded_events(finished=False, upto_step=20)
+    write_events(RunPaths(run_dir).events, events[:10])
+    assert len(client.read_new()) == 10
+    write_events(RunPaths(run_dir).events, events[10:])
+    assert len(client.read_new(max_events=5)) == 5
+    assert len(client.read_new()) == len(events) - 15
+    assert client.read_new() == []
+
+
+def test_launch_creates_run_dir_and_detaches(tmp_path: Path) -> None:
+    fake_python = tmp_path / "fake-python"
+    fake_python.write_text(
+        "#!/bin/sh\n"
+        'out="$6/fake-backend.txt"\n'
+        'echo "$@" > "$out"\n'
+        'echo "$GLIBC_TUNABLES" >> "$out"\n'
+        "cut -d' ' -f6 /proc/$$/stat >> \"$out\"\n"
+        'echo "to the log"\n'
+    )
+    fake_python.chmod(0o755)
+    plan = sample_plan("cpu-demo")
+    runs = tmp_path / "runs"
+    run_dir = RunClient.launch(plan, runs, python=str(fake_python), now=lambda: 1_767_225_600.0)
+    client = RunClient(run_dir)
+    assert client.process is not None
+    assert client.process.wait(10) == 0
+    stamp = time.strftime("%Y%m%d-%H%M%S", time.localtime(1_767_225_600.0))
+    assert run_dir == (runs / f"cpu-demo-{stamp}").resolve()
+    args, tunables, sid = (run_dir / "fake-backend.txt").read_text().splitlines()
+    assert args == f"-m growcockpit train {plan.resolve()} --run-dir {run_dir}"
+    assert tunables == GLIBC_TUNABLES
+    assert int(sid) != os.getsid(0)  # its own session: survives the cockpit and SSH loss
+    assert (run_dir / "backend.log").read_text() == "to the log\n"
+    assert client.backend_alive() is False  # it exited and left no status.json
+    assert client.exit_code() == 0
+    # a second launch in the same second gets its own directory
+    again = RunClient.launch(plan, runs, python=str(fake_python), now=lambda: 1_767_225_600.0)
+    assert again != run_dir and again.name.startswith(run_dir.name)
+    RunClient(again).process.wait(10)  # type: ignore[union-attr]
+
+
+def test_plan_name_is_directory_safe(tmp_path: Path) -> None:
+    p = tmp_path / "x.toml"
+    p.write_text('name = "my plan/v2"\n')
+    assert plan_name(p) == "my-plan-v2"
+    bad = tmp_path / "broken.toml"
+    bad.write_text("name = \n")
+    assert plan_name(bad) == "broken"
+
+
+def test_ui_never_imports_torch() -> None:
+    code = (
+        "import sys, growcockpit.ui, growcockpit.ui.app\n"
+        "bad = [m for m in ('torch', 'transformers', 'datasets', 'growcockpit.backend',"
+        " 'growcockpit.grow', 'growcockpit.metrics') if m in sys.modules]\n"
+        "print(bad)\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "[]"
