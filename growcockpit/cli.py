@@ -48,7 +48,9 @@ def build_cockpit_parser() -> argparse.ArgumentParser:
     """`growcockpit [PLAN]`: open the cockpit on a plan (the CPU demo by default)."""
     p = argparse.ArgumentParser(prog="growcockpit", description="Open the cockpit on a plan file.")
     p.add_argument("plan", nargs="?", type=Path, help="plan file (default: the CPU demo)")
-    p.add_argument("--runs", type=Path, default=Path("runs"), help="where launched runs go (default: ./runs)")
+    p.add_argument(
+        "--runs", type=Path, default=Path("runs"), help="where launched runs go (default: ./runs)"
+    )
     p.set_defaults(func=cmd_cockpit)
     return p
 
@@ -59,7 +61,9 @@ def build_parser() -> argparse.ArgumentParser:
         description="Design, run and steer growing-transformer training schedules. "
         "`growcockpit [PLAN]` opens the cockpit (default plan: the CPU demo).",
     )
-    p.add_argument("--runs", type=Path, default=Path("runs"), help="where launched runs go (default: ./runs)")
+    p.add_argument(
+        "--runs", type=Path, default=Path("runs"), help="where launched runs go (default: ./runs)"
+    )
     p.set_defaults(func=cmd_cockpit, plan=None)
     sub = p.add_subparsers(dest="command", metavar="COMMAND")
 
@@ -67,7 +71,9 @@ def build_parser() -> argparse.ArgumentParser:
     t.add_argument("plan", type=Path)
     t.add_argument("--run-dir", type=Path, help="run directory (default: runs/<plan>-<time>)")
     t.add_argument("--device", help="torch device, e.g. cpu or cuda:0 (default: cuda if available)")
-    t.add_argument("--detach", action="store_true", help="start in the background (own session) and return")
+    t.add_argument(
+        "--detach", action="store_true", help="start in the background (own session) and return"
+    )
     t.set_defaults(func=cmd_train)
 
     r = sub.add_parser("resume", help="continue a run from its last checkpoint")
@@ -82,8 +88,15 @@ def build_parser() -> argparse.ArgumentParser:
 
     c = sub.add_parser("ctl", help="send a command to a live run")
     c.add_argument("run_dir", type=Path)
-    c.add_argument("command", choices=["pause", "resume", "advance", "checkpoint", "stop", "set_lr", "edit_stages"])
-    c.add_argument("value", nargs="?", help="set_lr: factor (e.g. 0.5); edit_stages: a TOML file with [[stages]]")
+    c.add_argument(
+        "command",
+        choices=["pause", "resume", "advance", "checkpoint", "stop", "set_lr", "edit_stages"],
+    )
+    c.add_argument(
+        "value",
+        nargs="?",
+        help="set_lr: factor (e.g. 0.5); edit_stages: a TOML file with [[stages]]",
+    )
     c.add_argument("--timeout", type=float, default=120.0)
     c.set_defaults(func=cmd_ctl)
 
@@ -99,7 +112,9 @@ def build_parser() -> argparse.ArgumentParser:
     v.set_defaults(func=cmd_plan_validate)
     sh = psub.add_parser("show", help="print a plan's stages and estimated cost")
     sh.add_argument("plan", type=Path)
-    sh.add_argument("--r", type=float, default=2.0, help="backward/forward cost ratio for the estimate")
+    sh.add_argument(
+        "--r", type=float, default=2.0, help="backward/forward cost ratio for the estimate"
+    )
     sh.set_defaults(func=cmd_plan_show)
     return p
 
@@ -156,7 +171,9 @@ def cmd_train(args: argparse.Namespace) -> int:
             f"{run_dir}: already holds a run; use `growcockpit resume {run_dir}` or choose another --run-dir"
         )
     if args.detach:
-        return _detach(["train", str(args.plan), "--run-dir", str(run_dir)] + _device_args(args), run_dir)
+        return _detach(
+            ["train", str(args.plan), "--run-dir", str(run_dir)] + _device_args(args), run_dir
+        )
     from growcockpit.backend.run import LaunchError, check_supported, run_training
 
     try:
@@ -176,7 +193,9 @@ def cmd_resume(args: argparse.Namespace) -> int:
     except RunDirError as exc:
         raise UserError(str(exc)) from None
     if status.is_live():
-        raise UserError(f"{run_dir}: the run is still live (pid {status.pid}); attach to it instead")
+        raise UserError(
+            f"{run_dir}: the run is still live (pid {status.pid}); attach to it instead"
+        )
     if args.detach:
         return _detach(["resume", str(run_dir)] + _device_args(args), run_dir)
     from growcockpit.backend.checkpoint import latest_checkpoint
@@ -184,7 +203,9 @@ def cmd_resume(args: argparse.Namespace) -> int:
 
     ckpt = latest_checkpoint(run_dir / "checkpoints")
     if ckpt is None:
-        raise UserError(f"{run_dir}/checkpoints: no checkpoint to resume from; start a new run with `growcockpit train`")
+        raise UserError(
+            f"{run_dir}/checkpoints: no checkpoint to resume from; start a new run with `growcockpit train`"
+        )
     plan = _load(run_dir / "plan.toml")
     print(f"resuming {run_dir} from {ckpt.name}", flush=True)
     return run_training(plan, "", run_dir, device=args.device, resume_from=ckpt)
@@ -204,7 +225,10 @@ def _detach(argv: list[str], run_dir: Path) -> int:
 
 def spawn_backend(argv: list[str], run_dir: Path) -> subprocess.Popen[bytes]:
     env = dict(os.environ)
-    env.setdefault("GLIBC_TUNABLES", "glibc.malloc.mmap_threshold=4294967296:glibc.malloc.trim_threshold=4294967296")
+    env.setdefault(
+        "GLIBC_TUNABLES",
+        "glibc.malloc.mmap_threshold=4294967296:glibc.malloc.trim_threshold=4294967296",
+    )
     env.setdefault("PYTHONUNBUFFERED", "1")
     with open(run_dir / "backend.log", "ab") as log:
         return subprocess.Popen(
@@ -226,17 +250,24 @@ def cmd_ctl(args: argparse.Namespace) -> int:
         try:
             cmd_args["factor"] = float(args.value)
         except (TypeError, ValueError):
-            raise UserError("ctl set_lr needs a positive factor, e.g. `growcockpit ctl RUN set_lr 0.5`") from None
+            raise UserError(
+                "ctl set_lr needs a positive factor, e.g. `growcockpit ctl RUN set_lr 0.5`"
+            ) from None
     elif args.command == "edit_stages":
         cmd_args["stages"] = _stages_from_file(args.value)
     elif args.value is not None:
         raise UserError(f"ctl {args.command} takes no value (got {args.value!r})")
     try:
-        ack = send_command(args.run_dir, CommandRequest(args.command, cmd_args), timeout=args.timeout)
+        ack = send_command(
+            args.run_dir, CommandRequest(args.command, cmd_args), timeout=args.timeout
+        )
     except (ControlError, CommandError) as exc:
         raise UserError(str(exc)) from None
     if ack.accepted:
-        print(f"{args.command}: accepted at step {ack.step}" + (f" ({ack.reason})" if ack.reason else ""))
+        print(
+            f"{args.command}: accepted at step {ack.step}"
+            + (f" ({ack.reason})" if ack.reason else "")
+        )
         return EXIT_OK
     print(f"{args.command}: refused at step {ack.step}: {ack.reason}", file=sys.stderr)
     return EXIT_FAILED
@@ -299,7 +330,9 @@ def cmd_attach(args: argparse.Namespace) -> int:
     if not paths.root.is_dir():
         raise UserError(f"{paths.root}: no such run directory; list runs with `ls runs/`")
     if not paths.events.exists():
-        raise UserError(f"{paths.events}: missing; not a growcockpit run directory (see backend.log if it exists)")
+        raise UserError(
+            f"{paths.events}: missing; not a growcockpit run directory (see backend.log if it exists)"
+        )
     from growcockpit.ui import GrowCockpitApp
 
     GrowCockpitApp(run_dir=paths.root).run()

@@ -11,7 +11,9 @@ ROOT = Path(__file__).resolve().parent.parent
 
 
 def run(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "growcockpit", *args], capture_output=True, text=True, timeout=60)
+    return subprocess.run(
+        [sys.executable, "-m", "growcockpit", *args], capture_output=True, text=True, timeout=60
+    )
 
 
 def assert_one_line_error(res: subprocess.CompletedProcess[str], *needles: str) -> None:
@@ -33,7 +35,9 @@ def test_plan_validate_accepts_shipped_plans() -> None:
 def test_plan_validate_rejects_bad_plan(tmp_path: Path) -> None:
     bad = tmp_path / "bad.toml"
     bad.write_text(
-        (ROOT / "tests" / "plans" / "tiny.toml").read_text().replace('train = "new"', 'train = "newest"')
+        (ROOT / "tests" / "plans" / "tiny.toml")
+        .read_text()
+        .replace('train = "new"', 'train = "newest"')
     )
     res = run("plan", "validate", str(bad))
     assert_one_line_error(res, f"{bad}:", "stages[1].train")
@@ -62,7 +66,9 @@ def test_status_of_missing_and_corrupt_run_dirs(tmp_path: Path) -> None:
 def test_status_reports_dead_backend_as_crashed(tmp_path: Path) -> None:
     run_dir = tmp_path / "dead"
     run_dir.mkdir()
-    (run_dir / "status.json").write_text(json.dumps({"run_id": "dead", "state": "running", "pid": 999999999}))
+    (run_dir / "status.json").write_text(
+        json.dumps({"run_id": "dead", "state": "running", "pid": 999999999})
+    )
     res = run("status", str(run_dir), "--json")
     assert res.returncode == 0
     assert json.loads(res.stdout)["state"] == "crashed"

@@ -16,7 +16,13 @@ HEAVY = ("torch", "transformers", "datasets")
 
 @pytest.mark.parametrize(
     "module",
-    ["growcockpit.ui", "growcockpit.ui.app", "growcockpit.plan", "growcockpit.protocol", "growcockpit.cli"],
+    [
+        "growcockpit.ui",
+        "growcockpit.ui.app",
+        "growcockpit.plan",
+        "growcockpit.protocol",
+        "growcockpit.cli",
+    ],
 )
 def test_module_imports_without_torch(module: str) -> None:
     code = (

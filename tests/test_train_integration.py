@@ -91,7 +91,12 @@ def test_stage_two_trains_only_new_layers(finished_run: Path) -> None:
     stage2 = [e for e in of_type(events, LayerStats) if e.stage == 1]
     assert stage2, "no layer_stats in stage 2"
     for ev in stage2:
-        assert [(l.id, l.trainable) for l in ev.layers] == [(0, False), (1, False), (2, True), (3, True)]
+        assert [(layer.id, layer.trainable) for layer in ev.layers] == [
+            (0, False),
+            (1, False),
+            (2, True),
+            (3, True),
+        ]
         assert ev.layers[0].grad_norm is None and ev.layers[1].grad_norm is None
         assert ev.layers[2].grad_norm is not None and ev.layers[2].grad_norm > 0
 
@@ -100,10 +105,16 @@ def test_frozen_layers_bitwise_unchanged_and_final_loads(finished_run: Path) -> 
     import torch
     from transformers import AutoTokenizer, BertForMaskedLM
 
-    before = torch.load(finished_run / "checkpoints" / "step-20" / "state.pt", weights_only=False)["model"]
+    before = torch.load(finished_run / "checkpoints" / "step-20" / "state.pt", weights_only=False)[
+        "model"
+    ]
     final = BertForMaskedLM.from_pretrained(finished_run / "final")
     after = final.state_dict()
-    frozen = [k for k in before if k.startswith(("bert.encoder.layer.0.", "bert.encoder.layer.1.", "bert.embeddings."))]
+    frozen = [
+        k
+        for k in before
+        if k.startswith(("bert.encoder.layer.0.", "bert.encoder.layer.1.", "bert.embeddings."))
+    ]
     assert frozen
     for key in frozen:
         assert torch.equal(before[key], after[key]), f"{key} changed during the frozen stage"
@@ -153,11 +164,20 @@ def test_pause_resume_advance_stop(tmp_path: Path, gc_cache: Path) -> None:
         paused_seq = of_type(events, Paused)[0].seq
         time.sleep(1.5)
         events = read_all(run_dir / "events.jsonl")
-        assert not [e for e in of_type(events, Step) if e.seq > paused_seq], "steps ran while paused"
+        assert not [e for e in of_type(events, Step) if e.seq > paused_seq], (
+            "steps ran while paused"
+        )
 
-        assert growcockpit("ctl", str(run_dir), "pause", cache=gc_cache).returncode == 1  # refused: already paused
+        assert (
+            growcockpit("ctl", str(run_dir), "pause", cache=gc_cache).returncode == 1
+        )  # refused: already paused
         assert growcockpit("ctl", str(run_dir), "resume", cache=gc_cache).returncode == 0
-        events = _wait_for(run_dir, lambda ev: of_type(ev, Resumed) and of_type(ev, Step)[-1].seq > of_type(ev, Resumed)[0].seq)
+        events = _wait_for(
+            run_dir,
+            lambda ev: (
+                of_type(ev, Resumed) and of_type(ev, Step)[-1].seq > of_type(ev, Resumed)[0].seq
+            ),
+        )
 
         res = growcockpit("ctl", str(run_dir), "advance", cache=gc_cache)
         assert res.returncode == 0, res.stderr

@@ -4,13 +4,14 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
 from ui_fixtures import write_plan, write_recorded_run
 
 from growcockpit.plan import load_plan
 from growcockpit.resources import sample_plan
-from growcockpit.ui import GrowCockpitApp
+from growcockpit.ui import GrowCockpitApp, RunClient
 from growcockpit.ui.screens import DashboardScreen, PlanScreen
-from growcockpit.ui.widgets import StageTable
+from growcockpit.ui.widgets import EventLogPanel, RunHeader, StageTable
 from growcockpit.ui.widgets.stage_table import stage_rows
 
 SIZE = (160, 48)
@@ -123,3 +124,47 @@ def test_stage_rows_policies_and_overrides(tmp_path: Path) -> None:
     assert [r[6] for r in rows] == ["0.0005", "0.0005", "0.0003", "0.0005"]
     assert [r[7] for r in rows] == ["auto", "auto", "manual", "auto"]
     assert [r[8] for r in rows] == ["–"] * 4  # no cost given
+
+
+async def test_backend_that_dies_at_start_is_reported(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The real launcher, with a stand-in interpreter that fails the way a broken install does."""
+    from growcockpit.ui.screens import dashboard
+
+    monkeypatch.setattr(dashboard, "ALIVE_CHECK_S", 0.05)
+    fake_python = tmp_path / "fake-python"
+    fake_python.write_text("#!/bin/sh\necho 'ImportError: no module named boom'\nexit 3\n")
+    fake_python.chmod(0o755)
+
+    def launch(plan_path: Path, runs_root: Path) -> Path:
+        return RunClient.launch(plan_path, runs_root, python=str(fake_python))
+
+    app = GrowCockpitApp(
+        plan_path=sample_plan("cpu-demo"), runs_root=tmp_path / "runs", launcher=launch
+    )
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.pause()
+        await pilot.press("l")
+        screen = app.screen
+        assert isinstance(screen, DashboardScreen)
+        assert screen.run_dir.parent == (tmp_path / "runs").resolve()
+        log = screen.query_one(EventLogPanel)
+        for _ in range(100):
+            await pilot.pause(0.05)
+            if log.shown:
+                break
+        head = str(screen.query_one(RunHeader).render())
+        assert "cpu-demo" in head and "no backend" in head  # plan name from the launched file
+        (line,) = log.shown
+        assert "backend is not running (exit code 3)" in line
+        assert "ImportError: no module named boom" in line
+
+
+async def test_light_theme_and_unknown_theme() -> None:
+    app = GrowCockpitApp(plan_path=sample_plan("cpu-demo"), theme="light")
+    async with app.run_test(size=(80, 24)) as pilot:
+        await pilot.pause()
+        assert app.theme == "textual-light" and isinstance(app.screen, PlanScreen)
+    with pytest.raises(ValueError, match="unknown theme"):
+        GrowCockpitApp(theme="neon")

@@ -42,7 +42,9 @@ def apply_command(trainer: Trainer, request: CommandRequest) -> CommandAck:
     if cmd == "advance":
         index = trainer.pos.stage_index
         if index + 1 >= len(trainer.plan.stages):
-            return refuse(f"already at the last stage ({index + 1}/{len(trainer.plan.stages)}); use stop to end")
+            return refuse(
+                f"already at the last stage ({index + 1}/{len(trainer.plan.stages)}); use stop to end"
+            )
         nxt = trainer.plan.stages[index + 1]
         trainer.advance_now = True
         return ok(f"entering stage {index + 2} ({nxt.name}: {nxt.enter} to {nxt.layers} layers)")
@@ -59,7 +61,9 @@ def apply_command(trainer: Trainer, request: CommandRequest) -> CommandAck:
     if cmd == "edit_stages":
         started = trainer.pos.stage_index + 1
         try:
-            new_stages = parse_stages(request.args["stages"], source="edit_stages", start_index=started)
+            new_stages = parse_stages(
+                request.args["stages"], source="edit_stages", start_index=started
+            )
             plan = replace_remaining_stages(trainer.plan, started, new_stages)
         except PlanError as exc:
             return refuse(str(exc))

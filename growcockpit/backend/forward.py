@@ -27,7 +27,9 @@ class StagedForward:
     embeddings_trainable: bool
 
     @classmethod
-    def for_stage(cls, trainable_layers: list[int], depth: int, embeddings_trainable: bool) -> StagedForward:
+    def for_stage(
+        cls, trainable_layers: list[int], depth: int, embeddings_trainable: bool
+    ) -> StagedForward:
         lowest = min(trainable_layers) if trainable_layers else depth
         prefix = 0 if embeddings_trainable else lowest
         return cls(frozen_prefix=prefix, embeddings_trainable=embeddings_trainable)
@@ -66,4 +68,6 @@ def _head_loss(model: nn.Module, family: str, h: torch.Tensor, batch: Batch) -> 
         return F.cross_entropy(logits.float(), batch.labels[picked])
     h = model.transformer.ln_f(h)  # type: ignore[union-attr]
     logits = model.lm_head(h[:, :-1])  # type: ignore[operator]
-    return F.cross_entropy(logits.float().reshape(-1, logits.shape[-1]), batch.labels[:, 1:].reshape(-1))
+    return F.cross_entropy(
+        logits.float().reshape(-1, logits.shape[-1]), batch.labels[:, 1:].reshape(-1)
+    )

@@ -3,7 +3,13 @@
 from __future__ import annotations
 
 from torch import nn
-from transformers import BertConfig, BertForMaskedLM, GPT2Config, GPT2LMHeadModel, PreTrainedTokenizerBase
+from transformers import (
+    BertConfig,
+    BertForMaskedLM,
+    GPT2Config,
+    GPT2LMHeadModel,
+    PreTrainedTokenizerBase,
+)
 
 from growcockpit.plan.types import ModelSpec
 

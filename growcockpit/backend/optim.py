@@ -30,16 +30,24 @@ def build_optimizer(model: nn.Module, spec: OptimSpec, lr: float) -> torch.optim
         groups = [{"params": [torch.nn.Parameter(torch.zeros(1))], "weight_decay": 0.0}]
     if spec.name == "adamw":
         return torch.optim.AdamW(groups, lr=lr, betas=(0.9, 0.98), eps=1e-6)
-    raise ValueError(f'optim.name = "{spec.name}" is not supported by this backend yet; use "adamw"')
+    raise ValueError(
+        f'optim.name = "{spec.name}" is not supported by this backend yet; use "adamw"'
+    )
 
 
-def lr_at(plan: Plan, stage_index: int, step_in_stage: int, global_step: int, scale: float = 1.0) -> float:
+def lr_at(
+    plan: Plan, stage_index: int, step_in_stage: int, global_step: int, scale: float = 1.0
+) -> float:
     """Continuous global decay times a short re-warmup at the start of each stage."""
     stage = plan.stages[stage_index]
     base = stage.lr if stage.lr is not None else plan.optim.lr
     warmup = stage.warmup_steps
     if warmup is None:
-        warmup = plan.optim.warmup_steps if stage_index == 0 else min(plan.optim.warmup_steps, max(1, stage.steps // 10))
+        warmup = (
+            plan.optim.warmup_steps
+            if stage_index == 0
+            else min(plan.optim.warmup_steps, max(1, stage.steps // 10))
+        )
     warm = min(1.0, (step_in_stage + 1) / warmup) if warmup > 0 else 1.0
     progress = min(1.0, global_step / max(1, plan.total_steps))
     if plan.optim.schedule == "linear":

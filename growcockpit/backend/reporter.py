@@ -17,8 +17,8 @@ from growcockpit.protocol.control import ControlServer
 from growcockpit.protocol.eventlog import EventLog
 from growcockpit.protocol.events import (
     CommandEvent,
-    Event,
     Eval,
+    Event,
     Grow,
     Paused,
     Resumed,
@@ -85,7 +85,9 @@ class RunReporter:
         self._last_status = now
         s = self.status
         s.stage = trainer.pos.stage_index
-        s.stage_name = trainer.plan.stages[min(trainer.pos.stage_index, len(trainer.plan.stages) - 1)].name
+        s.stage_name = trainer.plan.stages[
+            min(trainer.pos.stage_index, len(trainer.plan.stages) - 1)
+        ].name
         s.num_stages = len(trainer.plan.stages)
         s.step = trainer.pos.step
         s.total_steps = trainer.plan.total_steps
@@ -159,7 +161,11 @@ def _console_line(event: Event, every: int) -> str | None:
         verdict = "accepted" if event.accepted else f"refused: {event.reason}"
         return f"   command {event.command}: {verdict}"
     if isinstance(event, Paused | Resumed | Warning | RunFinished):
-        return f"   {event.type}: " + str(getattr(event, "message", "") or getattr(event, "status", "") or "")
+        return f"   {event.type}: " + str(
+            getattr(event, "message", "") or getattr(event, "status", "") or ""
+        )
     if event.type in ("error", "checkpoint"):
-        return f"   {event.type}: " + str(getattr(event, "message", "") or getattr(event, "path", ""))
+        return f"   {event.type}: " + str(
+            getattr(event, "message", "") or getattr(event, "path", "")
+        )
     return None

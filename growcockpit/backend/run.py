@@ -44,7 +44,9 @@ def check_supported(plan: Plan, source: str) -> None:
                 f"use one of {', '.join(SUPPORTED_OPERATORS)}"
             )
     if plan.optim.name != "adamw":
-        raise LaunchError(f'{source}: optim.name: "{plan.optim.name}" is not supported by this backend yet; use "adamw"')
+        raise LaunchError(
+            f'{source}: optim.name: "{plan.optim.name}" is not supported by this backend yet; use "adamw"'
+        )
 
 
 def pick_device(requested: str | None) -> torch.device:
@@ -96,7 +98,11 @@ def run_training(
     if sampler.gpus.unavailable and dev.type == "cuda":
         reporter.emit(Warning(message=sampler.gpus.unavailable))
     elif sampler.gpus.unavailable:
-        reporter.emit(Warning(message=f"running on CPU; {sampler.gpus.unavailable}: CPU and RAM still reported"))
+        reporter.emit(
+            Warning(
+                message=f"running on CPU; {sampler.gpus.unavailable}: CPU and RAM still reported"
+            )
+        )
     _quiet_libraries()
     trainer: Trainer | None = None
     try:
@@ -115,7 +121,10 @@ def run_training(
         return 2
     except BaseException as exc:
         _crash(reporter, trainer, status, exc)
-        print(f"growcockpit: training crashed: {type(exc).__name__}: {exc} (details in events.jsonl)", file=sys.stderr)
+        print(
+            f"growcockpit: training crashed: {type(exc).__name__}: {exc} (details in events.jsonl)",
+            file=sys.stderr,
+        )
         return 1
     finally:
         sampler.stop()
@@ -123,7 +132,9 @@ def run_training(
         events.close()
 
 
-def _crash(reporter: RunReporter, trainer: Trainer | None, status: RunStatus, exc: BaseException) -> None:
+def _crash(
+    reporter: RunReporter, trainer: Trainer | None, status: RunStatus, exc: BaseException
+) -> None:
     if trainer is not None:
         trainer.crash(exc)
         return

@@ -20,7 +20,11 @@ BERT_SPECIALS = {
     "sep_token": "[SEP]",
     "mask_token": "[MASK]",
 }
-GPT2_SPECIALS = {"bos_token": "<|endoftext|>", "eos_token": "<|endoftext|>", "unk_token": "<|endoftext|>"}
+GPT2_SPECIALS = {
+    "bos_token": "<|endoftext|>",
+    "eos_token": "<|endoftext|>",
+    "unk_token": "<|endoftext|>",
+}
 
 
 def cache_root() -> Path:
@@ -36,7 +40,9 @@ def build_tokenizer(
         try:
             vocab = int(spec.split(":", 1)[1])
         except ValueError:
-            raise DataError(f'data.tokenizer = {spec!r}: expected "train:<vocab size>", e.g. "train:8000"') from None
+            raise DataError(
+                f'data.tokenizer = {spec!r}: expected "train:<vocab size>", e.g. "train:8000"'
+            ) from None
         cache = cache_root() / "tokenizers" / f"{family}-{vocab}-{corpus.fingerprint()}"
         if (cache / "tokenizer.json").exists():
             return _load_local(cache, family)
@@ -74,7 +80,9 @@ def _load_local(path: Path, family: str) -> PreTrainedTokenizerBase:
     if missing:
         tok.add_special_tokens(missing)  # type: ignore[arg-type]
     if family == "bert" and tok.mask_token_id is None:
-        raise DataError(f"data.tokenizer = {str(path)!r}: a BERT plan needs a tokenizer with a [MASK] token")
+        raise DataError(
+            f"data.tokenizer = {str(path)!r}: a BERT plan needs a tokenizer with a [MASK] token"
+        )
     return tok
 
 
@@ -87,7 +95,9 @@ def _train(vocab: int, family: str, texts: list[list[str]]) -> PreTrainedTokeniz
         core.normalizer = normalizers.BertNormalizer(lowercase=False)
         core.pre_tokenizer = pre_tokenizers.BertPreTokenizer()
         core.decoder = decoders.WordPiece()
-        trainer = trainers.WordPieceTrainer(vocab_size=vocab, special_tokens=list(BERT_SPECIALS.values()), show_progress=False)
+        trainer = trainers.WordPieceTrainer(
+            vocab_size=vocab, special_tokens=list(BERT_SPECIALS.values()), show_progress=False
+        )
         core.train_from_iterator(lines, trainer)
         return PreTrainedTokenizerFast(tokenizer_object=core, **BERT_SPECIALS)
     core = Tokenizer(models.BPE())

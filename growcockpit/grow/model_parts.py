@@ -8,11 +8,19 @@ that knows where those live in each family, so the operators stay generic.
 from __future__ import annotations
 
 from collections.abc import Iterator
-from typing import Literal
+from typing import Any, Literal
 
 from torch import nn
 
 Family = Literal["bert", "gpt2"]
+
+
+def part(model: nn.Module, dotted: str) -> Any:
+    """`part(model, "bert.encoder.layer")`: submodules by path, untyped as HF models are."""
+    obj: Any = model
+    for name in dotted.split("."):
+        obj = getattr(obj, name)
+    return obj
 
 
 def family_of(model: nn.Module) -> Family:
@@ -26,10 +34,7 @@ def family_of(model: nn.Module) -> Family:
 
 def get_layers(model: nn.Module) -> nn.ModuleList:
     """The ModuleList of transformer blocks, bottom first."""
-    if family_of(model) == "bert":
-        layers = model.bert.encoder.layer  # type: ignore[union-attr]
-    else:
-        layers = model.transformer.h  # type: ignore[union-attr]
+    layers = part(model, "bert.encoder.layer" if family_of(model) == "bert" else "transformer.h")
     assert isinstance(layers, nn.ModuleList)
     return layers
 
@@ -37,12 +42,12 @@ def get_layers(model: nn.Module) -> nn.ModuleList:
 def set_layers(model: nn.Module, layers: list[nn.Module]) -> None:
     """Replace the blocks and keep the config's depth in step with them."""
     new = nn.ModuleList(layers)
-    config = model.config  # type: ignore[union-attr]
+    config = part(model, "config")
     if family_of(model) == "bert":
-        model.bert.encoder.layer = new  # type: ignore[union-attr]
+        part(model, "bert.encoder").layer = new
         config.num_hidden_layers = len(new)
     else:
-        model.transformer.h = new  # type: ignore[union-attr]
+        part(model, "transformer").h = new
         config.n_layer = len(new)
         config.num_hidden_layers = len(new)
     for idx, layer in enumerate(new):
@@ -53,7 +58,7 @@ def _renumber(layer: nn.Module, idx: int) -> None:
     """Attention modules remember their index (for KV caches); keep it true."""
     for module in layer.modules():
         if hasattr(module, "layer_idx"):
-            module.layer_idx = idx
+            setattr(module, "layer_idx", idx)  # noqa: B010 - nn.Module typing forbids the attribute form
 
 
 def embedding_modules(model: nn.Module) -> list[nn.Module]:
@@ -63,8 +68,8 @@ def embedding_modules(model: nn.Module) -> list[nn.Module]:
     freezes the decoder matrix too (methods.md: what MSLT wants).
     """
     if family_of(model) == "bert":
-        return [model.bert.embeddings]  # type: ignore[union-attr]
-    return [model.transformer.wte, model.transformer.wpe]  # type: ignore[union-attr]
+        return [part(model, "bert.embeddings")]
+    return [part(model, "transformer.wte"), part(model, "transformer.wpe")]
 
 
 def head_parameters(model: nn.Module) -> Iterator[nn.Parameter]:
@@ -75,9 +80,9 @@ def head_parameters(model: nn.Module) -> Iterator[nn.Parameter]:
     """
     embedding_ids = {id(p) for m in embedding_modules(model) for p in m.parameters()}
     if family_of(model) == "bert":
-        head: nn.Module = model.cls  # type: ignore[union-attr]
+        head: nn.Module = part(model, "cls")
     else:
-        head = nn.ModuleList([model.transformer.ln_f, model.lm_head])  # type: ignore[union-attr]
+        head = nn.ModuleList([part(model, "transformer.ln_f"), part(model, "lm_head")])
     seen: set[int] = set()
     for p in head.parameters():
         if id(p) in embedding_ids or id(p) in seen:
@@ -90,4 +95,6 @@ def layer_parameter_names(model: nn.Module) -> list[list[str]]:
     """For each block, the fully qualified names of its parameters."""
     layers = get_layers(model)
     prefix = "bert.encoder.layer" if family_of(model) == "bert" else "transformer.h"
-    return [[f"{prefix}.{i}.{n}" for n, _ in layer.named_parameters()] for i, layer in enumerate(layers)]
+    return [
+        [f"{prefix}.{i}.{n}" for n, _ in layer.named_parameters()] for i, layer in enumerate(layers)
+    ]

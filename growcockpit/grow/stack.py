@@ -11,7 +11,7 @@ from dataclasses import dataclass
 
 from torch import nn
 
-from growcockpit.grow.model_parts import family_of, get_layers, set_layers
+from growcockpit.grow.model_parts import family_of, get_layers, part, set_layers
 
 
 @dataclass
@@ -40,8 +40,10 @@ def stack_layers(model: nn.Module, k: int, source: str = "top") -> GrowResult:
     if k < 1:
         raise ValueError(f"stack needs k >= 1 new layers, got {k}")
     if source in ("top", "bottom") and k > depth:
-        raise ValueError(f"stack source={source!r} cannot copy {k} layers from a {depth}-layer model")
-    width = int(model.config.hidden_size)  # type: ignore[union-attr]
+        raise ValueError(
+            f"stack source={source!r} cannot copy {k} layers from a {depth}-layer model"
+        )
+    width = int(part(model, "config.hidden_size"))
     source_of: dict[int, int | None] = {}
     new_layers: list[nn.Module] = []
     for i in range(k):
@@ -53,12 +55,12 @@ def stack_layers(model: nn.Module, k: int, source: str = "top") -> GrowResult:
             src = None
         else:
             raise ValueError(f"unknown stack source {source!r}: expected top, bottom or random")
-        new_layers.append(copy.deepcopy(layers[src]) if src is not None else _fresh_layer(model, depth + i))
+        new_layers.append(
+            copy.deepcopy(layers[src]) if src is not None else _fresh_layer(model, depth + i)
+        )
         source_of[depth + i] = src
     set_layers(model, layers + new_layers)
-    detail = ", ".join(
-        f"{dst}←{'init' if src is None else src}" for dst, src in source_of.items()
-    )
+    detail = ", ".join(f"{dst}←{'init' if src is None else src}" for dst, src in source_of.items())
     return GrowResult(
         operator="stack",
         from_layers=depth,
@@ -72,16 +74,16 @@ def stack_layers(model: nn.Module, k: int, source: str = "top") -> GrowResult:
 
 
 def _fresh_layer(model: nn.Module, idx: int) -> nn.Module:
-    config = model.config  # type: ignore[union-attr]
+    config = part(model, "config")
     if family_of(model) == "bert":
         from transformers.models.bert.modeling_bert import BertLayer
 
-        layer: nn.Module = BertLayer(config, layer_idx=idx)
+        layer: nn.Module = BertLayer(config, layer_idx=idx)  # type: ignore[no-untyped-call]
     else:
         from transformers.models.gpt2.modeling_gpt2 import GPT2Block
 
-        layer = GPT2Block(config, layer_idx=idx)
+        layer = GPT2Block(config, layer_idx=idx)  # type: ignore[no-untyped-call]
     ref = next(model.parameters())
     layer.to(device=ref.device, dtype=ref.dtype)
-    layer.apply(model._init_weights)  # type: ignore[operator]
+    layer.apply(part(model, "_init_weights"))
     return layer

@@ -35,7 +35,9 @@ class LayerStatsSampler:
                 norms_to_read.append(torch.linalg.vector_norm(torch.stack(norms)))
             else:
                 norms_to_read.append(torch.tensor(float("nan")))
-        values = torch.stack([n.float().cpu() for n in norms_to_read]).tolist() if norms_to_read else []
+        values = (
+            torch.stack([n.float().cpu() for n in norms_to_read]).tolist() if norms_to_read else []
+        )
         for v in values:
             grad_norms.append(None if v != v else float(v))
         self._before = snapshot
@@ -48,7 +50,11 @@ class LayerStatsSampler:
         for idx, layer in enumerate(layers):
             params = list(layer.parameters())
             trainable = any(p.requires_grad for p in params)
-            weight = float(torch.linalg.vector_norm(torch.stack(torch._foreach_norm([p.detach() for p in params]))))
+            weight = float(
+                torch.linalg.vector_norm(
+                    torch.stack(torch._foreach_norm([p.detach() for p in params]))
+                )
+            )
             ratio: float | None = None
             old = before[idx] if idx < len(before) else []
             if trainable and old:

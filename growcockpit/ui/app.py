@@ -57,8 +57,10 @@ class GrowCockpitApp(App[None]):
         else:
             self.push_screen(PlanScreen(self.plan_path or sample_plan("cpu-demo")))
 
-    def _dashboard(self, run_dir: Path) -> DashboardScreen:
-        return DashboardScreen(run_dir, clock=self.clock, command_timeout=self.command_timeout)
+    def _dashboard(self, run_dir: Path, plan_path: Path | None = None) -> DashboardScreen:
+        return DashboardScreen(
+            run_dir, clock=self.clock, command_timeout=self.command_timeout, plan_path=plan_path
+        )
 
     def on_plan_screen_launch_requested(self, message: PlanScreen.LaunchRequested) -> None:
         try:
@@ -68,4 +70,4 @@ class GrowCockpitApp(App[None]):
             return
         self.run_dir = run_dir
         self.notify(f"launched: {run_dir}", title="Run started")
-        self.switch_screen(self._dashboard(run_dir))
+        self.switch_screen(self._dashboard(run_dir, message.plan_path))

@@ -60,9 +60,11 @@ class DashboardScreen(Screen[None]):
         *,
         clock: Callable[[], float] = time.time,
         command_timeout: float = 60.0,
+        plan_path: Path | None = None,
     ) -> None:
         super().__init__()
         self.run_dir = Path(run_dir)
+        self.plan_path = Path(plan_path) if plan_path is not None else None
         self.client = RunClient(self.run_dir)
         self.state = RunState()
         self.state_lock = threading.Lock()
@@ -143,16 +145,24 @@ class DashboardScreen(Screen[None]):
             self.query_one(LossPlot).show_state(self.state)
 
     def _load_plan_if_needed(self) -> None:
-        """Stage names for the header and the advance dialog when events lack the plan."""
-        if self._plan_loaded or self.state.stages or not self.client.paths.plan.exists():
+        """Stage names for the header and the advance dialog when events lack the plan.
+
+        The run's own plan.toml wins; the launched plan file stands in until it exists.
+        """
+        if self._plan_loaded or self.state.stages:
             return
-        self._plan_loaded = True
+        path = self.client.paths.plan
+        if not path.exists():
+            if self.plan_path is None or self.state.plan_name:
+                return
+            path = self.plan_path
+        self._plan_loaded = path == self.client.paths.plan
         try:
             from growcockpit.plan import load_plan
 
-            self.state.set_plan(load_plan(self.client.paths.plan))
+            self.state.set_plan(load_plan(path))
         except Exception:  # only cosmetic: the events still drive everything
-            pass
+            self._plan_loaded = True
 
     # ---- commands ---------------------------------------------------------
     def _live_or_say_so(self, what: str) -> bool:

