@@ -171,6 +171,18 @@ def test_pause_resume_advance_stop(tmp_path: Path, gc_cache: Path) -> None:
         assert (
             growcockpit("ctl", str(run_dir), "pause", cache=gc_cache).returncode == 1
         )  # refused: already paused
+
+        edit = tmp_path / "edit.toml"
+        edit.write_text(
+            '[[stages]]\nname = "grow-top1"\nlayers = 4\nenter = "stack"\ntrain = "top:1"\nsteps = 100000\n'
+        )
+        res = growcockpit("ctl", str(run_dir), "edit_stages", str(edit), cache=gc_cache)
+        assert res.returncode == 0, res.stderr
+        bad = tmp_path / "bad.toml"
+        bad.write_text('[[stages]]\nname = "same"\nlayers = 2\ntrain = "new"\nsteps = 5\n')
+        res = growcockpit("ctl", str(run_dir), "edit_stages", str(bad), cache=gc_cache)
+        assert res.returncode == 1 and "stages[1]" in res.stderr, res.stderr
+        assert "grow-top1" in (run_dir / "plan.toml").read_text()
         assert growcockpit("ctl", str(run_dir), "resume", cache=gc_cache).returncode == 0
         events = _wait_for(
             run_dir,
@@ -183,7 +195,9 @@ def test_pause_resume_advance_stop(tmp_path: Path, gc_cache: Path) -> None:
         assert res.returncode == 0, res.stderr
         events = _wait_for(run_dir, lambda ev: len(of_type(ev, StageStarted)) == 2)
         stage2 = of_type(events, StageStarted)[1]
-        assert stage2.step < 100000 and stage2.trainable_layers == [2, 3]
+        assert (
+            stage2.step < 100000 and stage2.name == "grow-top1" and stage2.trainable_layers == [3]
+        )
 
         res = growcockpit("ctl", str(run_dir), "advance", cache=gc_cache)
         assert res.returncode == 1 and "last stage" in res.stderr
@@ -199,6 +213,8 @@ def test_pause_resume_advance_stop(tmp_path: Path, gc_cache: Path) -> None:
     assert commands == [
         ("pause", True),
         ("pause", False),
+        ("edit_stages", True),
+        ("edit_stages", False),
         ("resume", True),
         ("advance", True),
         ("advance", False),
