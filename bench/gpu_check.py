@@ -429,6 +429,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--device", default=None, help="cuda, cuda:1, cpu (default: cuda if available)")
     ap.add_argument("--dtype", choices=("bf16", "fp32"), default=None, help="autocast (default: bf16 on GPU, fp32 on CPU)")
     ap.add_argument("--budget-s", type=float, default=None, help="wall-clock budget; steps shrink to fit")
+    ap.add_argument("--threads", type=int, default=None, help="CPU threads (default: torch's; 1 with --tiny on CPU)")
     ap.add_argument("--json", type=Path, default=None, help="write the results here")
     args = ap.parse_args(argv)
     t_start = time.monotonic()
@@ -442,6 +443,9 @@ def main(argv: list[str] | None = None) -> int:
     steps = args.steps or (4 if args.tiny else 60)
     warmup = args.warmup if args.warmup is not None else (1 if args.tiny else 3)
     rounds = max(1, min(args.rounds or (2 if args.tiny else 4), steps))
+    threads = args.threads or (1 if args.tiny and device.type == "cpu" else None)
+    if threads:  # on a shared 2-core box, 2 OpenMP threads run ~10x slower than 1 when the other core is busy
+        torch.set_num_threads(threads)
     if device.type == "cuda":
         torch.backends.cuda.matmul.allow_tf32 = True  # only matters for --dtype fp32
         torch.backends.cudnn.allow_tf32 = True

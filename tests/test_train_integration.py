@@ -228,3 +228,28 @@ def test_pause_resume_advance_stop(tmp_path: Path, gc_cache: Path) -> None:
     res = growcockpit("ctl", str(run_dir), "pause", cache=gc_cache)
     assert res.returncode == 2 and "no backend is listening" in res.stderr
     assert res.stderr.count("\n") == 1
+
+
+def test_resume_mid_stage_is_bit_for_bit(tmp_path: Path, gc_cache: Path) -> None:
+    """Kill-and-resume from a checkpoint inside the frozen stage replays the same losses exactly."""
+    import shutil
+
+    plan = tmp_path / "ck.toml"
+    plan.write_text(TINY.read_text().replace("every_steps = 20", "every_steps = 10"))
+    full = tmp_path / "full"
+    assert growcockpit("train", str(plan), "--run-dir", str(full), cache=gc_cache).returncode == 0
+    cut = tmp_path / "cut"
+    shutil.copytree(full, cut)
+    shutil.rmtree(cut / "checkpoints" / "step-40")
+    res = growcockpit("resume", str(cut), cache=gc_cache)
+    assert res.returncode == 0, res.stderr
+    assert "step-30" in res.stdout
+
+    reference = {e.step: e.loss for e in of_type(read_all(full / "events.jsonl"), Step)}
+    events = read_all(cut / "events.jsonl")
+    restart = max(i for i, e in enumerate(events) if isinstance(e, RunStarted))
+    assert events[restart].resumed_from and events[restart].resumed_from.endswith("step-30")
+    resumed = of_type(events[restart:], Step)
+    assert [e.step for e in resumed] == list(range(31, 41))
+    assert [e.loss for e in resumed] == [reference[e.step] for e in resumed]
+    assert [e.seq for e in events] == list(range(1, len(events) + 1))
