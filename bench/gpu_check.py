@@ -115,6 +115,7 @@ class Config:
     extra_mem: int = 0  # bytes above the resident set while this config steps
     util: list[float] = field(default_factory=list)
     power: list[float] = field(default_factory=list)
+    parts: dict[str, float] = field(default_factory=dict)
 
 
 def set_train_modes(model: nn.Module) -> None:
@@ -139,9 +140,13 @@ def build_configs(tag: str, plan: Plan, data: TokenBlocks, device: torch.device)
         if stage.enter == "stack":
             stack_layers(model, stage.layers - depth_before, stage.source)
         elif stage.enter not in ("init", "continue"):
-            raise SystemExit(f"gpu_check: stage {stage.name}: enter = {stage.enter!r} is not supported here")
+            raise SystemExit(
+                f"gpu_check: stage {stage.name}: enter = {stage.enter!r} is not supported here"
+            )
         m = copy.deepcopy(model).to(device)
-        result = apply_freeze(m, shape.trainable_layers, stage.embeddings_trainable(), stage.head_trainable())
+        result = apply_freeze(
+            m, shape.trainable_layers, stage.embeddings_trainable(), stage.head_trainable()
+        )
         depth = len(get_layers(m))
         fwd = StagedForward.for_stage(result.trainable_layers, depth, result.embeddings_trainable)
         set_train_modes(m)
@@ -180,7 +185,10 @@ class Clock:
     def run(self, fn: Any, n: int) -> list[float]:
         """Run `fn` n times; per-call milliseconds."""
         if self.cuda:
-            events = [(torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)) for _ in range(n)]
+            events = [
+                (torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True))
+                for _ in range(n)
+            ]
             torch.cuda.synchronize()
             for start, end in events:
                 start.record()
@@ -228,6 +236,36 @@ def make_step(cfg: Config, batches: list[Batch], amp: Any, grad_clip: float) -> 
             cfg.optimizer.zero_grad(set_to_none=True)
 
     return step
+
+
+def breakdown(
+    cfg: Config, batches: list[Batch], amp: Any, grad_clip: float, clock: Clock, n: int
+) -> dict[str, float]:
+    """Median forward / backward / optimizer (clip + step + zero_grad) ms, synchronized between phases."""
+    parts: dict[str, list[float]] = {"fwd_ms": [], "bwd_ms": [], "opt_ms": []}
+    for i in range(n):
+        batch = batches[i % len(batches)]
+        clock.sync()
+        t0 = time.perf_counter()
+        with amp():
+            loss = cfg.forward.loss(cfg.model, batch)
+        clock.sync()
+        t1 = time.perf_counter()
+        if loss.requires_grad:
+            loss.backward()
+        clock.sync()
+        t2 = time.perf_counter()
+        if loss.requires_grad:
+            if grad_clip > 0:
+                torch.nn.utils.clip_grad_norm_(cfg.params, grad_clip)
+            cfg.optimizer.step()
+            cfg.optimizer.zero_grad(set_to_none=True)
+        clock.sync()
+        t3 = time.perf_counter()
+        parts["fwd_ms"].append((t1 - t0) * 1e3)
+        parts["bwd_ms"].append((t2 - t1) * 1e3)
+        parts["opt_ms"].append((t3 - t2) * 1e3)
+    return {k: statistics.median(v) for k, v in parts.items()}
 
 
 def measure_r_h(
@@ -285,7 +323,6 @@ def measure_r_h(
         samples["head"].append(clock.mean_ms(head, inner))
     med = {k: statistics.median(v) for k, v in samples.items()}
     f = med["f"]
-    del block, x, head_in, grad_out
     return {
         "block_fwd_ms": f,
         "block_fwd_bwd_ms": med["fb"],
@@ -377,19 +414,22 @@ def default_vocab(plan: Plan) -> int:
 # ---- main ----------------------------------------------------------------------------
 def fallback_texts_if_no_datasets() -> str | None:
     """The GPU machine may lack `datasets`: read plain-text corpora the way its "text" builder does."""
-    try:
-        import datasets  # noqa: F401
-
-        return None
-    except ImportError:
-        pass
+    import importlib.util
     import io
+
+    try:
+        if importlib.util.find_spec("datasets") is not None:
+            return None
+    except ValueError:  # a test may have set sys.modules["datasets"] = None
+        pass
 
     from growcockpit.backend.corpus import DataError
 
     def load_texts(corpus: Any) -> list[list[str]]:
         if corpus.kind != "text":
-            raise DataError(f"data.source = {corpus.name!r}: needs the `datasets` package (not installed)")
+            raise DataError(
+                f"data.source = {corpus.name!r}: needs the `datasets` package (not installed)"
+            )
         lines: list[str] = []
         for f in corpus.files:
             with open(f, encoding="utf-8") as fh:
@@ -419,17 +459,42 @@ def fmt_mem(n: float) -> str:
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--mslt", type=Path, default=MSLT_PLAN, help="MSLT plan (default: %(default)s)")
-    ap.add_argument("--baseline", type=Path, default=BASELINE_PLAN, help="baseline plan (one all-trained stage)")
-    ap.add_argument("--tiny", action="store_true", help="hidden 64 / 4 heads / FFN 256, depths ÷3: a CPU test")
-    ap.add_argument("--steps", type=int, default=None, help="timed steps per stage config (default 60; tiny 4)")
-    ap.add_argument("--warmup", type=int, default=None, help="untimed steps per config first (default 3; tiny 1)")
-    ap.add_argument("--rounds", type=int, default=None, help="interleaved A/B rounds (default 4; tiny 2)")
+    ap.add_argument(
+        "--baseline", type=Path, default=BASELINE_PLAN, help="baseline plan (one all-trained stage)"
+    )
+    ap.add_argument(
+        "--tiny", action="store_true", help="hidden 64 / 4 heads / FFN 256, depths ÷3: a CPU test"
+    )
+    ap.add_argument(
+        "--steps", type=int, default=None, help="timed steps per stage config (default 100; tiny 4)"
+    )
+    ap.add_argument(
+        "--warmup",
+        type=int,
+        default=None,
+        help="untimed steps per config first (default 3; tiny 1)",
+    )
+    ap.add_argument(
+        "--rounds", type=int, default=None, help="interleaved A/B rounds (default 5; tiny 2)"
+    )
     ap.add_argument("--batch-size", type=int, default=None, help="override optim.batch_size")
     ap.add_argument("--seq-len", type=int, default=None, help="override data.seq_len")
     ap.add_argument("--device", default=None, help="cuda, cuda:1, cpu (default: cuda if available)")
-    ap.add_argument("--dtype", choices=("bf16", "fp32"), default=None, help="autocast (default: bf16 on GPU, fp32 on CPU)")
-    ap.add_argument("--budget-s", type=float, default=None, help="wall-clock budget; steps shrink to fit")
-    ap.add_argument("--threads", type=int, default=None, help="CPU threads (default: torch's; 1 with --tiny on CPU)")
+    ap.add_argument(
+        "--dtype",
+        choices=("bf16", "fp32"),
+        default=None,
+        help="autocast (default: bf16 on GPU, fp32 on CPU)",
+    )
+    ap.add_argument(
+        "--budget-s", type=float, default=None, help="wall-clock budget; steps shrink to fit"
+    )
+    ap.add_argument(
+        "--threads",
+        type=int,
+        default=None,
+        help="CPU threads (default: torch's; 1 with --tiny on CPU)",
+    )
     ap.add_argument("--json", type=Path, default=None, help="write the results here")
     args = ap.parse_args(argv)
     t_start = time.monotonic()
@@ -440,9 +505,9 @@ def main(argv: list[str] | None = None) -> int:
         print(f"gpu_check: --device {device} but CUDA is not available", file=sys.stderr)
         return 2
     dtype = args.dtype or ("bf16" if device.type == "cuda" else "fp32")
-    steps = args.steps or (4 if args.tiny else 60)
+    steps = args.steps or (4 if args.tiny else 100)
     warmup = args.warmup if args.warmup is not None else (1 if args.tiny else 3)
-    rounds = max(1, min(args.rounds or (2 if args.tiny else 4), steps))
+    rounds = max(1, min(args.rounds or (2 if args.tiny else 5), steps))
     threads = args.threads or (1 if args.tiny and device.type == "cpu" else None)
     if threads:  # on a shared 2-core box, 2 OpenMP threads run ~10x slower than 1 when the other core is busy
         torch.set_num_threads(threads)
@@ -459,14 +524,27 @@ def main(argv: list[str] | None = None) -> int:
     plans = {k: override(p, args.batch_size, args.seq_len) for k, p in plans.items()}
     mslt, base = plans["mslt"], plans["baseline"]
     if base.stages[-1].layers != mslt.model.final_layers or len(base.stages) != 1:
-        print("gpu_check: the baseline plan should be one all-trained stage at the MSLT plan's final depth", file=sys.stderr)
-    if (mslt.model, mslt.data, mslt.optim.batch_size) != (base.model, base.data, base.optim.batch_size):
-        print("gpu_check: warning: the two plans differ in model/data/batch; the comparison is not like for like")
+        print(
+            "gpu_check: the baseline plan should be one all-trained stage at the MSLT plan's final depth",
+            file=sys.stderr,
+        )
+    if (mslt.model, mslt.data, mslt.optim.batch_size) != (
+        base.model,
+        base.data,
+        base.optim.batch_size,
+    ):
+        print(
+            "gpu_check: warning: the two plans differ in model/data/batch; the comparison is not like for like"
+        )
 
-    print(f"gpu_check: device {device_name(device)} ({device}), dtype {dtype}, torch {torch.__version__}"
-          + (f", CUDA {torch.version.cuda}" if device.type == "cuda" else ""))
+    print(
+        f"gpu_check: device {device_name(device)} ({device}), dtype {dtype}, torch {torch.__version__}"
+        + (f", CUDA {torch.version.cuda}" if device.type == "cuda" else "")
+    )
     if device.type != "cuda":
-        print("gpu_check: no GPU in use: running on CPU (speedups are CPU speedups; r is ~1 here, ~2 on GPUs)")
+        print(
+            "gpu_check: no GPU in use: running on CPU (speedups are CPU speedups; r is ~1 here, ~2 on GPUs)"
+        )
     note = fallback_texts_if_no_datasets()
     if note:
         print(f"gpu_check: {note}")
@@ -488,15 +566,24 @@ def main(argv: list[str] | None = None) -> int:
     batches = [Batch(b.input_ids.to(device), b.labels.to(device)) for b in host_batches]
 
     t = time.monotonic()
-    configs = build_configs("baseline", base, data, device) + build_configs("mslt", mslt, data, device)
+    configs = build_configs("baseline", base, data, device) + build_configs(
+        "mslt", mslt, data, device
+    )
     baseline = configs[0]
     print(f"gpu_check: built {len(configs)} stage configs in {time.monotonic() - t:.1f} s")
     clock = Clock(device)
     amp = lambda: autocast_for(device, dtype)  # noqa: E731
 
     # r and h on the baseline model's middle block and head
-    rh = measure_r_h(baseline.model, mslt.model.family, batches[0], amp, clock,
-                     reps=3 if args.tiny else 5, inner=2 if args.tiny else 10)
+    rh = measure_r_h(
+        baseline.model,
+        mslt.model.family,
+        batches[0],
+        amp,
+        clock,
+        reps=3 if args.tiny else 5,
+        inner=2 if args.tiny else 10,
+    )
     r, h = rh["r"], rh["h"]
     h_model = default_head_cost(mslt)
     print(
@@ -520,13 +607,17 @@ def main(argv: list[str] | None = None) -> int:
         fit = int(0.8 * remaining / max(per_step_all, 1e-6))
         if fit < steps:
             new = max(rounds, fit)
-            print(f"gpu_check: budget: {steps} steps per config would take ~{steps * per_step_all:.0f} s; timing {new}")
+            print(
+                f"gpu_check: budget: {steps} steps per config would take ~{steps * per_step_all:.0f} s; timing {new}"
+            )
             steps = new
 
     per_round = [steps // rounds + (1 if i < steps % rounds else 0) for i in range(rounds)]
     sampler = UtilSampler(device)
     sampler.start()
-    peak_mem = torch.cuda.max_memory_allocated(device) if device.type == "cuda" else 0  # incl. warm-up
+    peak_mem = (
+        torch.cuda.max_memory_allocated(device) if device.type == "cuda" else 0
+    )  # incl. warm-up
     done_rounds = 0
     for rnd, n in enumerate(per_round):
         if rnd > 0 and time.monotonic() > deadline - 20.0:
@@ -547,6 +638,14 @@ def main(argv: list[str] | None = None) -> int:
                 peak_mem = max(peak_mem, chunk_peak)
         done_rounds += 1
     sampler.stop()
+    # where the time goes (a separate, synchronized pass: not used for the speedups)
+    n_parts = 2 if args.tiny else 5
+    if (
+        time.monotonic() + n_parts * sum(statistics.median(c.times_ms) for c in configs) / 1e3
+        < deadline - 20.0
+    ):
+        for c in configs:
+            c.parts = breakdown(c, batches, amp, grad_clip, clock, n_parts)
 
     # ---- report ----------------------------------------------------------------------
     cost = estimate_cost(mslt, r=r, h=h)
@@ -589,6 +688,7 @@ def main(argv: list[str] | None = None) -> int:
                 "gpu_util_mean": statistics.fmean(c.util) if c.util else None,
                 "gpu_power_w_mean": statistics.fmean(c.power) if c.power else None,
                 "extra_mem_bytes": c.extra_mem if device.type == "cuda" else None,
+                **c.parts,
             }
         )
 
@@ -602,9 +702,15 @@ def main(argv: list[str] | None = None) -> int:
         f"{'speedup':>8} {'model':>7} {'meas/mod':>8} {'r=2':>6} {'util%':>6} {'+mem':>9} {'MFU':>6}"
     )
     print()
-    print(f"Per-step cost of every stage config vs the baseline step ({baseline.label}: {base_ms:.2f} ms),")
-    print(f"medians of {len(baseline.times_ms)} steps per config over {done_rounds} interleaved rounds;")
-    print(f"model = methods.md §6 with measured r = {r:.2f}, h = {h:.2f}; r=2 column: textbook r = 2, analytic h = {h_model:.2f}")
+    print(
+        f"Per-step cost of every stage config vs the baseline step ({baseline.label}: {base_ms:.2f} ms),"
+    )
+    print(
+        f"medians of {len(baseline.times_ms)} steps per config over {done_rounds} interleaved rounds;"
+    )
+    print(
+        f"model = methods.md §6 with measured r = {r:.2f}, h = {h:.2f}; r=2 column: textbook r = 2, analytic h = {h_model:.2f}"
+    )
     print(head)
     print("-" * len(head))
     for row in rows:
@@ -618,6 +724,18 @@ def main(argv: list[str] | None = None) -> int:
             f"{row['measured_over_model']:>8.2f} {row['model_speedup_r2']:>5.2f}x {util:>6} {mem:>9} {mfu:>6}"
         )
     print()
+    if all(c.parts for c in configs):
+        print(
+            f"Breakdown (median of {n_parts} steps, synchronized between phases; opt = clip + AdamW step + zero_grad):"
+        )
+        print(f"{'stage':<22} {'fwd ms':>9} {'bwd ms':>9} {'opt ms':>9} {'opt share':>9}")
+        for c in configs:
+            total = sum(c.parts.values())
+            print(
+                f"{c.label:<22} {c.parts['fwd_ms']:>9.2f} {c.parts['bwd_ms']:>9.2f} {c.parts['opt_ms']:>9.2f} "
+                f"{100 * c.parts['opt_ms'] / total if total > 0 else 0:>8.0f}%"
+            )
+        print()
 
     # whole schedule, steps-weighted
     m_rows = [row for row in rows if row["plan"] == "mslt"]
@@ -637,11 +755,15 @@ def main(argv: list[str] | None = None) -> int:
     elif device.type != "cuda":
         print("GPU util: n/a (running on CPU)")
     elif sampler.all_util:
-        print(f"GPU util: mean {statistics.fmean(sampler.all_util):.0f}% over {len(sampler.all_util)} NVML samples during the timed loops")
+        print(
+            f"GPU util: mean {statistics.fmean(sampler.all_util):.0f}% over {len(sampler.all_util)} NVML samples during the timed loops"
+        )
     else:
         print("GPU util: n/a (no samples: the timed loops were too short)")
     if device.type == "cuda":
-        print(f"peak memory: {fmt_mem(peak_mem)} allocated (all {len(configs)} configs resident; +mem column = extra while stepping)")
+        print(
+            f"peak memory: {fmt_mem(peak_mem)} allocated (all {len(configs)} configs resident; +mem column = extra while stepping)"
+        )
     print(
         f"host data: train_batch {data_ms:.1f} ms per batch of {bs} (built synchronously in engine.train_step, "
         f"not included above; {100 * data_ms / base_ms:.0f}% of a baseline step)"

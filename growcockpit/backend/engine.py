@@ -193,6 +193,7 @@ class Trainer:
         self.configure_training(stage, trainable)
         self.pos.stage_entered = True
         self.waiting = False
+        self.report.status_stage(self)
         self.report.emit(
             StageStarted(
                 index=index,
@@ -225,7 +226,6 @@ class Trainer:
                     detail=grow.detail,
                 )
             )
-        self.report.status_stage(self)
 
     def apply_operator(self, stage: Stage, depth_before: int) -> GrowResult | None:
         if stage.enter in ("init", "continue"):
