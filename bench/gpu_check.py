@@ -309,17 +309,24 @@ def measure_r_h(
         with torch.no_grad(), amp():
             block(x)
 
+    frozen = copy.deepcopy(block).eval()  # how frozen layers run: eval mode (no dropout), no_grad
+
+    def fwd_frozen() -> None:
+        with torch.no_grad(), amp():
+            frozen(x)
+
     def head() -> None:
         with amp():
             _head_loss(model, family, head_in, batch)
 
-    for fn in (fwd, fwd_bwd, fwd_nograd, head):  # warm-up
+    for fn in (fwd, fwd_bwd, fwd_nograd, fwd_frozen, head):  # warm-up
         clock.mean_ms(fn, 2)
-    samples: dict[str, list[float]] = {"f": [], "fb": [], "fng": [], "head": []}
+    samples: dict[str, list[float]] = {"f": [], "fb": [], "fng": [], "frz": [], "head": []}
     for _ in range(reps):  # interleaved too
         samples["f"].append(clock.mean_ms(fwd, inner))
         samples["fb"].append(clock.mean_ms(fwd_bwd, inner))
         samples["fng"].append(clock.mean_ms(fwd_nograd, inner))
+        samples["frz"].append(clock.mean_ms(fwd_frozen, inner))
         samples["head"].append(clock.mean_ms(head, inner))
     med = {k: statistics.median(v) for k, v in samples.items()}
     f = med["f"]
@@ -331,6 +338,8 @@ def measure_r_h(
         "r": max(0.0, (med["fb"] - f) / f) if f > 0 else 2.0,
         "h": med["head"] / f if f > 0 else 0.0,
         "nograd_over_grad_fwd": med["fng"] / f if f > 0 else 1.0,
+        "block_fwd_frozen_ms": med["frz"],
+        "frozen_over_grad_fwd": med["frz"] / f if f > 0 else 1.0,
     }
 
 
@@ -351,6 +360,7 @@ class UtilSampler:
             except (ValueError, IndexError):
                 self.index = idx
             self.index = min(self.index, max(0, len(self.probe.handles) - 1))
+        self.cuda = device.type == "cuda"
         self.interval_s = interval_s
         self.current: Config | None = None
         self.all_util: list[float] = []
@@ -358,7 +368,7 @@ class UtilSampler:
         self._thread = threading.Thread(target=self._run, daemon=True)
 
     def start(self) -> None:
-        if not self.unavailable:
+        if not self.unavailable and self.cuda:
             self._thread.start()
 
     def stop(self) -> None:
@@ -512,8 +522,7 @@ def main(argv: list[str] | None = None) -> int:
     if threads:  # on a shared 2-core box, 2 OpenMP threads run ~10x slower than 1 when the other core is busy
         torch.set_num_threads(threads)
     if device.type == "cuda":
-        torch.backends.cuda.matmul.allow_tf32 = True  # only matters for --dtype fp32
-        torch.backends.cudnn.allow_tf32 = True
+        torch.set_float32_matmul_precision("high")  # TF32; only matters for --dtype fp32
 
     import transformers
 
@@ -588,7 +597,8 @@ def main(argv: list[str] | None = None) -> int:
     h_model = default_head_cost(mslt)
     print(
         f"gpu_check: block fwd {rh['block_fwd_ms']:.2f} ms, fwd+bwd {rh['block_fwd_bwd_ms']:.2f} ms → r = {r:.2f}; "
-        f"no_grad fwd {rh['nograd_over_grad_fwd']:.2f}× the grad fwd; head fwd {rh['head_fwd_ms']:.2f} ms → "
+        f"no_grad fwd {rh['nograd_over_grad_fwd']:.2f}×, frozen (eval+no_grad) fwd "
+        f"{rh['frozen_over_grad_fwd']:.2f}× the training fwd; head fwd {rh['head_fwd_ms']:.2f} ms → "
         f"h = {h:.2f} blocks (analytic {h_model:.2f})"
     )
 

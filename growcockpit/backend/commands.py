@@ -71,7 +71,8 @@ def apply_command(trainer: Trainer, request: CommandRequest) -> CommandAck:
         if unsupported:
             return refuse(f'enter = "{unsupported[0]}" is not supported by this backend yet')
         trainer.plan = plan
-        trainer.report.paths.plan.write_text(dump_plan(plan))
+        if trainer.dist.is_main:
+            trainer.report.paths.plan.write_text(dump_plan(plan))
         return ok(f"stages {started + 1}..{len(plan.stages)} replaced ({len(new_stages)} stage(s))")
     return refuse(f"unknown command {cmd!r}")
 

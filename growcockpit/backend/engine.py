@@ -7,9 +7,11 @@ the loop itself is a pluggable piece: `CommandHandler` (control),
 
 from __future__ import annotations
 
+import contextlib
 import math
 import time
 import traceback
+from collections.abc import Iterator
 from dataclasses import asdict
 from pathlib import Path
 
@@ -18,13 +20,14 @@ from torch import nn
 
 from growcockpit.backend.checkpoint import TrainerPosition, load_checkpoint, save_checkpoint
 from growcockpit.backend.data import Batch, TokenBlocks
-from growcockpit.backend.forward import StagedForward
+from growcockpit.backend.distributed import DistContext
+from growcockpit.backend.forward import LossModule, StagedForward
 from growcockpit.backend.model import build_model
 from growcockpit.backend.optim import build_optimizer, lr_at, set_lr
 from growcockpit.backend.reporter import RunReporter
 from growcockpit.grow import GrowResult, apply_freeze, get_layers, stack_layers
 from growcockpit.grow.model_parts import embedding_modules
-from growcockpit.metrics import LayerStatsSampler
+from growcockpit.metrics import LayerStatsSampler, LayerTimer
 from growcockpit.plan import plan_from_dict, plan_to_dict
 from growcockpit.plan.types import Plan, Stage, trainable_layer_ids
 from growcockpit.protocol.events import (
@@ -49,8 +52,10 @@ class Trainer:
         data: TokenBlocks,
         reporter: RunReporter,
         device: torch.device,
+        dist: DistContext | None = None,
     ) -> None:
         self.plan = plan
+        self.dist = dist or DistContext()
         self.run_dir = run_dir
         self.data = data
         self.report = reporter
@@ -61,13 +66,22 @@ class Trainer:
         )
         self.optimizer: torch.optim.Optimizer | None = None
         self.forward = StagedForward(0, True)
+        self.train_module: nn.Module = LossModule(self.model, self.forward)
         self.stats = LayerStatsSampler(self.model)
+        self.timer = LayerTimer(device)
+        self.layer_ms: tuple[list[float | None], list[float | None]] = ([], [])
+        self.precision = resolve_precision(plan.optim.precision, device)
+        self.scaler = (
+            torch.amp.GradScaler("cuda")
+            if self.precision == "fp16" and device.type == "cuda"
+            else None
+        )
         self.last_loss: float | None = None
         self.paused = False
         self.waiting = False
         self.advance_now = False
         self.stopping = False
-        self.crashed = False
+        self.stop_requested = False
 
     # ---- the run -----------------------------------------------------------------
     def run(self) -> str:
@@ -101,34 +115,61 @@ class Trainer:
             self.after_step(loss)
 
     def train_step(self) -> float:
-        t0 = time.perf_counter()
-        batch = self.batch(self.pos.step)
-        t1 = time.perf_counter()
-        lr = self.current_lr()
+        """One optimizer step: accumulate micro-batches, clip, step; report what it cost."""
         assert self.optimizer is not None
-        set_lr(self.optimizer, lr)
-        loss = self.forward.loss(self.model, batch)
-        t2 = time.perf_counter()
+        accum = self.plan.optim.grad_accum_steps
+        timing = self.timing_due()
         collect = self.stats_due()
-        grad_norms: list[float | None] = []
-        if loss.requires_grad:
-            loss.backward()
+        if timing:
+            self.timer.attach(get_layers(self.model))
+        lr = self.current_lr()
+        set_lr(self.optimizer, lr)
+        data_s = fwd_s = bwd_s = 0.0
+        loss_sum = torch.zeros((), device=self.device)
+        tokens = 0
+        t_start = time.perf_counter()
+        for micro in range(accum):
+            t0 = time.perf_counter()
+            batch = self.batch(self.pos.step, micro)
+            tokens += batch.tokens
+            t1 = time.perf_counter()
+            with self.no_sync(last=micro == accum - 1), self.autocast():
+                loss = self.train_module(batch.input_ids, batch.labels)
+            t2 = time.perf_counter()
+            if loss.requires_grad:
+                scaled = loss / accum
+                (self.scaler.scale(scaled) if self.scaler else scaled).backward()
             t3 = time.perf_counter()
+            loss_sum += loss.detach().float()
+            data_s, fwd_s, bwd_s = data_s + t1 - t0, fwd_s + t2 - t1, bwd_s + t3 - t2
+        if timing:
+            self.timer.backward_done()
+        t4 = time.perf_counter()
+        grad_norms: list[float | None] = []
+        if any(p.grad is not None for g in self.optimizer.param_groups for p in g["params"]):
+            if self.scaler:
+                self.scaler.unscale_(self.optimizer)
             if collect:
                 grad_norms = self.stats.before_update()
             params = [p for g in self.optimizer.param_groups for p in g["params"]]
             if self.plan.optim.grad_clip > 0:
                 torch.nn.utils.clip_grad_norm_(params, self.plan.optim.grad_clip)
-            self.optimizer.step()
+            if self.scaler:
+                self.scaler.step(self.optimizer)
+                self.scaler.update()
+            else:
+                self.optimizer.step()
             self.optimizer.zero_grad(set_to_none=True)
-        else:
-            t3 = time.perf_counter()
-        value = float(loss.detach())
-        t4 = time.perf_counter()
+        value = float(loss_sum) / accum
+        t5 = time.perf_counter()
+        if timing:
+            self.layer_ms = self.timer.result()
+            self.timer.detach()
+        step_s = t5 - t_start
+        value, rank_ms = self.dist.step_summary(value, step_s * 1e3, self.device)
         self.pos.step += 1
         self.pos.step_in_stage += 1
-        self.pos.tokens += batch.tokens
-        step_s = t4 - t0
+        self.pos.tokens += tokens * self.dist.world_size
         self.report.emit(
             Step(
                 step=self.pos.step,
@@ -136,23 +177,39 @@ class Trainer:
                 loss=value,
                 lr=lr,
                 tokens=self.pos.tokens,
-                tokens_per_s=batch.tokens / step_s if step_s > 0 else 0.0,
+                tokens_per_s=tokens * self.dist.world_size / step_s if step_s > 0 else 0.0,
                 step_ms=step_s * 1e3,
-                data_ms=(t1 - t0) * 1e3,
-                fwd_ms=(t2 - t1) * 1e3,
-                bwd_ms=(t3 - t2) * 1e3,
-                opt_ms=(t4 - t3) * 1e3,
+                data_ms=data_s * 1e3,
+                fwd_ms=fwd_s * 1e3,
+                bwd_ms=bwd_s * 1e3,
+                opt_ms=(t5 - t4) * 1e3,
+                rank_step_ms=rank_ms,
             )
         )
         if collect:
+            fwd_ms, bwd_ms = self.layer_ms
+            layers = self.stats.collect(grad_norms, fwd_ms, bwd_ms)
             self.report.emit(
-                LayerStats(
-                    step=self.pos.step,
-                    stage=self.pos.stage_index,
-                    layers=self.stats.collect(grad_norms),
-                )
+                LayerStats(step=self.pos.step, stage=self.pos.stage_index, layers=layers)
             )
         return value
+
+    def no_sync(self, last: bool) -> contextlib.AbstractContextManager[object]:
+        """Skip DDP's gradient all-reduce on all but the last micro-batch."""
+        module = self.train_module
+        if last or not hasattr(module, "no_sync"):
+            return contextlib.nullcontext()
+        ctx: contextlib.AbstractContextManager[object] = module.no_sync()
+        return ctx
+
+    @contextlib.contextmanager
+    def autocast(self) -> Iterator[None]:
+        if self.precision == "fp32":
+            yield
+            return
+        dtype = torch.bfloat16 if self.precision == "bf16" else torch.float16
+        with torch.autocast(self.device.type, dtype=dtype):
+            yield
 
     def after_step(self, loss: float) -> None:
         self.last_loss = loss
@@ -244,6 +301,7 @@ class Trainer:
             result.trainable_layers, depth, result.embeddings_trainable
         )
         self.set_train_modes()
+        self.train_module = self.dist.wrap(LossModule(self.model, self.forward), self.device)
         lr = self.current_lr()
         self.optimizer = build_optimizer(self.model, self.plan.optim, lr)
         self.stats = LayerStatsSampler(self.model)
@@ -269,8 +327,12 @@ class Trainer:
             self.report.status_state(self)
 
     # ---- helpers -----------------------------------------------------------------
-    def batch(self, step: int) -> Batch:
-        b = self.data.train_batch(step, self.plan.optim.batch_size)
+    def batch(self, step: int, micro: int = 0) -> Batch:
+        """Micro-batch `micro` of global step `step` for this rank: a pure function of its index."""
+        index = (
+            step * self.plan.optim.grad_accum_steps + micro
+        ) * self.dist.world_size + self.dist.rank
+        b = self.data.train_batch(index, self.plan.optim.batch_size)
         return Batch(b.input_ids.to(self.device), b.labels.to(self.device))
 
     def current_lr(self) -> float:
@@ -284,7 +346,11 @@ class Trainer:
 
     def stats_due(self) -> bool:
         every = self.plan.metrics.every_steps
-        return every > 0 and (self.pos.step + 1) % every == 0
+        return self.dist.is_main and every > 0 and (self.pos.step + 1) % every == 0
+
+    def timing_due(self) -> bool:
+        every = self.plan.metrics.timing_every_steps
+        return self.dist.is_main and every > 0 and (self.pos.step + 1) % every == 0
 
     @torch.no_grad()
     def probe_loss(self) -> float | None:
@@ -328,6 +394,9 @@ class Trainer:
 
     def checkpoint(self, reason: str) -> Path:
         self.pos.plan = plan_to_dict(self.plan)
+        path = self.run_dir / "checkpoints" / f"step-{self.pos.step}"
+        if not self.dist.is_main:
+            return path
         path = save_checkpoint(
             self.run_dir / "checkpoints",
             self.model,
@@ -355,14 +424,17 @@ class Trainer:
             if state["optimizer"] is not None and self.optimizer is not None:
                 self.optimizer.load_state_dict(state["optimizer"])
         torch.set_rng_state(state["rng"]["torch"])
+        if state["rng"].get("cuda") is not None and torch.cuda.is_available():
+            torch.cuda.set_rng_state_all(state["rng"]["cuda"])
 
     def finish(self) -> str:
         status = "stopped" if self.stopping else "completed"
         if self.stopping:
             self.checkpoint("stop")
         final = self.run_dir / "final"
-        self.model.save_pretrained(final)
-        self.data.tokenizer.save_pretrained(final)
+        if self.dist.is_main:
+            self.model.save_pretrained(final)
+            self.data.tokenizer.save_pretrained(final)
         self.report.emit(RunFinished(status=status, step=self.pos.step, final_path=str(final)))
         self.report.status_final(self, status)
         return status
@@ -377,6 +449,15 @@ class Trainer:
 
     def position_dict(self) -> dict[str, object]:
         return asdict(self.pos)
+
+
+def resolve_precision(requested: str, device: torch.device) -> str:
+    """ "auto": bf16 autocast on a CUDA device that supports it, fp32 elsewhere."""
+    if requested != "auto":
+        return requested
+    if device.type == "cuda" and torch.cuda.is_bf16_supported():
+        return "bf16"
+    return "fp32"
 
 
 def _depth_before(plan: Plan, index: int) -> int:

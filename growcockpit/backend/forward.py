@@ -71,3 +71,19 @@ def _head_loss(model: nn.Module, family: str, h: torch.Tensor, batch: Batch) -> 
     return F.cross_entropy(
         logits.float().reshape(-1, logits.shape[-1]), batch.labels[:, 1:].reshape(-1)
     )
+
+
+class LossModule(nn.Module):
+    """The model plus its stage's forward recipe, as one module DDP can wrap.
+
+    DDP only prepares gradient reduction when its own `forward` runs, so the
+    staged forward must be called through a module rather than on the side.
+    """
+
+    def __init__(self, model: nn.Module, recipe: StagedForward) -> None:
+        super().__init__()
+        self.model = model
+        self.recipe = recipe
+
+    def forward(self, input_ids: torch.Tensor, labels: torch.Tensor) -> torch.Tensor:
+        return self.recipe.loss(self.model, Batch(input_ids, labels))

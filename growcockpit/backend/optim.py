@@ -15,7 +15,7 @@ from growcockpit.plan.types import OptimSpec, Plan
 
 
 def build_optimizer(model: nn.Module, spec: OptimSpec, lr: float) -> torch.optim.Optimizer:
-    """AdamW with no weight decay on biases and LayerNorm weights."""
+    """AdamW or LAMB, with no weight decay on biases and LayerNorm weights."""
     decay, no_decay = [], []
     for name, p in model.named_parameters():
         if not p.requires_grad:

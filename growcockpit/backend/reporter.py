@@ -39,7 +39,7 @@ class RunReporter:
     def __init__(
         self,
         paths: RunPaths,
-        events: EventLog,
+        events: EventLog | None,
         status: RunStatus,
         control: ControlServer | None,
         console: TextIO | None = sys.stdout,
@@ -55,6 +55,9 @@ class RunReporter:
 
     # ---- events ------------------------------------------------------------------
     def emit(self, event: Event) -> Event:
+        """Log an event; a no-op on DDP ranks other than 0, which own no log."""
+        if self.events is None:
+            return event
         self.events.append(event)
         self._echo(event)
         return event
@@ -79,6 +82,8 @@ class RunReporter:
 
     # ---- status.json -------------------------------------------------------------
     def _write(self, trainer: Trainer, force: bool = True) -> None:
+        if self.events is None:
+            return
         now = time.time()
         if not force and now - self._last_status < STATUS_EVERY_S:
             return
@@ -115,22 +120,34 @@ class RunReporter:
 
     # ---- commands ----------------------------------------------------------------
     def handle_commands(self, trainer: Trainer, block: bool) -> None:
-        """Apply queued commands; while paused or waiting, block briefly for new ones."""
-        if self.control is None:
-            if block:
-                time.sleep(0.2)
-            return
-        pending = self.control.wait(0.5) if block else self.control.poll()
+        """Apply queued commands on every rank at this step boundary.
+
+        While paused or waiting, rank 0 blocks briefly on the socket and the
+        other ranks wait for it inside the agreement collective.
+        """
+        pending = []
+        if self.control is not None:
+            pending = self.control.wait(0.5) if block else self.control.poll()
+        elif block and not trainer.dist.enabled:
+            time.sleep(0.2)
         if block:
             self._write(trainer, force=False)
-        for item in pending:
-            ack = apply_command(trainer, item.request)
-            item.reply(ack)
+        count, stop = trainer.dist.agree(len(pending), trainer.stop_requested, trainer.device)
+        if stop and not trainer.stopping:
+            trainer.stopping = True
+            self.warn("stop requested by signal: checkpoint, then end", step=trainer.pos.step)
+        if count == 0:
+            return
+        requests = trainer.dist.broadcast([p.request for p in pending], count)
+        for i, request in enumerate(requests):
+            ack = apply_command(trainer, request)
+            if i < len(pending):
+                pending[i].reply(ack)
             self.emit(
                 CommandEvent(
-                    id=item.request.id,
-                    command=item.request.command,
-                    args=item.request.args,
+                    id=request.id,
+                    command=request.command,
+                    args=request.args,
                     accepted=ack.accepted,
                     reason=ack.reason,
                     step=trainer.pos.step,

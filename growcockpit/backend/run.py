@@ -20,7 +20,8 @@ import torch
 
 from growcockpit import __version__
 from growcockpit.backend.corpus import DataError
-from growcockpit.backend.data import load_blocks
+from growcockpit.backend.data import TokenBlocks, load_blocks
+from growcockpit.backend.distributed import DistContext
 from growcockpit.backend.engine import SUPPORTED_OPERATORS, Trainer
 from growcockpit.backend.reporter import RunReporter
 from growcockpit.metrics import SystemSampler
@@ -43,16 +44,6 @@ def check_supported(plan: Plan, source: str) -> None:
                 f'{source}: stages[{i}].enter: "{stage.enter}" is not supported by this backend yet; '
                 f"use one of {', '.join(SUPPORTED_OPERATORS)}"
             )
-    if plan.optim.name != "adamw":
-        raise LaunchError(
-            f'{source}: optim.name: "{plan.optim.name}" is not supported by this backend yet; use "adamw"'
-        )
-
-
-def pick_device(requested: str | None) -> torch.device:
-    if requested:
-        return torch.device(requested)
-    return torch.device("cuda" if torch.cuda.is_available() else "cpu")
 
 
 def run_training(
@@ -62,14 +53,16 @@ def run_training(
     device: str | None = None,
     resume_from: Path | None = None,
 ) -> int:
-    """Train `plan` in `run_dir`; returns the process exit code."""
+    """Train `plan` in `run_dir`; returns the process exit code.
+
+    Under torchrun every rank calls this; only rank 0 writes the run
+    directory, listens on the control socket and samples the system.
+    """
+    dist = DistContext.from_env(device)
     paths = RunPaths(run_dir)
-    paths.root.mkdir(parents=True, exist_ok=True)
-    if resume_from is None:
-        paths.plan.write_text(plan_text)
-    run_id = paths.root.name
+    main = dist.is_main
     status = RunStatus(
-        run_id=run_id,
+        run_id=paths.root.name,
         plan_name=plan.name,
         state="starting",
         num_stages=len(plan.stages),
@@ -77,43 +70,48 @@ def run_training(
         pid=os.getpid(),
         started=time.time(),
     )
-    write_status(paths.status, status)
-    events = EventLog(paths.events)
-    control = ControlServer(paths.control)
-    control.start()
-    reporter = RunReporter(paths, events, status, control)
-    dev = pick_device(device)
+    events: EventLog | None = None
+    control: ControlServer | None = None
+    if main:
+        paths.root.mkdir(parents=True, exist_ok=True)
+        if resume_from is None:
+            paths.plan.write_text(plan_text)
+        write_status(paths.status, status)
+        events = EventLog(paths.events)
+        control = ControlServer(paths.control)
+        control.start()
+    reporter = RunReporter(paths, events, status, control, console=sys.stdout if main else None)
+    dev = dist.device(device)
     reporter.emit(
         RunStarted(
-            run_id=run_id,
+            run_id=status.run_id,
             plan=plan_to_dict(plan),
             device=_device_name(dev),
-            world_size=1,
+            world_size=dist.world_size,
             pid=os.getpid(),
             versions=_versions(),
             resumed_from=str(resume_from) if resume_from else None,
         )
     )
-    sampler = SystemSampler(reporter.emit, plan.metrics.system_every_s)
-    if sampler.gpus.unavailable and dev.type == "cuda":
-        reporter.emit(Warning(message=sampler.gpus.unavailable))
-    elif sampler.gpus.unavailable:
+    sampler = SystemSampler(reporter.emit, plan.metrics.system_every_s) if main else None
+    if sampler is not None and sampler.gpus.unavailable:
+        where = "" if dev.type == "cuda" else "running on CPU; "
         reporter.emit(
-            Warning(
-                message=f"running on CPU; {sampler.gpus.unavailable}: CPU and RAM still reported"
-            )
+            Warning(message=f"{where}{sampler.gpus.unavailable}: CPU and RAM still reported")
         )
     _quiet_libraries()
     trainer: Trainer | None = None
     try:
         torch.manual_seed(plan.seed)
-        data = load_blocks(plan.data, plan.model.family, plan.seed)
-        trainer = Trainer(plan, paths.root, data, reporter, dev)
+        data = _load_data(plan, dist)
+        trainer = Trainer(plan, paths.root, data, reporter, dev, dist)
         if resume_from is not None:
             trainer.restore(resume_from)
         _install_stop_signals(trainer)
-        sampler.start()
+        if sampler is not None:
+            sampler.start()
         final = trainer.run()
+        dist.barrier()
         return 0 if final in ("completed", "stopped") else 1
     except DataError as exc:
         _crash(reporter, trainer, status, exc)
@@ -127,9 +125,23 @@ def run_training(
         )
         return 1
     finally:
-        sampler.stop()
-        control.close()
-        events.close()
+        if sampler is not None:
+            sampler.stop()
+        if control is not None:
+            control.close()
+        if events is not None:
+            events.close()
+        dist.close()
+
+
+def _load_data(plan: Plan, dist: DistContext) -> TokenBlocks:
+    """Rank 0 trains/caches the tokenizer and token ids first; the others then read the cache."""
+    if dist.is_main:
+        data = load_blocks(plan.data, plan.model.family, plan.seed)
+        dist.barrier()
+        return data
+    dist.barrier()
+    return load_blocks(plan.data, plan.model.family, plan.seed)
 
 
 def _crash(
@@ -160,9 +172,7 @@ def _install_stop_signals(trainer: Trainer) -> None:
     """SIGTERM/SIGINT/SIGHUP mean `stop`: checkpoint at the next step boundary, then end."""
 
     def handler(signum: int, frame: FrameType | None) -> None:
-        if trainer.stopping:
-            return
-        trainer.stopping = True
+        trainer.stop_requested = True
 
     for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
         signal.signal(sig, handler)

@@ -7,6 +7,7 @@ result is cached by corpus fingerprint so every later launch reuses it.
 from __future__ import annotations
 
 import os
+import shutil
 from pathlib import Path
 
 from transformers import PreTrainedTokenizerBase, PreTrainedTokenizerFast
@@ -51,7 +52,10 @@ def build_tokenizer(
         tok = _train(vocab, family, texts)
         tmp = cache.with_name(cache.name + f".tmp{os.getpid()}")
         tok.save_pretrained(tmp)
-        tmp.replace(cache) if not cache.exists() else None
+        try:
+            tmp.replace(cache)
+        except OSError:  # another process cached the same tokenizer first
+            shutil.rmtree(tmp, ignore_errors=True)
         return _load_local(cache, family)
     path = Path(spec).expanduser()
     if path.exists():

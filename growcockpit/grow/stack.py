@@ -7,7 +7,7 @@ storage with it, so training the copy never touches the original.
 from __future__ import annotations
 
 import copy
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from torch import nn
 
@@ -16,7 +16,15 @@ from growcockpit.grow.model_parts import family_of, get_layers, part, set_layers
 
 @dataclass
 class GrowResult:
-    """What an operator changed, for the `grow` event and the freeze policy."""
+    """What an operator changed, for the `grow` event and the freeze policy.
+
+    `new_layer_ids`: layers that did not exist before (stack: the appended
+    ones; decoalesce/interpolate with depth: every layer that is not the first
+    of its group; coalesce: none). `source_of`: new layer → the one layer it is
+    a copy of (None: freshly initialised). `layer_sources`: every layer of the
+    result → the input layers it was made from (stack: itself or its source;
+    coalesce: the group it averages; decoalesce: the small layer it copies).
+    """
 
     operator: str
     from_layers: int
@@ -26,12 +34,15 @@ class GrowResult:
     new_layer_ids: list[int]
     source_of: dict[int, int | None]
     detail: str
+    layer_sources: dict[int, list[int]] = field(default_factory=dict)
 
 
 def stack_layers(model: nn.Module, k: int, source: str = "top") -> GrowResult:
     """Append `k` blocks on top of `model`, in place.
 
-    source="top": new block L+i copies old block L-k+i (MSLT, current top k in order).
+    source="top": new block L+i copies old block (L-k+i) mod L (MSLT: the current
+    top k in order). For k > L the whole stack is cycled so that the last new
+    block copies the old top: e.g. L=2, k=5 copies 1,0,1,0,1.
     source="bottom": new block L+i copies old block i (Gong; k = L doubles the depth).
     source="random": fresh blocks initialised like the model's own.
     """
@@ -39,16 +50,17 @@ def stack_layers(model: nn.Module, k: int, source: str = "top") -> GrowResult:
     depth = len(layers)
     if k < 1:
         raise ValueError(f"stack needs k >= 1 new layers, got {k}")
-    if source in ("top", "bottom") and k > depth:
+    if source == "bottom" and k > depth:
         raise ValueError(
-            f"stack source={source!r} cannot copy {k} layers from a {depth}-layer model"
+            f"stack source='bottom' cannot copy {k} layers from a {depth}-layer model; "
+            "use source='top' (cycles through the stack) or 'random'"
         )
     width = int(part(model, "config.hidden_size"))
     source_of: dict[int, int | None] = {}
     new_layers: list[nn.Module] = []
     for i in range(k):
         if source == "top":
-            src: int | None = depth - k + i
+            src: int | None = (depth - k + i) % depth
         elif source == "bottom":
             src = i
         elif source == "random":
@@ -60,6 +72,8 @@ def stack_layers(model: nn.Module, k: int, source: str = "top") -> GrowResult:
         )
         source_of[depth + i] = src
     set_layers(model, layers + new_layers)
+    layer_sources = {i: [i] for i in range(depth)}
+    layer_sources.update({dst: [] if src is None else [src] for dst, src in source_of.items()})
     detail = ", ".join(f"{dst}←{'init' if src is None else src}" for dst, src in source_of.items())
     return GrowResult(
         operator="stack",
@@ -70,6 +84,7 @@ def stack_layers(model: nn.Module, k: int, source: str = "top") -> GrowResult:
         new_layer_ids=list(range(depth, depth + k)),
         source_of=source_of,
         detail=f"source={source}: {detail}",
+        layer_sources=layer_sources,
     )
 
 

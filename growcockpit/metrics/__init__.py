@@ -1,6 +1,7 @@
-"""Measurements taken during training: per-layer stats and system utilisation."""
+"""Measurements taken during training: per-layer stats and timing, system utilisation."""
 
 from growcockpit.metrics.layer_stats import LayerStatsSampler
 from growcockpit.metrics.system import GpuProbe, SystemSampler
+from growcockpit.metrics.timing import LayerTimer
 
-__all__ = ["GpuProbe", "LayerStatsSampler", "SystemSampler"]
+__all__ = ["GpuProbe", "LayerStatsSampler", "LayerTimer", "SystemSampler"]

@@ -1,8 +1,8 @@
 """Per-layer gradient, weight and update statistics.
 
-Norms are computed with one fused `torch._foreach_norm` per layer group and
-moved to the host once, so sampling costs a few kernel launches and a single
-sync, not one `.item()` per tensor.
+Each quantity is one fused `torch._foreach_norm` per layer, combined on the
+device and copied to the host once per call, so sampling costs a few kernel
+launches and one sync, never one `.item()` per tensor.
 """
 
 from __future__ import annotations
@@ -14,6 +14,10 @@ from growcockpit.grow.model_parts import get_layers
 from growcockpit.protocol.events import LayerStat
 
 
+def _group_norm(tensors: list[torch.Tensor]) -> torch.Tensor:
+    return torch.linalg.vector_norm(torch.stack([n.float() for n in torch._foreach_norm(tensors)]))
+
+
 class LayerStatsSampler:
     """Call `before_update()` before `optimizer.step()` and `collect()` after it."""
 
@@ -22,55 +26,57 @@ class LayerStatsSampler:
         self._before: list[list[torch.Tensor]] | None = None
 
     def before_update(self) -> list[float | None]:
-        """Snapshot trainable weights (for the update ratio) and return grad norms per layer."""
-        grad_norms: list[float | None] = []
-        snapshot: list[list[torch.Tensor]] = []
+        """Grad norm per layer (None for layers without gradients); snapshots trainable weights."""
         layers = get_layers(self.model)
-        norms_to_read: list[torch.Tensor] = []
+        nan = torch.tensor(float("nan"), device=next(self.model.parameters()).device)
+        norms: list[torch.Tensor] = []
+        snapshot: list[list[torch.Tensor]] = []
         for layer in layers:
             params = [p for p in layer.parameters() if p.requires_grad and p.grad is not None]
             snapshot.append([p.detach().clone() for p in params])
-            if params:
-                norms = torch._foreach_norm([p.grad for p in params])  # type: ignore[misc]
-                norms_to_read.append(torch.linalg.vector_norm(torch.stack(norms)))
-            else:
-                norms_to_read.append(torch.tensor(float("nan")))
-        values = (
-            torch.stack([n.float().cpu() for n in norms_to_read]).tolist() if norms_to_read else []
-        )
-        for v in values:
-            grad_norms.append(None if v != v else float(v))
+            norms.append(
+                _group_norm([p.grad for p in params if p.grad is not None]) if params else nan
+            )
         self._before = snapshot
-        return grad_norms
+        values = torch.stack(norms).cpu().tolist() if norms else []
+        return [None if v != v else float(v) for v in values]
 
-    def collect(self, grad_norms: list[float | None]) -> list[LayerStat]:
+    def collect(
+        self,
+        grad_norms: list[float | None],
+        fwd_ms: list[float | None] | None = None,
+        bwd_ms: list[float | None] | None = None,
+    ) -> list[LayerStat]:
         layers = get_layers(self.model)
         before = self._before or [[] for _ in layers]
-        stats: list[LayerStat] = []
+        weights: list[torch.Tensor] = []
+        updates: list[torch.Tensor] = []
+        trainable: list[bool] = []
+        zero = torch.zeros((), device=next(self.model.parameters()).device)
         for idx, layer in enumerate(layers):
             params = list(layer.parameters())
-            trainable = any(p.requires_grad for p in params)
-            weight = float(
-                torch.linalg.vector_norm(
-                    torch.stack(torch._foreach_norm([p.detach() for p in params]))
-                )
-            )
-            ratio: float | None = None
+            trainable.append(any(p.requires_grad for p in params))
+            weights.append(_group_norm([p.detach() for p in params]))
             old = before[idx] if idx < len(before) else []
-            if trainable and old:
-                live = [p.detach() for p in params if p.requires_grad and p.grad is not None]
-                if len(live) == len(old):
-                    deltas = torch._foreach_sub(live, old)
-                    upd = float(torch.linalg.vector_norm(torch.stack(torch._foreach_norm(deltas))))
-                    ratio = upd / weight if weight > 0 else None
+            live = [p.detach() for p in params if p.requires_grad and p.grad is not None]
+            if old and len(live) == len(old):
+                updates.append(_group_norm(torch._foreach_sub(live, old)))
+            else:
+                updates.append(zero - 1)
+        host = torch.stack([torch.stack(weights), torch.stack(updates)]).cpu().tolist()
+        self._before = None
+        stats = []
+        for idx in range(len(layers)):
+            w, u = host[0][idx], host[1][idx]
             stats.append(
                 LayerStat(
                     id=idx,
-                    trainable=trainable,
+                    trainable=trainable[idx],
                     grad_norm=grad_norms[idx] if idx < len(grad_norms) else None,
-                    weight_norm=weight,
-                    update_ratio=ratio,
+                    weight_norm=w,
+                    update_ratio=(u / w) if u >= 0 and w > 0 else None,
+                    fwd_ms=fwd_ms[idx] if fwd_ms and idx < len(fwd_ms) else None,
+                    bwd_ms=bwd_ms[idx] if bwd_ms and idx < len(bwd_ms) else None,
                 )
             )
-        self._before = None
         return stats

@@ -21,6 +21,7 @@ OPERATORS: tuple[str, ...] = ("init", "continue", "stack", "coalesce", "decoales
 FAMILIES: tuple[str, ...] = ("bert", "gpt2")
 SCHEDULES: tuple[str, ...] = ("constant", "linear", "cosine")
 OPTIMIZERS: tuple[str, ...] = ("adamw", "lamb")
+PRECISIONS: tuple[str, ...] = ("auto", "fp32", "bf16", "fp16")
 # multi-level interpolation weight when a stage gives no `alpha` (methods.md decisions table)
 DEFAULT_ALPHA: dict[str, float] = {"bert": 0.5, "gpt2": 0.25}
 
@@ -57,6 +58,10 @@ class DataSpec:
 
 @dataclass
 class OptimSpec:
+    """Optimizer and step recipe. `batch_size` is per device (per DDP rank); the
+    global batch is batch_size × world size × grad_accum_steps. `precision`
+    "auto" means bf16 autocast on a CUDA device that supports it, else fp32."""
+
     name: str = "adamw"
     lr: float = 3e-4
     warmup_steps: int = 20
@@ -65,6 +70,8 @@ class OptimSpec:
     schedule: str = "constant"
     grad_clip: float = 1.0
     optimizer_reset: bool = True
+    grad_accum_steps: int = 1
+    precision: str = "auto"
 
 
 @dataclass

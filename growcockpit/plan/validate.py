@@ -15,7 +15,15 @@ from collections.abc import Callable
 from growcockpit.plan.errors import PlanError
 from growcockpit.plan.locate import TomlLocator
 from growcockpit.plan.shapes import walk_shapes
-from growcockpit.plan.types import FAMILIES, OPERATORS, OPTIMIZERS, SCHEDULES, Plan, Stage
+from growcockpit.plan.types import (
+    FAMILIES,
+    OPERATORS,
+    OPTIMIZERS,
+    PRECISIONS,
+    SCHEDULES,
+    Plan,
+    Stage,
+)
 
 TRAIN_POLICIES: tuple[str, ...] = ("all", "new", "top:K", "none")
 STACK_SOURCES: tuple[str, ...] = ("top", "bottom", "random")
@@ -117,6 +125,8 @@ def _check_sections(plan: Plan, c: _Checks) -> None:
     c.at_least("optim.weight_decay", o.weight_decay, 0.0)
     c.one_of("optim.schedule", o.schedule, SCHEDULES)
     c.at_least("optim.grad_clip", o.grad_clip, 0.0, "0 (off) or a positive number")
+    c.positive("optim.grad_accum_steps", o.grad_accum_steps)
+    c.one_of("optim.precision", o.precision, PRECISIONS)
 
     mt = plan.metrics
     for field in ("every_steps", "timing_every_steps", "eval_every_steps"):

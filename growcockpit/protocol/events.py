@@ -114,6 +114,7 @@ class Step(Event):
     bwd_ms: float | None = None
     opt_ms: float | None = None
     data_ms: float | None = None
+    rank_step_ms: list[float] | None = None
 
 
 @dataclass(kw_only=True)

@@ -1,9 +1,13 @@
-"""The live view of one run: header, loss curve, per-layer table, event log, commands.
+"""The live view of one run: header, tabs (overview, layers, timing, system, events), commands.
 
 A thread worker tails events.jsonl and folds events into a `RunState` under a
-lock; timers flush text at 4 Hz and the plot at 2 Hz (only when its data
-changed). Commands go over the control socket in a thread worker, since the
-backend answers at its next step boundary.
+lock, in chunks, so attaching to a long run shows its history progressively
+and hundreds of events per second cost one fold per poll. Timers flush text at
+4 Hz and plots at 2 Hz; a plot (or the heatmap) redraws only when its data,
+size or theme changed and only while it is on screen. Commands go over the
+control socket in a thread worker, since the backend answers at its next step
+boundary. Only the cockpit holding the run's controller role (see
+`growcockpit.ui.controller`) sends commands; others are read-only and say so.
 """
 
 from __future__ import annotations
@@ -12,28 +16,54 @@ import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 from textual import work
 from textual.app import ComposeResult
 from textual.binding import Binding
-from textual.containers import Horizontal
+from textual.containers import Horizontal, Vertical
 from textual.message import Message
 from textual.screen import Screen
-from textual.widgets import Footer
+from textual.widget import Widget
+from textual.widgets import Footer, TabbedContent, TabPane
 from textual.worker import get_current_worker
 
 from growcockpit.protocol import ControlError
 from growcockpit.protocol.commands import CommandAck
+from growcockpit.ui.controller import ControllerLock
 from growcockpit.ui.run_client import RunClient
 from growcockpit.ui.run_state import RunState
 from growcockpit.ui.screens.confirm import ConfirmScreen
-from growcockpit.ui.widgets import EventLogPanel, LayerTable, LossPlot, RunHeader
+from growcockpit.ui.screens.prompt import HelpScreen, PromptScreen, keys_of
+from growcockpit.ui.widgets import (
+    EventLogPanel,
+    LayerHeatmap,
+    LayerTable,
+    LossPlot,
+    RunHeader,
+    SystemPanel,
+    ThroughputPlot,
+    TimingPanel,
+)
+from growcockpit.ui.widgets.loss_plot import MARKER_LEGEND
 
 TEXT_FLUSH_S = 0.25  # ≤ 4 Hz
 PLOT_FLUSH_S = 0.5  # ≤ 2 Hz
 POLL_S = 0.2  # how often the tail worker looks for new lines
 ALIVE_CHECK_S = 2.0
 READ_CHUNK = 5000
+TABS = ("overview", "layers", "timing", "system", "events")
+
+HELP = """\
+The live cockpit of one run. Everything here is rebuilt from the run's events.jsonl,
+so leaving (q) or losing SSH never touches training: `growcockpit attach RUN` comes back.
+
+Loss: the train curve is smoothed (EMA) by default; r shows the raw loss. Vertical
+lines mark stage changes, grows, pauses and learning-rate changes on every time axis.
+Layers: one row per layer (trainable, frozen, or new from the last grow) and one
+layers × time heatmap of grad norms, grouped by stage.
+Commands wait for the backend's answer at its next step and show it (accepted or
+why refused). Only one cockpit at a time controls a run; others are read-only."""
 
 
 class DashboardScreen(Screen[None]):
@@ -42,7 +72,17 @@ class DashboardScreen(Screen[None]):
         Binding("g", "advance", "Next stage"),
         Binding("c", "checkpoint", "Checkpoint"),
         Binding("s", "stop", "Stop"),
+        Binding("e", "edit_stages", "Edit stages"),
+        Binding("l", "scale_lr", "Scale LR"),
+        Binding("r", "toggle_raw", "Raw/EMA"),
         Binding("q", "leave", "Leave"),
+        Binding("question_mark", "help", "Help", key_display="?"),
+        Binding("escape", "home", "Home", show=False),
+        Binding("1", "tab('overview')", "Overview", show=False),
+        Binding("2", "tab('layers')", "Layers", show=False),
+        Binding("3", "tab('timing')", "Timing", show=False),
+        Binding("4", "tab('system')", "System", show=False),
+        Binding("5", "tab('events')", "Events", show=False),
     ]
 
     class CommandDone(Message):
@@ -71,24 +111,69 @@ class DashboardScreen(Screen[None]):
         self.clock = clock
         self.command_timeout = command_timeout
         self.caught_up = False  # the tail has reached the end of the log at least once
+        self.events_read = 0
+        self.controller = ControllerLock(self.run_dir)
+        self.role = ""  # shown in the header: "controller" or "read-only: …"
         self._plan_loaded = False
 
     def compose(self) -> ComposeResult:
         yield RunHeader(id="run-header")
-        with Horizontal(id="dash-main"):
-            yield LossPlot(id="loss-plot")
-            yield LayerTable(id="layer-table")
-        yield EventLogPanel(id="event-log")
+        with TabbedContent(id="dash-tabs", initial="overview"):
+            with TabPane("1 Overview", id="overview"):
+                with Horizontal(id="ov-top"):
+                    yield LossPlot(id="loss-plot")
+                    yield LayerTable(id="layer-table")
+                with Horizontal(id="ov-bottom"):
+                    yield EventLogPanel(id="event-log")
+                    yield SystemPanel(compact=True, id="ov-system")
+            with TabPane("2 Layers", id="layers"):
+                with Horizontal(id="layers-body"):
+                    yield LayerTable(id="layer-table-full")
+                    yield LayerHeatmap(id="heatmap")
+            with TabPane("3 Timing", id="timing"):
+                with Vertical(id="timing-body"):
+                    yield TimingPanel(id="timing-panel")
+                    yield ThroughputPlot(id="throughput")
+            with TabPane("4 System", id="system"):
+                yield SystemPanel(id="system-panel")
+            with TabPane("5 Events", id="events"):
+                yield EventLogPanel(id="event-log-full")
         yield Footer()
 
     def on_mount(self) -> None:
-        plot = self.query_one(LossPlot)
-        plot.border_title = "loss  [cyan]│[/]stage [green]│[/]grow [red]│[/]pause"
+        self.query_one(LossPlot).border_title = f"loss  {MARKER_LEGEND}"
+        self.query_one("#throughput").border_title = f"tokens/s  {MARKER_LEGEND}"
         self.query_one("#layer-table").border_title = "layers"
+        self.query_one("#layer-table-full").border_title = "layers"
+        self.query_one("#heatmap").border_title = "grad norm: layers × time, by stage"
         self.query_one("#event-log").border_title = "events"
+        self.query_one("#event-log-full").border_title = "events"
+        self.query_one("#ov-system").border_title = "system"
+        self.query_one("#system-panel").border_title = "system"
+        self.query_one("#timing-panel").border_title = "time per step"
+        self._claim_control()
         self._tail()
         self.set_interval(TEXT_FLUSH_S, self.flush_text)
         self.set_interval(PLOT_FLUSH_S, self.flush_plot)
+
+    def on_unmount(self) -> None:
+        self.controller.release()
+
+    # ---- controller role ---------------------------------------------------
+    def _claim_control(self) -> None:
+        """Take the controller role if free; otherwise say who holds it (read-only)."""
+        if self.controller.try_acquire():
+            self.role = "controller"
+        elif self.controller.problem:
+            self.role = f"controller (no lock: {self.controller.problem})"
+        else:
+            holder = self.controller.holder()
+            who = holder.describe() if holder is not None else "another cockpit"
+            self.role = f"read-only: controlled by {who}"
+
+    @property
+    def read_only(self) -> bool:
+        return self.role.startswith("read-only")
 
     # ---- tailing (thread worker) -------------------------------------------
     @work(thread=True, exclusive=True, group="tail", exit_on_error=False)
@@ -106,12 +191,15 @@ class DashboardScreen(Screen[None]):
             if events:
                 with self.state_lock:
                     self.state.apply_all(events)
+                self.events_read += len(events)
             if len(events) < READ_CHUNK:
                 self.caught_up = True
             now = time.monotonic()
             if now - last_alive >= ALIVE_CHECK_S:
                 last_alive = now
                 self._check_alive()
+                if self.read_only:
+                    self._claim_control()  # the controller may have left: take over
             if len(events) < READ_CHUNK:
                 time.sleep(POLL_S)
 
@@ -133,16 +221,41 @@ class DashboardScreen(Screen[None]):
                 )
 
     # ---- flushing (timers on the event loop) ---------------------------------
+    def _on_screen(self, widget: Widget) -> bool:
+        return widget.region.area > 0
+
     def flush_text(self) -> None:
         with self.state_lock:
             self._load_plan_if_needed()
-            self.query_one(RunHeader).show_state(self.state, self.clock())
-            self.query_one(LayerTable).show_state(self.state)
-            self.query_one(EventLogPanel).show_state(self.state)
+            role = "" if self.state.finished else self.role
+            self.query_one(RunHeader).show_state(self.state, self.clock(), role)
+            for table in self.query(LayerTable):
+                table.show_state(self.state)
+            for log in self.query(EventLogPanel):
+                log.show_state(self.state)
+            for panel in self.query(SystemPanel):
+                if self._on_screen(panel):
+                    panel.show_state(self.state)
+            timing = self.query_one(TimingPanel)
+            if self._on_screen(timing):
+                timing.show_state(self.state)
 
     def flush_plot(self) -> None:
         with self.state_lock:
-            self.query_one(LossPlot).show_state(self.state)
+            for widget in (
+                self.query_one(LossPlot),
+                self.query_one(ThroughputPlot),
+                self.query_one(LayerHeatmap),
+            ):
+                if self._on_screen(widget):
+                    widget.show_state(self.state)
+
+    def on_tabbed_content_tab_activated(self, event: TabbedContent.TabActivated) -> None:
+        self.call_after_refresh(self._flush_all)
+
+    def _flush_all(self) -> None:
+        self.flush_text()
+        self.flush_plot()
 
     def _load_plan_if_needed(self) -> None:
         """Stage names for the header and the advance dialog when events lack the plan.
@@ -164,8 +277,31 @@ class DashboardScreen(Screen[None]):
         except Exception:  # only cosmetic: the events still drive everything
             self._plan_loaded = True
 
+    # ---- view keys ----------------------------------------------------------
+    def action_tab(self, tab: str) -> None:
+        self.query_one(TabbedContent).active = tab
+
+    def action_toggle_raw(self) -> None:
+        plot = self.query_one(LossPlot)
+        plot.raw = not plot.raw
+        self.notify("loss: raw values" if plot.raw else "loss: smoothed (EMA)", timeout=2)
+        self.flush_plot()
+
+    def action_help(self) -> None:
+        self.app.push_screen(HelpScreen("Run dashboard", HELP, keys_of(self)))
+
+    def action_home(self) -> None:
+        go_home = getattr(self.app, "action_home", None)
+        if go_home is not None:
+            go_home()
+
+    def action_leave(self) -> None:
+        """Close the cockpit; training goes on (reattach with `growcockpit attach`)."""
+        self.controller.release()
+        self.app.exit()
+
     # ---- commands ---------------------------------------------------------
-    def _live_or_say_so(self, what: str) -> bool:
+    def _can_command(self, what: str) -> bool:
         with self.state_lock:
             finished, status = self.state.finished, self.state.status
         if finished:
@@ -175,21 +311,32 @@ class DashboardScreen(Screen[None]):
                 title="Run is over",
             )
             return False
+        if self.read_only:
+            self._claim_control()
+        if self.read_only:
+            self.notify(
+                f"This cockpit is {self.role}. Only the controlling cockpit can {what}; "
+                "it takes over here by itself once that one leaves.",
+                title="Read-only",
+                severity="warning",
+                timeout=6,
+            )
+            return False
         return True
 
     def action_pause_resume(self) -> None:
-        if not self._live_or_say_so("pause or resume"):
+        if not self._can_command("pause or resume"):
             return
         with self.state_lock:
             command = "resume" if self.state.paused else "pause"
         self.send(command)
 
     def action_checkpoint(self) -> None:
-        if self._live_or_say_so("checkpoint"):
+        if self._can_command("checkpoint"):
             self.send("checkpoint")
 
     def action_advance(self) -> None:
-        if not self._live_or_say_so("advance"):
+        if not self._can_command("advance"):
             return
         with self.state_lock:
             nxt = self.state.next_stage()
@@ -212,7 +359,7 @@ class DashboardScreen(Screen[None]):
         self.app.push_screen(ConfirmScreen(title, body, yes="Advance"), self._confirmed("advance"))
 
     def action_stop(self) -> None:
-        if not self._live_or_say_so("stop"):
+        if not self._can_command("stop"):
             return
         self.app.push_screen(
             ConfirmScreen(
@@ -224,9 +371,51 @@ class DashboardScreen(Screen[None]):
             self._confirmed("stop"),
         )
 
-    def action_leave(self) -> None:
-        """Close the cockpit; training goes on (reattach with `growcockpit attach`)."""
-        self.app.exit()
+    def action_scale_lr(self) -> None:
+        if not self._can_command("change the learning rate"):
+            return
+        with self.state_lock:
+            lr, scale = self.state.lr, self.state.lr_scale
+        now = f"now {lr:.3g}" if lr else "the current value"
+        body = (
+            f"Multiply the learning rate ({now}, ×{scale:g} so far) by a factor:\n"
+            "0.5 halves it, 2 doubles it. The schedule continues from the new value."
+        )
+
+        def done(value: str | None) -> None:
+            if value:
+                self.send("set_lr", {"factor": float(value)})
+
+        self.app.push_screen(
+            PromptScreen("Scale the learning rate", body, "0.5", check=_factor_problem, ok="Send"),
+            done,
+        )
+
+    def action_edit_stages(self) -> None:
+        if not self._can_command("edit stages"):
+            return
+        from growcockpit.ui.screens.designer import DesignerScreen
+
+        with self.state_lock:
+            started = self.state.started_stages()
+            total = self.state.num_stages
+        if total and started >= total:
+            self.notify(
+                "Every stage has started: there are no remaining stages to edit.",
+                title="Nothing to edit",
+                severity="warning",
+            )
+            return
+        path = self.client.paths.plan if self.client.paths.plan.exists() else self.plan_path
+        if path is None or not path.exists():
+            self.notify(f"{self.client.paths.plan}: missing; cannot edit stages", severity="error")
+            return
+
+        def done(stages: list[dict[str, Any]] | None) -> None:
+            if stages is not None:
+                self.send("edit_stages", {"stages": stages})
+
+        self.app.push_screen(DesignerScreen(path, locked_stages=max(0, started)), done)
 
     def _confirmed(self, command: str) -> Callable[[bool | None], None]:
         def callback(yes: bool | None) -> None:
@@ -235,14 +424,14 @@ class DashboardScreen(Screen[None]):
 
         return callback
 
-    def send(self, command: str) -> None:
+    def send(self, command: str, args: dict[str, Any] | None = None) -> None:
         self.notify(f"{command}: sent, waiting for the backend's answer…", timeout=3)
-        self._send_worker(command)
+        self._send_worker(command, args or {})
 
     @work(thread=True, group="command", exit_on_error=False)
-    def _send_worker(self, command: str) -> None:
+    def _send_worker(self, command: str, args: dict[str, Any]) -> None:
         try:
-            ack = self.client.send(command, timeout=self.command_timeout)
+            ack = self.client.send(command, args, timeout=self.command_timeout)
         except ControlError as exc:
             self.post_message(self.CommandDone(command, None, str(exc)))
         except Exception as exc:  # anything else is still a failed command, not a crash
@@ -269,3 +458,13 @@ class DashboardScreen(Screen[None]):
         with self.state_lock:
             self.state.note("cockpit", text, severity)
         self.flush_text()
+
+
+def _factor_problem(value: str) -> str:
+    try:
+        factor = float(value)
+    except ValueError:
+        return "a number, e.g. 0.5"
+    if not factor > 0 or factor != factor or factor == float("inf"):
+        return "must be a positive number"
+    return ""

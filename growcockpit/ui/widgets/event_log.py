@@ -20,6 +20,8 @@ def entry_text(entry: LogEntry) -> Text:
     text.append(f"{step:>7} ", style="dim")
     text.append(f"{entry.kind:<10} ", style="bold")
     text.append(entry.text, style=SEVERITY_STYLE.get(entry.severity, ""))
+    for line in entry.detail.splitlines():
+        text.append(f"\n{'':>18}│ {line}", style="red")
     return text
 
 

@@ -1,4 +1,5 @@
-"""One row per transformer layer: role, latest grad norm, weight norm, update ratio."""
+"""One row per transformer layer: state (trainable / frozen / new), grad norm with a
+sparkline of its recent history, forward and backward milliseconds."""
 
 from __future__ import annotations
 
@@ -6,41 +7,45 @@ from rich.text import Text
 from textual.widgets import DataTable
 
 from growcockpit.ui.run_state import LayerRow, RunState
+from growcockpit.ui.widgets.text_bits import colour, num, spark
 
-COLUMNS = ("layer", "state", "grad norm", "weight norm", "upd ratio")
-ROLE_STYLE = {
-    "frozen": "dim",
-    "trainable": "green",
-    "trainable (new)": "bold green",
-    "frozen (new)": "yellow",
-}
-
-
-def _num(value: float | None) -> str:
-    return "–" if value is None else f"{value:.3g}"
-
-
-def layer_cells(row: LayerRow) -> tuple[Text | str, ...]:
-    role = row.role
-    return (
-        str(row.id),
-        Text(role, style=ROLE_STYLE.get(role, "")),
-        _num(row.grad_norm),
-        _num(row.weight_norm),
-        _num(row.update_ratio),
-    )
+COLUMNS = ("layer", "state", "grad norm", "trend", "fwd ms", "bwd ms")
+STATE_VARS = {"trainable": "gc-trainable", "frozen": "gc-frozen", "new": "gc-new"}
+SPARK_WIDTH = 12
 
 
 class LayerTable(DataTable[Text | str]):
-    """Rows appear when the model grows; cells update in place."""
+    """Rows appear when the model grows; cells update in place, only when they change."""
 
     def __init__(self, *, id: str | None = None) -> None:  # noqa: A002 - Textual's name
         super().__init__(id=id, cursor_type="none", zebra_stripes=True)
         for label in COLUMNS:
             self.add_column(label, key=label)
         self._rows: dict[int, tuple[str, ...]] = {}
+        self._theme = ""
+
+    def layer_cells(self, row: LayerRow) -> tuple[Text | str, ...]:
+        state = row.state
+        style = colour(self, STATE_VARS[state])
+        if state == "frozen":
+            style = f"{style}"
+        elif state == "new":
+            style = f"bold {style}"
+        trend = spark(row.grad_hist, SPARK_WIDTH, log=True) if row.trainable else ""
+        return (
+            str(row.id),
+            Text(state, style=style),
+            num(row.grad_norm),
+            Text(trend, style=colour(self, STATE_VARS[state])),
+            num(row.fwd_ms, ".2f"),
+            num(row.bwd_ms, ".2f"),
+        )
 
     def show_state(self, state: RunState) -> None:
+        if self.app.theme != self._theme:  # colours live in the cells: rebuild on a theme change
+            self._theme = self.app.theme
+            self.clear()
+            self._rows.clear()
         rows = state.layer_rows()
         ids = {r.id for r in rows}
         for gone in [lid for lid in self._rows if lid not in ids]:
@@ -51,7 +56,7 @@ class LayerTable(DataTable[Text | str]):
             self.clear()  # a layer arrived below existing ones: rebuild in id order
             self._rows.clear()
         for row in rows:
-            cells = layer_cells(row)
+            cells = self.layer_cells(row)
             plain = tuple(str(c) for c in cells)
             old = self._rows.get(row.id)
             if old is None:
@@ -63,5 +68,5 @@ class LayerTable(DataTable[Text | str]):
             self._rows[row.id] = plain
 
     def roles(self) -> dict[int, str]:
-        """Layer id -> role as displayed (for tests and scripts)."""
+        """Layer id -> role (trainable / frozen / new) as displayed, for tests and scripts."""
         return {lid: cells[1] for lid, cells in self._rows.items()}

@@ -1,4 +1,4 @@
-"""The dashboard's top lines: plan, status, stage and progress, step, speed, elapsed."""
+"""The dashboard's top lines: plan, status, stage and progress, step, tokens, elapsed, ETAs."""
 
 from __future__ import annotations
 
@@ -6,6 +6,7 @@ from rich.text import Text
 from textual.widgets import Static
 
 from growcockpit.ui.run_state import RunState
+from growcockpit.ui.widgets.text_bits import human_count
 
 STATUS_STYLE = {
     "live": "bold green",
@@ -32,8 +33,18 @@ def progress_bar(done: int, total: int, width: int = 12) -> str:
     return "█" * filled + "░" * (width - filled)
 
 
-def header_text(state: RunState, now: float | None = None, width: int = 160) -> Text:
-    """Two lines; pure function of the state, the width (and `now` while the run is live).
+def _eta(state: RunState, seconds: float | None) -> str:
+    if state.finished:
+        return "done"
+    if state.paused:
+        return "paused"
+    if seconds is None or state.backend_alive is False:
+        return "–"
+    return format_duration(seconds)
+
+
+def header_text(state: RunState, now: float | None = None, width: int = 160, role: str = "") -> Text:
+    """Three lines; a pure function of the state, the width, `role` (and `now` while live).
 
     Below 120 columns the run id, lr and bar are left out so each line fits 80.
     """
@@ -66,7 +77,16 @@ def header_text(state: RunState, now: float | None = None, width: int = 160) -> 
         line.append(f" · {state.tokens_per_s:,.0f} tok/s")
     if state.lr is not None and wide:
         line.append(f" · lr {state.lr:.2e}")
+        if state.lr_scale != 1.0:
+            line.append(f" (×{state.lr_scale:g})", style="bold")
     line.append(f" · {'elapsed ' if wide else ''}{format_duration(state.elapsed(now))}")
+    line.append("\n")
+    line.append(f"tokens {human_count(state.tokens)}")
+    line.append(f" · ETA stage {_eta(state, state.eta_stage())}")
+    line.append(f" · run {_eta(state, state.eta_run())}")
+    if role:
+        line.append("  ")
+        line.append(role, style="bold reverse" if role.startswith("read-only") else "dim")
     return line
 
 
@@ -77,8 +97,8 @@ class RunHeader(Static):
         super().__init__("", id=id)
         self._last = ""
 
-    def show_state(self, state: RunState, now: float | None = None) -> None:
-        text = header_text(state, now, self.size.width or self.app.size.width)
+    def show_state(self, state: RunState, now: float | None = None, role: str = "") -> None:
+        text = header_text(state, now, self.size.width or self.app.size.width, role)
         status = state.display_status()
         for name in ("live", "paused", "finished", "stopped", "crashed"):
             self.set_class(status == name, f"-{name}")

@@ -4,12 +4,24 @@ from __future__ import annotations
 
 from typing import Any
 
+from rich.text import Text
 from textual.widgets import DataTable
 
 from growcockpit.plan.types import Plan, Stage, trainable_layer_ids
 from growcockpit.ui.run_state import layer_ranges
 
-COLUMNS = ("#", "stage", "enter", "layers", "train", "steps", "lr", "advance", "rel. cost")
+COLUMNS = (
+    "#",
+    "stage",
+    "enter",
+    "layers",
+    "train",
+    "steps",
+    "lr",
+    "advance",
+    "step cost",
+    "share",
+)
 
 
 def operator_text(stage: Stage) -> str:
@@ -17,47 +29,85 @@ def operator_text(stage: Stage) -> str:
         return f"stack ({stage.source})"
     if stage.enter in ("coalesce", "decoalesce"):
         return f"{stage.enter} ({stage.pairing})"
-    if stage.enter == "interpolate" and stage.alpha is not None:
-        return f"interpolate (α={stage.alpha:g})"
+    if stage.enter == "interpolate":
+        alpha = f", α={stage.alpha:g}" if stage.alpha is not None else ""
+        return f"interpolate ({stage.pairing}{alpha})"
     return stage.enter
+
+
+def freeze_text(stage: Stage, previous: int) -> str:
+    try:
+        ids = layer_ranges(trainable_layer_ids(stage, previous)) or "none"
+    except ValueError:
+        ids = "?"
+    return f"{stage.train}: {ids}"
 
 
 def stage_rows(plan: Plan, cost: Any = None) -> list[tuple[str, ...]]:
     rows: list[tuple[str, ...]] = []
     previous = 0
     cost_stages = list(getattr(cost, "stages", None) or [])
+    baseline = getattr(cost, "baseline_total", 0.0) or 0.0
     for i, stage in enumerate(plan.stages):
-        try:
-            ids = layer_ranges(trainable_layer_ids(stage, previous)) or "none"
-        except ValueError:
-            ids = "?"
         layers = str(stage.layers) if stage.width is None else f"{stage.layers} × w{stage.width}"
         lr = f"{stage.lr:g}" if stage.lr is not None else f"{plan.optim.lr:g}"
-        rel = getattr(cost_stages[i], "rel_step_cost", None) if i < len(cost_stages) else None
+        sc = cost_stages[i] if i < len(cost_stages) else None
+        rel = getattr(sc, "rel_step_cost", None)
+        share = getattr(sc, "total", None)
         rows.append(
             (
                 str(i + 1),
                 stage.name,
                 operator_text(stage),
                 layers,
-                f"{stage.train}: {ids}",
+                freeze_text(stage, previous),
                 str(stage.steps),
                 lr,
                 stage.advance,
                 "–" if rel is None else f"{rel:.2f}×",
+                "–" if share is None or not baseline else f"{100 * share / baseline:.0f}%",
             )
         )
         previous = stage.layers
     return rows
 
 
-class StageTable(DataTable[str]):
+class StageTable(DataTable[str | Text]):
+    """Rows are stages; a row with problems is marked ⚠, a locked (started) one 🔒."""
+
     def __init__(self, *, id: str | None = None) -> None:  # noqa: A002 - Textual's name
         super().__init__(id=id, cursor_type="row", zebra_stripes=True)
         for label in COLUMNS:
             self.add_column(label, key=label)
+        self._rows: list[tuple[str, ...]] = []
 
-    def show_plan(self, plan: Plan, cost: Any = None) -> None:
-        self.clear()
-        for row in stage_rows(plan, cost):
-            self.add_row(*row, key=row[0])
+    def show_plan(
+        self,
+        plan: Plan,
+        cost: Any = None,
+        bad_rows: set[int] | None = None,
+        locked: int = 0,
+    ) -> None:
+        """Show the plan's stages, touching only the cells that changed."""
+        rows = stage_rows(plan, cost)
+        bad = bad_rows or set()
+        marked = []
+        for i, row in enumerate(rows):
+            mark = "⚠" if i in bad else ("·" if i < locked else "")
+            marked.append((f"{row[0]}{mark}", *row[1:]))
+        if len(marked) != len(self._rows):
+            cursor = self.cursor_row
+            self.clear()
+            for i, row in enumerate(marked):
+                self.add_row(*row, key=str(i))
+            if marked:
+                self.move_cursor(row=min(cursor, len(marked) - 1), animate=False)
+        else:
+            for i, (old, new) in enumerate(zip(self._rows, marked, strict=True)):
+                for label, a, b in zip(COLUMNS, old, new, strict=True):
+                    if a != b:
+                        self.update_cell(str(i), label, b)
+        self._rows = marked
+
+    def rows_plain(self) -> list[tuple[str, ...]]:
+        return list(self._rows)

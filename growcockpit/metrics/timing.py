@@ -1,0 +1,94 @@
+"""Per-layer forward and backward time, measured with hooks on sampled steps only.
+
+Forward time of a block is the span between its forward pre- and post-hook.
+Backward runs top to bottom, so a block's backward time is the span from its
+backward pre-hook to the next lower block's backward pre-hook (the lowest
+trainable block ends when `loss.backward()` returns). On CUDA the hooks record
+events that are read once at the end of the step (the loss read already
+synchronises), so timing adds no extra sync; on CPU they read `perf_counter`.
+Frozen blocks under `no_grad` have no backward: their bwd_ms stays None.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from typing import Any
+
+import torch
+from torch import nn
+from torch.utils.hooks import RemovableHandle
+
+
+class _Clock:
+    def __init__(self, device: torch.device) -> None:
+        self.cuda = device.type == "cuda"
+
+    def mark(self) -> Any:
+        if self.cuda:
+            ev = torch.cuda.Event(enable_timing=True)
+            ev.record()
+            return ev
+        return time.perf_counter()
+
+    def ms(self, start: Any, end: Any) -> float:
+        if self.cuda:
+            return float(start.elapsed_time(end))
+        return (end - start) * 1e3
+
+
+class LayerTimer:
+    """`with timer.measure(layers):` around forward+backward; then `timer.result()`."""
+
+    def __init__(self, device: torch.device) -> None:
+        self.clock = _Clock(device)
+        self._handles: list[RemovableHandle] = []
+        self._fwd_start: dict[int, Any] = {}
+        self._fwd_end: dict[int, Any] = {}
+        self._bwd_start: dict[int, Any] = {}
+        self._backward_end: Any = None
+        self._n = 0
+
+    def attach(self, layers: nn.ModuleList) -> None:
+        self.detach()
+        self._n = len(layers)
+        self._fwd_start.clear()
+        self._fwd_end.clear()
+        self._bwd_start.clear()
+        self._backward_end = None
+        for idx, layer in enumerate(layers):
+            self._handles.append(layer.register_forward_pre_hook(self._stamp(self._fwd_start, idx)))
+            self._handles.append(layer.register_forward_hook(self._stamp(self._fwd_end, idx)))
+            self._handles.append(
+                layer.register_full_backward_pre_hook(self._stamp(self._bwd_start, idx))
+            )
+
+    def backward_done(self) -> None:
+        self._backward_end = self.clock.mark()
+
+    def detach(self) -> None:
+        for h in self._handles:
+            h.remove()
+        self._handles.clear()
+
+    def _stamp(self, table: dict[int, Any], idx: int) -> Callable[..., None]:
+        def hook(*_: Any) -> None:
+            table[idx] = self.clock.mark()
+
+        return hook
+
+    def result(self) -> tuple[list[float | None], list[float | None]]:
+        """(fwd_ms, bwd_ms) per layer; call after the step's loss has been read."""
+        if self.clock.cuda:
+            torch.cuda.synchronize()
+        fwd: list[float | None] = [None] * self._n
+        bwd: list[float | None] = [None] * self._n
+        for idx in range(self._n):
+            if idx in self._fwd_start and idx in self._fwd_end:
+                fwd[idx] = self.clock.ms(self._fwd_start[idx], self._fwd_end[idx])
+        ordered = sorted(self._bwd_start)
+        for pos, idx in enumerate(ordered):
+            end = self._bwd_start[ordered[pos - 1]] if pos > 0 else self._backward_end
+            if end is not None:
+                bwd[idx] = self.clock.ms(self._bwd_start[idx], end)
+        return fwd, bwd

@@ -1,0 +1,205 @@
+"""What the home screen lists: plan files and run directories. Plain Python, no Textual.
+
+Plans: the shipped `sample_plans/` and the user's own `*.toml` (in the working
+directory and its `plans/`). Runs: `runs/*/` directories, summarised from
+`status.json` when present, else from the tail of `events.jsonl`.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import tomllib
+from dataclasses import dataclass
+from pathlib import Path
+
+from growcockpit.protocol.rundir import RunDirError, RunPaths, pid_alive, read_status
+from growcockpit.resources import sample_plans_dir
+
+TAIL_BYTES = 256 * 1024
+STATUS_WORDS = {
+    "starting": "live",
+    "running": "live",
+    "waiting": "live",
+    "paused": "paused",
+    "completed": "finished",
+    "stopped": "stopped",
+    "crashed": "crashed",
+}
+
+
+@dataclass(frozen=True)
+class PlanEntry:
+    path: Path
+    name: str
+    origin: str  # "sample" | "yours"
+    stages: int
+    steps: int
+    final_layers: int
+    description: str = ""
+    problem: str = ""  # not a readable plan (shown, but marked)
+
+
+@dataclass(frozen=True)
+class RunEntry:
+    path: Path
+    name: str
+    status: str  # live | paused | finished | stopped | crashed | unknown
+    plan: str = ""
+    stage: str = ""  # "2/3 grow-4"
+    step: int = 0
+    total_steps: int = 0
+    loss: float | None = None
+    updated: float = 0.0  # unix time of the last sign of life (heartbeat or log write)
+
+    @property
+    def live(self) -> bool:
+        return self.status in ("live", "paused")
+
+
+def _plan_entry(path: Path, origin: str) -> PlanEntry | None:
+    try:
+        data = tomllib.loads(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError):
+        return None
+    except tomllib.TOMLDecodeError as exc:
+        return PlanEntry(path, path.stem, origin, 0, 0, 0, problem=f"TOML error: {exc}")
+    stages = data.get("stages")
+    if not isinstance(stages, list):
+        return None  # some other TOML file (pyproject.toml …)
+    model = data.get("model") if isinstance(data.get("model"), dict) else {}
+    steps = sum(int(s.get("steps", 0) or 0) for s in stages if isinstance(s, dict))
+    return PlanEntry(
+        path=path,
+        name=str(data.get("name") or path.stem),
+        origin=origin,
+        stages=len(stages),
+        steps=steps,
+        final_layers=int(model.get("final_layers", 0) or 0),
+        description=str(data.get("description", "")),
+    )
+
+
+def list_plans(workdir: Path | None = None, samples: Path | None = None) -> list[PlanEntry]:
+    """The user's plans (working directory and its plans/) first, then the samples."""
+    workdir = Path.cwd() if workdir is None else Path(workdir)
+    samples = sample_plans_dir() if samples is None else samples
+    out: list[PlanEntry] = []
+    seen: set[Path] = set()
+    for folder, origin in ((workdir, "yours"), (workdir / "plans", "yours"), (samples, "sample")):
+        for path in sorted(folder.glob("*.toml")):
+            real = path.resolve()
+            if real in seen:
+                continue
+            seen.add(real)
+            entry = _plan_entry(path, origin)
+            if entry is not None:
+                out.append(entry)
+    return out
+
+
+def _tail_events(path: Path) -> list[dict[str, object]]:
+    try:
+        with open(path, "rb") as fh:
+            fh.seek(0, os.SEEK_END)
+            size = fh.tell()
+            fh.seek(max(0, size - TAIL_BYTES))
+            chunk = fh.read()
+    except OSError:
+        return []
+    lines = chunk.split(b"\n")
+    if size > TAIL_BYTES:
+        lines = lines[1:]  # the first line may be cut
+    out: list[dict[str, object]] = []
+    for line in lines:
+        try:
+            data = json.loads(line)
+        except ValueError:
+            continue
+        if isinstance(data, dict):
+            out.append(data)
+    return out
+
+
+def _from_events(paths: RunPaths) -> RunEntry:
+    events = _tail_events(paths.events)
+    status, plan, stage, step, total, loss = "unknown", "", "", 0, 0, None
+    for ev in events:
+        kind = ev.get("type")
+        if kind == "run_started":
+            status = "live"
+            p = ev.get("plan")
+            if isinstance(p, dict):
+                plan = str(p.get("name", ""))
+                stages = p.get("stages")
+                if isinstance(stages, list):
+                    total = sum(int(s.get("steps", 0) or 0) for s in stages if isinstance(s, dict))
+        elif kind == "stage_started":
+            stage = f"{int(ev.get('index', 0)) + 1} {ev.get('name', '')}"  # type: ignore[call-overload]
+        elif kind == "step":
+            step = int(ev.get("step", 0))  # type: ignore[call-overload]
+            raw = ev.get("loss")
+            loss = float(raw) if isinstance(raw, int | float) else loss
+        elif kind == "paused":
+            status = "paused"
+        elif kind == "resumed":
+            status = "live"
+        elif kind == "run_finished":
+            status = STATUS_WORDS.get(str(ev.get("status")), "finished")
+    if status in ("live", "paused"):
+        status = "unknown"  # no status.json: we cannot tell whether a backend is alive
+    try:
+        updated = paths.events.stat().st_mtime
+    except OSError:
+        updated = 0.0
+    return RunEntry(paths.root, paths.root.name, status, plan, stage, step, total, loss, updated)
+
+
+def run_entry(run_dir: Path) -> RunEntry | None:
+    paths = RunPaths(Path(run_dir))
+    if paths.status.exists():
+        try:
+            st = read_status(paths.root)
+        except RunDirError:
+            st = None
+        if st is not None:
+            word = STATUS_WORDS.get(st.state, st.state)
+            if word in ("live", "paused") and not pid_alive(st.pid):
+                word = "crashed"
+            n = f"/{st.num_stages}" if st.num_stages else ""
+            return RunEntry(
+                path=paths.root,
+                name=paths.root.name,
+                status=word,
+                plan=st.plan_name,
+                stage=f"{st.stage + 1}{n} {st.stage_name}".strip(),
+                step=st.step,
+                total_steps=st.total_steps,
+                loss=st.loss,
+                updated=st.heartbeat,
+            )
+    if paths.events.exists():
+        return _from_events(paths)
+    return None
+
+
+def list_runs(runs_root: Path) -> list[RunEntry]:
+    """Runs under `runs_root`, live ones first, then the most recently updated."""
+    try:
+        dirs = [p for p in Path(runs_root).iterdir() if p.is_dir()]
+    except OSError:
+        return []
+    out = [e for e in (run_entry(d) for d in dirs) if e is not None]
+    out.sort(key=lambda e: (not e.live, -e.updated, e.name))
+    return out
+
+
+def format_age(seconds: float) -> str:
+    seconds = max(0.0, seconds)
+    if seconds < 60:
+        return f"{seconds:.0f}s"
+    if seconds < 3600:
+        return f"{seconds / 60:.0f}m"
+    if seconds < 86400:
+        return f"{seconds / 3600:.0f}h"
+    return f"{seconds / 86400:.0f}d"

@@ -1,0 +1,101 @@
+"""Small modals: a one-line question (`PromptScreen`) and the key help (`HelpScreen`)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from rich.text import Text
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.containers import Horizontal, Vertical, VerticalScroll
+from textual.screen import ModalScreen
+from textual.widgets import Button, Input, Static
+
+Check = Callable[[str], str]  # returns "" when the value is fine, else the problem
+
+
+class PromptScreen(ModalScreen[str | None]):
+    """Ask for one value; Enter accepts (when `check` finds no problem), Escape cancels."""
+
+    BINDINGS = [Binding("escape", "cancel", "Cancel")]
+
+    def __init__(
+        self, title: str, body: str = "", value: str = "", check: Check | None = None, ok: str = "OK"
+    ) -> None:
+        super().__init__()
+        self._title, self._body, self._value, self._ok = title, body, value, ok
+        self._check = check or (lambda _v: "")
+
+    def compose(self) -> ComposeResult:
+        with Vertical(id="prompt-box", classes="dialog"):
+            yield Static(self._title, id="prompt-title", classes="dialog-title")
+            if self._body:
+                yield Static(self._body, id="prompt-body", classes="dialog-body")
+            yield Input(self._value, id="prompt-input")
+            yield Static("", id="prompt-error", classes="field-error")
+            with Horizontal(classes="dialog-buttons"):
+                yield Button(f"{self._ok} (Enter)", id="ok", variant="primary")
+                yield Button("Cancel (Esc)", id="cancel")
+
+    def on_mount(self) -> None:
+        self.query_one(Input).focus()
+
+    def on_input_changed(self, event: Input.Changed) -> None:
+        self.query_one("#prompt-error", Static).update(self._check(event.value))
+
+    def on_input_submitted(self, event: Input.Submitted) -> None:
+        event.stop()
+        self._accept()
+
+    def on_button_pressed(self, event: Button.Pressed) -> None:
+        event.stop()
+        if event.button.id == "ok":
+            self._accept()
+        else:
+            self.dismiss(None)
+
+    def _accept(self) -> None:
+        value = self.query_one(Input).value.strip()
+        problem = self._check(value)
+        if problem:
+            self.query_one("#prompt-error", Static).update(problem)
+            return
+        self.dismiss(value)
+
+    def action_cancel(self) -> None:
+        self.dismiss(None)
+
+
+class HelpScreen(ModalScreen[None]):
+    """What this screen is for and every key it answers to."""
+
+    BINDINGS = [Binding("escape,q,question_mark", "close", "Close")]
+
+    def __init__(self, title: str, intro: str, keys: list[tuple[str, str]]) -> None:
+        super().__init__()
+        self._title, self._intro, self._keys = title, intro, keys
+
+    def compose(self) -> ComposeResult:
+        table = Text()
+        for key, what in self._keys:
+            table.append(f"{key:>12}  ", style="bold")
+            table.append(f"{what}\n")
+        with Vertical(id="help-box", classes="dialog"):
+            yield Static(self._title, classes="dialog-title")
+            with VerticalScroll(id="help-scroll"):
+                yield Static(self._intro, classes="dialog-body")
+                yield Static(table, id="help-keys")
+            yield Static("Esc or ? closes · ctrl+p lists every action", classes="dialog-hint")
+
+    def action_close(self) -> None:
+        self.dismiss(None)
+
+
+def keys_of(screen: object) -> list[tuple[str, str]]:
+    """(key, description) of a screen's bindings, in declaration order, for the help."""
+    out: list[tuple[str, str]] = []
+    for b in getattr(screen, "BINDINGS", []):
+        if isinstance(b, Binding) and b.description:
+            key = b.key_display or b.key.split(",")[0]
+            out.append((key, b.description))
+    return out

@@ -1,0 +1,294 @@
+"""Forms that edit a plan in place: one stage (`StageForm`) or one section (`SectionForm`).
+
+Each field converts what is typed as it is typed and posts `FieldChanged` with
+the value (or the conversion problem); the screen applies it to its `Plan`,
+runs the plan validator and hands each field its problem (`show_errors`),
+shown right under the field.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import typing
+from dataclasses import dataclass
+from typing import Any
+
+from textual.app import ComposeResult
+from textual.containers import Container, Horizontal, Vertical
+from textual.message import Message
+from textual.widget import Widget
+from textual.widgets import Input, Label, Select, Static
+
+from growcockpit.plan.types import FAMILIES, OPERATORS, OPTIMIZERS, SCHEDULES, Stage
+from growcockpit.plan.validate import ADVANCES, PAIRINGS, STACK_SOURCES
+
+
+@dataclass(frozen=True)
+class Field:
+    key: str  # attribute name (stage) or key path suffix (section)
+    label: str
+    kind: str  # str | int | float | opt_int | opt_float | choice | bool
+    choices: tuple[str, ...] = ()
+    help: str = ""
+
+
+DEFAULT_CHOICE = "(default)"
+
+STAGE_FIELDS: tuple[Field, ...] = (
+    Field("name", "name", "str"),
+    Field("enter", "enter", "choice", OPERATORS, "operator that builds this stage's model"),
+    Field("source", "source", "choice", STACK_SOURCES, "which layers stack copies"),
+    Field("pairing", "pairing", "choice", PAIRINGS),
+    Field("alpha", "alpha", "opt_float", help="interpolation weight; empty: family default"),
+    Field("layers", "layers", "int", help="depth after entering"),
+    Field("width", "width", "opt_int", help="empty: keep the width"),
+    Field("train", "train", "choice", ("all", "new", "none"), "which layers get gradients"),
+    Field("embeddings", "embed", "choice", (DEFAULT_CHOICE, "train", "frozen")),
+    Field("head", "head", "choice", ("train", "frozen")),
+    Field("steps", "steps", "int"),
+    Field("lr", "lr", "opt_float", help="empty: the optimizer's lr"),
+    Field("advance", "advance", "choice", ADVANCES, "manual: wait for `g` at the end"),
+)
+OPERATOR_FIELDS = {"source": ("stack",), "pairing": ("coalesce", "decoalesce", "interpolate"), "alpha": ("interpolate",)}
+SECTION_CHOICES: dict[str, tuple[str, ...]] = {
+    "model.family": FAMILIES,
+    "optim.name": OPTIMIZERS,
+    "optim.schedule": SCHEDULES,
+}
+
+
+def convert(field: Field, raw: Any) -> tuple[Any, str]:
+    """(value, problem): problem is "" when `raw` fits the field's type."""
+    if field.kind == "choice":
+        return (None if raw == DEFAULT_CHOICE else raw), ""
+    if field.kind == "bool":
+        return raw == "true", ""
+    text = str(raw).strip()
+    if field.kind == "str":
+        return str(raw), ""
+    if field.kind.startswith("opt_") and text == "":
+        return None, ""
+    base = field.kind.removeprefix("opt_")
+    try:
+        if base == "int":
+            return int(text), ""
+        return float(text), ""
+    except ValueError:
+        if base == "int":
+            return None, "expected a whole number, e.g. 4"
+        return None, "expected a number, e.g. 3e-4"
+
+
+def shown(value: Any) -> str:
+    if value is None:
+        return ""
+    if isinstance(value, float):
+        return f"{value:g}"
+    return str(value)
+
+
+class FieldChanged(Message):
+    """A field was edited: `value` is converted, or `problem` says why it could not be."""
+
+    def __init__(self, scope: str, key: str, value: Any, problem: str) -> None:
+        super().__init__()
+        self.scope = scope  # "stage" or a section name
+        self.key = key
+        self.value = value
+        self.problem = problem
+
+
+def _field_cell(field: Field, prefix: str, editor: Widget) -> Vertical:
+    return Vertical(
+        Horizontal(Label(field.label, classes="field-label"), editor, classes="field-row"),
+        Static("", id=f"{prefix}{_safe(field.key)}-err", classes="field-error"),
+        classes="field",
+        id=f"{prefix}{_safe(field.key)}-cell",
+    )
+
+
+def _safe(key: str) -> str:
+    return key.replace(".", "-").replace("_", "-")
+
+
+def _editor(field: Field, wid: str, value: Any) -> Widget:
+    if field.kind in ("choice", "bool"):
+        choices = field.choices if field.kind == "choice" else ("true", "false")
+        current = shown(value) if value is not None else (DEFAULT_CHOICE if DEFAULT_CHOICE in choices else choices[0])
+        if field.kind == "bool":
+            current = "true" if value else "false"
+        options = list(choices) if current in choices else [*choices, current]
+        return Select([(c, c) for c in options], value=current, allow_blank=False, compact=True, id=wid)
+    return Input(shown(value), id=wid, compact=True, placeholder=field.help)
+
+
+class _Form(Container):
+    prefix = ""
+    scope = ""
+
+    def __init__(self, fields: tuple[Field, ...], *, id: str | None = None) -> None:  # noqa: A002
+        super().__init__(id=id, classes="plan-form")
+        self.fields = {f.key: f for f in fields}
+        self._values: dict[str, Any] = {}
+
+    def editor(self, key: str) -> Input | Select[str]:
+        return self.query_one(f"#{self.prefix}{_safe(key)}")  # type: ignore[return-value]
+
+    def _set(self, key: str, value: Any) -> None:
+        """Show `value` in the field without posting FieldChanged."""
+        self._values[key] = value
+        widget = self.editor(key)
+        field = self.fields[key]
+        with widget.prevent(Input.Changed, Select.Changed):
+            if isinstance(widget, Input):
+                if convert(field, widget.value) != (value, ""):
+                    widget.value = shown(value)
+            else:
+                text = ("true" if value else "false") if field.kind == "bool" else (
+                    DEFAULT_CHOICE if value is None else shown(value)
+                )
+                options = [v for _, v in widget._options if isinstance(v, str)]
+                if text not in options:
+                    widget.set_options([(c, c) for c in [*options, text]])
+                widget.value = text
+
+    def _changed(self, widget_id: str | None, raw: Any) -> None:
+        key = next((k for k in self.fields if f"{self.prefix}{_safe(k)}" == widget_id), None)
+        if key is None:
+            return
+        value, problem = convert(self.fields[key], raw)
+        if not problem and value == self._values.get(key, object()):
+            self.show_error(key, "")
+            return
+        if not problem:
+            self._values[key] = value
+        self.post_message(FieldChanged(self.scope, key, value, problem))
+
+    def on_input_changed(self, event: Input.Changed) -> None:
+        event.stop()
+        self._changed(event.input.id, event.value)
+
+    def on_select_changed(self, event: Select.Changed) -> None:
+        event.stop()
+        if event.value is not Select.BLANK:
+            self._changed(event.select.id, event.value)
+
+    def show_error(self, key: str, problem: str) -> None:
+        err = self.query_one(f"#{self.prefix}{_safe(key)}-err", Static)
+        err.update(problem)
+        err.display = bool(problem)
+        self.query_one(f"#{self.prefix}{_safe(key)}-cell").set_class(bool(problem), "-invalid")
+
+    def show_errors(self, problems: dict[str, str]) -> None:
+        for key in self.fields:
+            self.show_error(key, problems.get(key, ""))
+
+
+class StageForm(_Form):
+    """The fields of one stage; operator options show only for operators that use them."""
+
+    prefix = "sf-"
+    scope = "stage"
+
+    def __init__(self, *, id: str | None = None) -> None:  # noqa: A002 - Textual's name
+        super().__init__(STAGE_FIELDS, id=id)
+        self.index = 0
+        self.locked = False
+
+    def compose(self) -> ComposeResult:
+        yield Static("", id="sf-title", classes="form-title")
+        with Container(id="sf-grid", classes="form-grid"):
+            for field in STAGE_FIELDS:
+                yield _field_cell(field, self.prefix, _editor(field, f"{self.prefix}{_safe(field.key)}", None))
+
+    def load(self, index: int, stage: Stage, locked: bool = False) -> None:
+        self.index, self.locked = index, locked
+        title = f"stage {index + 1}: {stage.name}"
+        if locked:
+            title += "  (already started: locked)"
+        self.query_one("#sf-title", Static).update(title)
+        self._train_choices(stage.layers)
+        for key in self.fields:
+            self._set(key, getattr(stage, key))
+            self.editor(key).disabled = locked
+        self.show_operator(stage.enter)
+
+    def _train_choices(self, layers: int) -> None:
+        choices = ["all", "new", "none"] + [f"top:{k}" for k in range(1, max(1, min(layers, 64)))]
+        widget = self.query_one("#sf-train", Select)
+        current = widget.value
+        if isinstance(current, str) and current not in choices:
+            choices.append(current)
+        with widget.prevent(Select.Changed):
+            widget.set_options([(c, c) for c in choices])
+            if isinstance(current, str):
+                widget.value = current
+
+    def show_operator(self, enter: str) -> None:
+        for key, ops in OPERATOR_FIELDS.items():
+            self.query_one(f"#sf-{key}-cell").display = enter in ops
+
+    def on_input_changed(self, event: Input.Changed) -> None:
+        super().on_input_changed(event)
+        if event.input.id == "sf-layers":
+            value, problem = convert(self.fields["layers"], event.value)
+            if not problem and value:
+                self._train_choices(int(value))
+
+    def on_select_changed(self, event: Select.Changed) -> None:
+        super().on_select_changed(event)
+        if event.select.id == "sf-enter" and isinstance(event.value, str):
+            self.show_operator(event.value)
+
+
+class SectionForm(_Form):
+    """One section of a plan (`model`, `data`, `optim`; `plan` for name/description/seed)."""
+
+    def __init__(self, section: str, spec: Any, *, id: str | None = None) -> None:  # noqa: A002
+        self.section = section
+        fields = _section_fields(section, spec)
+        super().__init__(fields, id=id)
+        self.prefix = f"{section}-"
+        self.scope = section
+        self._spec = spec
+
+    def compose(self) -> ComposeResult:
+        with Container(classes="form-grid"):
+            for field in self.fields.values():
+                editor = _editor(field, f"{self.prefix}{_safe(field.key)}", getattr(self._spec, field.key))
+                yield _field_cell(field, self.prefix, editor)
+
+    def load(self, spec: Any) -> None:
+        self._spec = spec
+        for key in self.fields:
+            self._set(key, getattr(spec, key))
+
+
+def _section_fields(section: str, spec: Any) -> tuple[Field, ...]:
+    if section == "plan":
+        return (
+            Field("name", "name", "str"),
+            Field("description", "about", "str"),
+            Field("seed", "seed", "int"),
+        )
+    hints = typing.get_type_hints(type(spec))
+    out = []
+    for f in dataclasses.fields(spec):
+        tp = hints[f.name]
+        choices = SECTION_CHOICES.get(f"{section}.{f.name}")
+        if choices:
+            kind = "choice"
+        elif tp is bool:
+            kind = "bool"
+        elif tp is int:
+            kind = "int"
+        elif tp is float:
+            kind = "float"
+        elif tp == int | None:
+            kind = "opt_int"
+        elif tp == float | None:
+            kind = "opt_float"
+        else:
+            kind = "str"
+        out.append(Field(f.name, f.name.replace("_", " "), kind, choices or ()))
+    return tuple(out)

@@ -1,0 +1,59 @@
+"""Each GPU's utilisation, memory, power and temperature with a short history; CPU and
+RAM of the training process and machine. Without a GPU it says so, calmly."""
+
+from __future__ import annotations
+
+from rich.text import Text
+from textual.widgets import Static
+
+from growcockpit.ui.run_state import RunState
+from growcockpit.ui.widgets.text_bits import bar, colour, human_bytes, num, spark
+
+
+def system_text(state: RunState, widget: Static, width: int, compact: bool = False) -> Text:
+    text = Text()
+    hist_w = max(8, min(40, width - 50))
+    ok = colour(widget, "gc-trainable")
+    if not state.system_seen:
+        text.append("waiting for the first system sample", style="dim")
+        return text
+    if not state.gpus:
+        where = f" (training on {state.device})" if state.device else ""
+        text.append(f"no GPU{where}", style="dim")
+        text.append("\n")
+    for g in (state.gpus[i] for i in sorted(state.gpus)):
+        text.append(f"GPU{g.index} ", style="bold")
+        if g.name and not compact:
+            text.append(f"{g.name[:24]} ", style="dim")
+        text.append(f"util {bar((g.util or 0) / 100, 10)} {num(g.util, '.0f'):>3}%  ", style=ok)
+        frac = g.mem_frac
+        text.append(f"mem {bar(frac, 8)} {human_bytes(g.mem_used)}/{human_bytes(g.mem_total)}  ")
+        text.append(f"{num(g.power_w, '.0f')} W  {num(g.temp_c, '.0f')}°C")
+        if not compact:
+            text.append("\n      util ")
+            text.append(spark(g.util_hist, hist_w), style=ok)
+            text.append("  mem ")
+            text.append(spark(g.mem_hist, hist_w // 2))
+        text.append("\n")
+    text.append("CPU ", style="bold")
+    text.append(f"{num(state.cpu_pct, '.0f')}%  ")
+    text.append(spark(state.cpu_hist, hist_w if not compact else 10), style=ok)
+    text.append(f"  RSS {human_bytes(state.rss_bytes)}")
+    if state.ram_total:
+        frac = (state.ram_used or 0) / state.ram_total
+        text.append(f"\nRAM {bar(frac, 10)} {human_bytes(state.ram_used)}/{human_bytes(state.ram_total)}  ")
+        text.append(spark(state.ram_hist, hist_w if not compact else 10))
+    return text
+
+
+class SystemPanel(Static):
+    def __init__(self, *, compact: bool = False, id: str | None = None) -> None:  # noqa: A002
+        super().__init__("", id=id)
+        self.compact = compact
+        self._last = ""
+
+    def show_state(self, state: RunState) -> None:
+        text = system_text(state, self, self.content_region.width or 80, self.compact)
+        if text.plain != self._last or not self._last:
+            self._last = text.plain
+            self.update(text)

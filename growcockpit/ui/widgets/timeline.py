@@ -1,0 +1,70 @@
+"""The stage timeline: one bar per stage, as deep as the model is in that stage,
+trainable, new and frozen layers in different colours (from the theme)."""
+
+from __future__ import annotations
+
+import math
+
+from rich.text import Text
+from textual.widgets import Static
+
+from growcockpit.plan import resolve_shapes
+from growcockpit.plan.types import Plan
+from growcockpit.ui.widgets.text_bits import colour
+
+NAME_W = 14
+
+
+def timeline_text(plan: Plan, widget: Static, width: int) -> Text:
+    text = Text()
+    try:
+        shapes = resolve_shapes(plan)
+    except Exception:  # best effort on a plan being edited
+        shapes = []
+    if not shapes:
+        return Text("no stages", style="dim")
+    deepest = max([s.layers for s in shapes] + [plan.model.final_layers, 1])
+    bar_w = max(8, width - NAME_W - 22)
+    per_char = max(1, math.ceil(deepest / bar_w))
+    c_train, c_new, c_frozen = (colour(widget, v) for v in ("gc-trainable", "gc-new", "gc-frozen"))
+    for shape, stage in zip(shapes, plan.stages, strict=False):
+        name = f"{shape.index + 1} {stage.name}"[: NAME_W - 1]
+        text.append(f"{name:<{NAME_W}}")
+        trainable = set(shape.trainable_layers)
+        new_from = shape.prev_layers if shape.added_layers > 0 else shape.layers
+        for start in range(0, shape.layers, per_char):
+            ids = range(start, min(shape.layers, start + per_char))
+            if any(i in trainable and i >= new_from for i in ids):
+                text.append("█", style=c_new)
+            elif any(i in trainable for i in ids):
+                text.append("█", style=c_train)
+            else:
+                text.append("▒", style=c_frozen)
+        pad = math.ceil(deepest / per_char) - math.ceil(shape.layers / per_char)
+        text.append(" " * pad)
+        width_note = f" w{shape.width}" if shape.width != plan.model.hidden_size else ""
+        text.append(f" {shape.layers:>3}L{width_note} {len(trainable):>3} train", style="dim")
+        text.append("\n")
+    unit = f"1 char = {per_char} layers" if per_char > 1 else "1 char = 1 layer (bottom → top)"
+    text.append(f"{'':<{NAME_W}}")
+    text.append("█", style=c_train)
+    text.append(" trainable  ")
+    text.append("█", style=c_new)
+    text.append(" new & trainable  ")
+    text.append("▒", style=c_frozen)
+    text.append(f" frozen   {unit}", style="")
+    return text
+
+
+class StageTimeline(Static):
+    def __init__(self, *, id: str | None = None) -> None:  # noqa: A002 - Textual's name
+        super().__init__("", id=id)
+        self._plan: Plan | None = None
+
+    def show_plan(self, plan: Plan) -> None:
+        self._plan = plan
+        self.update(timeline_text(plan, self, self.content_region.width or 80))
+
+    def on_resize(self) -> None:
+        if self._plan is not None:
+            self.update(timeline_text(self._plan, self, self.content_region.width or 80))
