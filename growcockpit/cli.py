@@ -74,12 +74,14 @@ def build_parser() -> argparse.ArgumentParser:
     t.add_argument(
         "--detach", action="store_true", help="start in the background (own session) and return"
     )
+    _add_distributed_args(t)
     t.set_defaults(func=cmd_train)
 
     r = sub.add_parser("resume", help="continue a run from its last checkpoint")
     r.add_argument("run_dir", type=Path)
     r.add_argument("--device")
     r.add_argument("--detach", action="store_true")
+    _add_distributed_args(r)
     r.set_defaults(func=cmd_resume)
 
     a = sub.add_parser("attach", help="open the cockpit on an existing run")
@@ -117,6 +119,49 @@ def build_parser() -> argparse.ArgumentParser:
     )
     sh.set_defaults(func=cmd_plan_show)
     return p
+
+
+def _add_distributed_args(p: argparse.ArgumentParser) -> None:
+    g = p.add_argument_group("distributed (launched through torch.distributed.run)")
+    g.add_argument(
+        "--nproc-per-node", type=int, default=1, metavar="N", help="processes (GPUs) on this node"
+    )
+    g.add_argument("--nnodes", type=int, default=1, metavar="M", help="number of nodes")
+    g.add_argument("--node-rank", type=int, default=0, help="this node's rank (multi-node)")
+    g.add_argument("--rdzv-endpoint", metavar="HOST:PORT", help="rendezvous address (multi-node)")
+
+
+def _torchrun_prefix(args: argparse.Namespace) -> list[str] | None:
+    """`python -m torch.distributed.run ...` when more than one process is asked for, else None."""
+    nproc, nnodes = args.nproc_per_node, args.nnodes
+    if nproc < 1 or nnodes < 1:
+        raise UserError("--nproc-per-node and --nnodes must be at least 1")
+    if nproc == 1 and nnodes == 1:
+        return None
+    cmd = [
+        sys.executable,
+        "-m",
+        "torch.distributed.run",
+        f"--nproc-per-node={nproc}",
+        f"--nnodes={nnodes}",
+    ]
+    if nnodes == 1:
+        cmd.append("--standalone")
+    else:
+        if not args.rdzv_endpoint:
+            raise UserError("--nnodes > 1 needs --rdzv-endpoint HOST:PORT (the same on every node)")
+        cmd += [
+            f"--node-rank={args.node_rank}",
+            "--rdzv-backend=c10d",
+            f"--rdzv-endpoint={args.rdzv_endpoint}",
+        ]
+    return cmd
+
+
+def _run_torchrun(prefix: list[str], argv: list[str]) -> int:
+    """Each worker re-enters `growcockpit train` with GROWCOCKPIT_WORKER=1 and torchrun's RANK/WORLD_SIZE."""
+    env = dict(os.environ, GROWCOCKPIT_WORKER="1")
+    return subprocess.call([*prefix, "-m", "growcockpit", *argv], env=env)
 
 
 # ---- plans -----------------------------------------------------------------------
@@ -165,22 +210,26 @@ def default_run_dir(plan_name: str, runs_root: Path) -> Path:
 
 def cmd_train(args: argparse.Namespace) -> int:
     plan = _load(args.plan)
+    worker = os.environ.get("GROWCOCKPIT_WORKER") == "1"
     run_dir = args.run_dir or default_run_dir(plan.name, Path("runs"))
-    if (run_dir / "events.jsonl").exists():
+    if (run_dir / "events.jsonl").exists() and not worker:
         raise UserError(
             f"{run_dir}: already holds a run; use `growcockpit resume {run_dir}` or choose another --run-dir"
         )
+    forwarded = ["train", str(args.plan), "--run-dir", str(run_dir)] + _device_args(args)
+    prefix = _torchrun_prefix(args)
     if args.detach:
-        return _detach(
-            ["train", str(args.plan), "--run-dir", str(run_dir)] + _device_args(args), run_dir
-        )
+        return _detach(forwarded + _distributed_args(args), run_dir)
     from growcockpit.backend.run import LaunchError, check_supported, run_training
 
     try:
         check_supported(plan, str(args.plan))
     except LaunchError as exc:
         raise UserError(str(exc)) from None
-    print(f"run directory: {run_dir}", flush=True)
+    if prefix is not None:
+        return _run_torchrun(prefix, forwarded)
+    if os.environ.get("RANK", "0") == "0":
+        print(f"run directory: {run_dir}", flush=True)
     return run_training(plan, args.plan.read_text(), run_dir, device=args.device)
 
 
@@ -192,12 +241,17 @@ def cmd_resume(args: argparse.Namespace) -> int:
         status = read_status(run_dir)
     except RunDirError as exc:
         raise UserError(str(exc)) from None
-    if status.is_live():
+    if status.is_live() and os.environ.get("GROWCOCKPIT_WORKER") != "1":
         raise UserError(
             f"{run_dir}: the run is still live (pid {status.pid}); attach to it instead"
         )
     if args.detach:
-        return _detach(["resume", str(run_dir)] + _device_args(args), run_dir)
+        return _detach(
+            ["resume", str(run_dir)] + _device_args(args) + _distributed_args(args), run_dir
+        )
+    prefix = _torchrun_prefix(args)
+    if prefix is not None:
+        return _run_torchrun(prefix, ["resume", str(run_dir)] + _device_args(args))
     from growcockpit.backend.checkpoint import latest_checkpoint
     from growcockpit.backend.run import run_training
 
@@ -209,6 +263,13 @@ def cmd_resume(args: argparse.Namespace) -> int:
     plan = _load(run_dir / "plan.toml")
     print(f"resuming {run_dir} from {ckpt.name}", flush=True)
     return run_training(plan, "", run_dir, device=args.device, resume_from=ckpt)
+
+
+def _distributed_args(args: argparse.Namespace) -> list[str]:
+    out = [f"--nproc-per-node={args.nproc_per_node}", f"--nnodes={args.nnodes}"]
+    if args.nnodes > 1:
+        out += [f"--node-rank={args.node_rank}", f"--rdzv-endpoint={args.rdzv_endpoint}"]
+    return out
 
 
 def _device_args(args: argparse.Namespace) -> list[str]:

@@ -14,7 +14,9 @@ from growcockpit.grow.model_parts import head_parameters
 from growcockpit.plan.types import OptimSpec, Stage, trainable_layer_ids
 
 
-def _enter(model: nn.Module, stage: Stage, prev: int) -> tuple[StagedForward, torch.optim.Optimizer]:
+def _enter(
+    model: nn.Module, stage: Stage, prev: int
+) -> tuple[StagedForward, torch.optim.Optimizer]:
     trainable = trainable_layer_ids(stage, prev)
     result = apply_freeze(model, trainable, stage.embeddings_trainable(), stage.head_trainable())
     forward = StagedForward.for_stage(
@@ -26,7 +28,9 @@ def _enter(model: nn.Module, stage: Stage, prev: int) -> tuple[StagedForward, to
 def _grown(family: str) -> tuple[nn.Module, StagedForward, torch.optim.Optimizer]:
     model = tiny_model(family, layers=2)
     stack_layers(model, 2, "top")
-    forward, opt = _enter(model, Stage(name="grow", layers=4, steps=1, enter="stack", train="new"), 2)
+    forward, opt = _enter(
+        model, Stage(name="grow", layers=4, steps=1, enter="stack", train="new"), 2
+    )
     return model, forward, opt
 
 

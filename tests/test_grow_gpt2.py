@@ -38,7 +38,9 @@ def test_default_gpt2_decoalesce_preserves_logits() -> None:
     torch.testing.assert_close(
         big.transformer.ln_f.weight, small.transformer.ln_f.weight.repeat(2) / 2
     )
-    torch.testing.assert_close(big.transformer.wte.weight, small.transformer.wte.weight.repeat(1, 2))
+    torch.testing.assert_close(
+        big.transformer.wte.weight, small.transformer.wte.weight.repeat(1, 2)
+    )
 
 
 def test_default_gpt2_decoalesce_preserves_logits_fp32() -> None:

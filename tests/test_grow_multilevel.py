@@ -183,8 +183,12 @@ def test_d_of_c_has_shapes_not_values_and_is_idempotent(
 
 def test_width_and_depth_commute() -> None:
     model = tiny_model("bert", dtype=torch.float64)
-    a, _ = coalesce_model(coalesce_model(model, width=True, depth=False)[0], width=False, depth=True)
-    b, _ = coalesce_model(coalesce_model(model, width=False, depth=True)[0], width=True, depth=False)
+    a, _ = coalesce_model(
+        coalesce_model(model, width=True, depth=False)[0], width=False, depth=True
+    )
+    b, _ = coalesce_model(
+        coalesce_model(model, width=False, depth=True)[0], width=True, depth=False
+    )
     c, _ = coalesce_model(model, width=True, depth=True)
     for k, v in c.state_dict().items():
         torch.testing.assert_close(a.state_dict()[k], v)
@@ -302,10 +306,10 @@ def test_coalesced_qkv_is_f_w_t_gpt2() -> None:
         section = w[:, s * d : (s + 1) * d].T  # out × in
         torch.testing.assert_close(ws[:, s * d // 2 : (s + 1) * d // 2].T, f @ section @ t)
     # ln_f gets the preln-tied factor 2 (see coalesce.py), other LayerNorms F·v
+    torch.testing.assert_close(small.transformer.ln_f.weight, 2 * f @ model.transformer.ln_f.weight)
     torch.testing.assert_close(
-        small.transformer.ln_f.weight, 2 * f @ model.transformer.ln_f.weight
+        small.transformer.h[0].ln_1.bias, f @ model.transformer.h[0].ln_1.bias
     )
-    torch.testing.assert_close(small.transformer.h[0].ln_1.bias, f @ model.transformer.h[0].ln_1.bias)
 
 
 def test_coalesce_depth_is_mean_of_group() -> None:
@@ -361,8 +365,13 @@ def test_interpolation_rejects_mismatched_partner() -> None:
     with pytest.raises(ValueError, match="partner must be"):
         interpolate_model(other, small, alpha=0.5, width=True, depth=True)
     with pytest.raises(ValueError, match="is bert, the small model gpt2"):
-        interpolate_model(saved, coalesce_model(tiny_model("gpt2"), width=True, depth=True)[0],
-                          alpha=0.5, width=True, depth=True)
+        interpolate_model(
+            saved,
+            coalesce_model(tiny_model("gpt2"), width=True, depth=True)[0],
+            alpha=0.5,
+            width=True,
+            depth=True,
+        )
     with pytest.raises(ValueError, match="alpha"):
         interpolate_model(saved, small, alpha=1.5, width=True, depth=True)
 

@@ -117,9 +117,9 @@ def _ligo_depth(small: nn.Module, coefficients: torch.Tensor) -> nn.Module:
     stack_layers(large, large_depth - small_depth, "random")
     src = [layer.state_dict() for layer in get_layers(small)]
     with torch.no_grad():
-        for l, layer in enumerate(get_layers(large)):
+        for dst, layer in enumerate(get_layers(large)):
             for name, tensor in layer.state_dict().items():
-                tensor.copy_(sum(coefficients[l, j] * src[j][name] for j in range(small_depth)))
+                tensor.copy_(sum(coefficients[dst, j] * src[j][name] for j in range(small_depth)))
     return large
 
 
@@ -128,15 +128,15 @@ def test_ligo_one_hot_stack_init_reproduces_gong(family: str) -> None:
     small = tiny_model(family, layers=3)
     l_s, l_big = 3, 6
     stack_init = torch.zeros(l_big, l_s)
-    for l in range(l_big):
-        stack_init[l, l % l_s] = 1.0
+    for dst in range(l_big):
+        stack_init[dst, dst % l_s] = 1.0
     ligo = _ligo_depth(small, stack_init)
     gong = tiny_model(family, layers=3)
     stack_layers(gong, 3, "bottom")
     assert state_equal(ligo, gong)
     # LiGO's interlace init (⌊l/2⌋) is the multi-level D with adjacent pairing
     interlace = torch.zeros(l_big, l_s)
-    for l in range(l_big):
-        interlace[l, l // 2] = 1.0
+    for dst in range(l_big):
+        interlace[dst, dst // 2] = 1.0
     d_adjacent, _ = decoalesce_model(small, width=False, depth=True, pairing="adjacent")
     assert state_equal(_ligo_depth(small, interlace), d_adjacent)

@@ -14,6 +14,7 @@ fails): set `requires_grad` first, then wrap anew, then build the optimizer.
 
 from __future__ import annotations
 
+import hashlib
 import os
 from dataclasses import dataclass
 from typing import Any
@@ -101,6 +102,18 @@ class DistContext:
         dist.all_gather(out, local)
         losses = [float(t[0]) for t in out]
         return sum(losses) / len(losses), [float(t[1]) for t in out]
+
+    def gather_digests(self, model: nn.Module) -> list[str] | None:
+        """Each rank's weight digest: equal digests prove the ranks stayed in sync."""
+        if not self.enabled:
+            return None
+        h = hashlib.sha1()
+        for name, tensor in sorted(model.state_dict().items()):
+            h.update(name.encode())
+            h.update(tensor.detach().cpu().contiguous().view(torch.uint8).numpy().tobytes())
+        out: list[Any] = [None] * self.world_size
+        dist.all_gather_object(out, h.hexdigest())
+        return [str(d) for d in out]
 
     def barrier(self) -> None:
         if self.enabled:

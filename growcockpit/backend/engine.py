@@ -435,7 +435,19 @@ class Trainer:
         if self.dist.is_main:
             self.model.save_pretrained(final)
             self.data.tokenizer.save_pretrained(final)
-        self.report.emit(RunFinished(status=status, step=self.pos.step, final_path=str(final)))
+        digests = self.dist.gather_digests(self.model)
+        if digests and len(set(digests)) > 1:
+            self.report.warn(
+                f"ranks ended with different weights ({len(set(digests))} distinct digests)"
+            )
+        self.report.emit(
+            RunFinished(
+                status=status,
+                step=self.pos.step,
+                final_path=str(final),
+                rank_weight_digests=digests,
+            )
+        )
         self.report.status_final(self, status)
         return status
 

@@ -313,7 +313,7 @@ def coalesce_model(
     groupings = width_groupings(large) if width else {}
     scales = recipe_scales(family, recipe)
     new = build_like(model, config_with_shape(part(model, "config"), family, small))
-    source = model.state_dict()
+    source: dict[str, torch.Tensor] = model.state_dict()
 
     def tensor_for(name: str, current: torch.Tensor) -> torch.Tensor:
         key = layer_key(name)

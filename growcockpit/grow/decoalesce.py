@@ -100,7 +100,7 @@ def decoalesce_model(
     groupings = width_groupings(large) if width else {}
     scales = recipe_scales(family, recipe)
     new = build_like(model, config)
-    source = model.state_dict()
+    source: dict[str, torch.Tensor] = model.state_dict()
 
     def tensor_for(name: str, current: torch.Tensor) -> torch.Tensor:
         key = layer_key(name)

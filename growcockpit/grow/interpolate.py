@@ -60,8 +60,8 @@ def interpolate_model(
             f"depth={depth}); the partner must be "
             f"this run's checkpoint taken just before coalescing. {exc}"
         ) from exc
-    saved_state = saved.state_dict()
-    grown_state = grown.state_dict()
+    saved_state: dict[str, torch.Tensor] = saved.state_dict()
+    grown_state: dict[str, torch.Tensor] = grown.state_dict()
     for name, value in grown_state.items():
         if name not in saved_state or saved_state[name].shape != value.shape:
             got = tuple(saved_state[name].shape) if name in saved_state else "missing"

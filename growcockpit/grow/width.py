@@ -50,9 +50,7 @@ def paired_groups(size: int, chunk: int) -> list[list[int]]:
             f"number of chunks; {size} coordinates in chunks of {chunk} give {n_chunks}"
         )
     half = n_chunks // 2
-    return [
-        [i * chunk + r, (i + half) * chunk + r] for i in range(half) for r in range(chunk)
-    ]
+    return [[i * chunk + r, (i + half) * chunk + r] for i in range(half) for r in range(chunk)]
 
 
 def depth_groups(layers: int, pairing: str) -> list[list[int]]:

@@ -12,12 +12,18 @@ Frozen blocks under `no_grad` have no backward: their bwd_ms stays None.
 from __future__ import annotations
 
 import time
+import warnings
 from collections.abc import Callable
 from typing import Any
 
 import torch
 from torch import nn
 from torch.utils.hooks import RemovableHandle
+
+warnings.filterwarnings(
+    "ignore",
+    message="Full backward hook is firing when gradients are computed with respect to module outputs",
+)
 
 
 class _Clock:

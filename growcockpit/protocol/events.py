@@ -238,6 +238,7 @@ class RunFinished(Event):
     step: int = 0
     final_path: str | None = None
     message: str = ""
+    rank_weight_digests: list[str] | None = None
 
 
 # Unambiguous aliases: `Warning` and `Error` shadow builtins when imported bare.

@@ -1,0 +1,207 @@
+"""Home: the plans (shipped samples and your own) and the runs under runs/.
+
+Enter opens the highlighted plan (designer) or run (dashboard); `n` starts a new
+plan, `a` attaches to the highlighted run, `c` compares runs. The runs list
+refreshes itself every couple of seconds from each run's status.json.
+"""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+from rich.text import Text
+from textual import work
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.containers import Vertical
+from textual.message import Message
+from textual.screen import Screen
+from textual.widgets import DataTable, Footer, Static
+
+from growcockpit.ui.catalog import PlanEntry, RunEntry, format_age, list_plans, list_runs
+from growcockpit.ui.screens.prompt import HelpScreen, keys_of
+
+REFRESH_S = 2.0
+STATUS_STYLE = {
+    "live": "bold green",
+    "paused": "bold yellow",
+    "finished": "cyan",
+    "stopped": "yellow",
+    "crashed": "bold red",
+    "unknown": "dim",
+}
+HELP = """\
+growcockpit designs, launches, watches and steers training runs that grow a
+transformer stage by stage (MSLT, progressive stacking, V-cycles).
+
+Plans are TOML files: the shipped samples, and yours (*.toml here or in plans/).
+Open one (Enter) to edit its stages, see its cost and launch it. Runs live under
+runs/: each keeps training when you leave the cockpit; open one (Enter or a) to
+watch and steer it, or compare two or more (c)."""
+
+
+class HomeScreen(Screen[None]):
+    BINDINGS = [
+        Binding("enter", "open", "Open", show=True, priority=False),
+        Binding("n", "new_plan", "New plan"),
+        Binding("a", "attach", "Attach"),
+        Binding("c", "compare", "Compare"),
+        Binding("r", "refresh", "Refresh", show=False),
+        Binding("question_mark", "help", "Help", key_display="?"),
+        Binding("q", "app.quit", "Quit"),
+    ]
+
+    class OpenPlan(Message):
+        def __init__(self, path: Path | None) -> None:
+            super().__init__()
+            self.path = path
+
+    class OpenRun(Message):
+        def __init__(self, path: Path) -> None:
+            super().__init__()
+            self.path = path
+
+    class OpenCompare(Message):
+        def __init__(self, paths: list[Path]) -> None:
+            super().__init__()
+            self.paths = paths
+
+    def __init__(self, runs_root: Path, workdir: Path | None = None) -> None:
+        super().__init__()
+        self.runs_root = Path(runs_root)
+        self.workdir = workdir
+        self.plans: list[PlanEntry] = []
+        self.runs: list[RunEntry] = []
+        self._runs_key: tuple[object, ...] = ()
+
+    def compose(self) -> ComposeResult:
+        yield Static(
+            "growcockpit · design, launch, watch and steer growing-transformer runs",
+            id="home-title",
+        )
+        with Vertical(id="home-body"):
+            yield DataTable(id="plans-table", cursor_type="row", zebra_stripes=True)
+            yield DataTable(id="runs-table", cursor_type="row", zebra_stripes=True)
+        yield Footer()
+
+    def on_mount(self) -> None:
+        plans = self.query_one("#plans-table", DataTable)
+        plans.border_title = "plans · Enter opens · n new"
+        for col in ("plan", "from", "stages", "steps", "layers", "about"):
+            plans.add_column(col, key=col)
+        runs = self.query_one("#runs-table", DataTable)
+        runs.border_title = f"runs in {self.runs_root}/ · Enter or a attaches · c compares"
+        for col in ("run", "status", "plan", "stage", "step", "loss", "age"):
+            runs.add_column(col, key=col)
+        self.load_plans()
+        self.show_runs(list_runs(self.runs_root))
+        plans.focus()
+        self.set_interval(REFRESH_S, self.action_refresh)
+
+    def on_screen_resume(self) -> None:
+        self.load_plans()
+        self.action_refresh()
+
+    # ---- data -----------------------------------------------------------------
+    def load_plans(self) -> None:
+        self.plans = list_plans(self.workdir)
+        table = self.query_one("#plans-table", DataTable)
+        cursor = table.cursor_row
+        table.clear()
+        for i, p in enumerate(self.plans):
+            about = p.problem or p.description
+            table.add_row(
+                Text(p.name, style="bold"),
+                Text(p.origin, style="dim" if p.origin == "sample" else "green"),
+                str(p.stages),
+                str(p.steps),
+                str(p.final_layers),
+                about[:60] + ("…" if len(about) > 60 else ""),
+                key=str(i),
+            )
+        if self.plans:
+            table.move_cursor(row=min(cursor, len(self.plans) - 1), animate=False)
+
+    @work(thread=True, exclusive=True, group="runs", exit_on_error=False)
+    def _refresh_worker(self) -> None:
+        runs = list_runs(self.runs_root)
+        self.app.call_from_thread(self.show_runs, runs)
+
+    def action_refresh(self) -> None:
+        self._refresh_worker()
+
+    def show_runs(self, runs: list[RunEntry]) -> None:
+        now = self._now()
+        key = tuple((r.path, r.status, r.stage, r.step, r.loss, format_age(now - r.updated)) for r in runs)
+        if key == self._runs_key:
+            return
+        self._runs_key = key
+        self.runs = runs
+        table = self.query_one("#runs-table", DataTable)
+        cursor = table.cursor_row
+        table.clear()
+        if not runs:
+            table.add_row(
+                Text("no runs yet: open a plan and launch it (l)", style="dim"), "", "", "", "", "", ""
+            )
+            return
+        for i, r in enumerate(runs):
+            steps = f"{r.step}/{r.total_steps}" if r.total_steps else str(r.step)
+            table.add_row(
+                r.name,
+                Text(r.status, style=STATUS_STYLE.get(r.status, "")),
+                r.plan,
+                r.stage,
+                steps,
+                "–" if r.loss is None else f"{r.loss:.3f}",
+                format_age(now - r.updated) if r.updated else "–",
+                key=str(i),
+            )
+        table.move_cursor(row=min(cursor, len(runs) - 1), animate=False)
+
+    def _now(self) -> float:
+        clock = getattr(self.app, "clock", time.time)
+        return float(clock())
+
+    # ---- keys -------------------------------------------------------------------
+    def _selected_run(self) -> RunEntry | None:
+        table = self.query_one("#runs-table", DataTable)
+        if not self.runs:
+            return None
+        return self.runs[min(table.cursor_row, len(self.runs) - 1)]
+
+    def action_open(self) -> None:
+        if self.focused is self.query_one("#runs-table"):
+            self.action_attach()
+            return
+        table = self.query_one("#plans-table", DataTable)
+        if self.plans:
+            self.post_message(self.OpenPlan(self.plans[table.cursor_row].path))
+
+    def on_data_table_row_selected(self, event: DataTable.RowSelected) -> None:
+        event.stop()
+        if event.data_table.id == "runs-table":
+            self.action_attach()
+        elif self.plans:
+            self.post_message(self.OpenPlan(self.plans[event.cursor_row].path))
+
+    def action_new_plan(self) -> None:
+        self.post_message(self.OpenPlan(None))
+
+    def action_attach(self) -> None:
+        run = self._selected_run()
+        if run is None:
+            self.notify("No runs yet: open a plan (Enter) and launch it (l).", title="Nothing to attach to")
+            return
+        self.post_message(self.OpenRun(run.path))
+
+    def action_compare(self) -> None:
+        if len(self.runs) < 1:
+            self.notify("Compare needs runs: launch a plan first.", title="Nothing to compare")
+            return
+        run = self._selected_run()
+        self.post_message(self.OpenCompare([run.path] if run else []))
+
+    def action_help(self) -> None:
+        self.app.push_screen(HelpScreen("growcockpit", HELP, keys_of(self)))
