@@ -213,9 +213,20 @@ class Clock:
         return (time.perf_counter() - t) * 1e3 / n
 
 
+def resolve_precision(requested: str, device: torch.device) -> str:
+    """As `engine.resolve_precision`: "auto" = bf16 autocast on a CUDA GPU that supports it, else fp32."""
+    if requested != "auto":
+        return requested
+    if device.type == "cuda" and torch.cuda.is_bf16_supported():
+        return "bf16"
+    return "fp32"
+
+
 def autocast_for(device: torch.device, dtype: str) -> Any:
-    if dtype == "bf16":
-        return torch.autocast(device_type=device.type, dtype=torch.bfloat16)
+    """The engine's autocast (fp16 runs without its GradScaler here: timing only)."""
+    if dtype in ("bf16", "fp16"):
+        amp_dtype = torch.bfloat16 if dtype == "bf16" else torch.float16
+        return torch.autocast(device_type=device.type, dtype=amp_dtype)
     return nullcontext()
 
 
@@ -492,9 +503,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--device", default=None, help="cuda, cuda:1, cpu (default: cuda if available)")
     ap.add_argument(
         "--dtype",
-        choices=("bf16", "fp32"),
+        choices=("bf16", "fp16", "fp32"),
         default=None,
-        help="autocast (default: bf16 on GPU, fp32 on CPU)",
+        help="autocast (default: the plan's optim.precision; auto = bf16 on GPU, fp32 on CPU)",
     )
     ap.add_argument(
         "--budget-s", type=float, default=None, help="wall-clock budget; steps shrink to fit"
@@ -514,7 +525,6 @@ def main(argv: list[str] | None = None) -> int:
     if device.type == "cuda" and not torch.cuda.is_available():
         print(f"gpu_check: --device {device} but CUDA is not available", file=sys.stderr)
         return 2
-    dtype = args.dtype or ("bf16" if device.type == "cuda" else "fp32")
     steps = args.steps or (4 if args.tiny else 100)
     warmup = args.warmup if args.warmup is not None else (1 if args.tiny else 3)
     rounds = max(1, min(args.rounds or (2 if args.tiny else 5), steps))
@@ -532,6 +542,7 @@ def main(argv: list[str] | None = None) -> int:
         plans = {k: tiny_plan(p) for k, p in plans.items()}
     plans = {k: override(p, args.batch_size, args.seq_len) for k, p in plans.items()}
     mslt, base = plans["mslt"], plans["baseline"]
+    dtype = args.dtype or resolve_precision(mslt.optim.precision, device)
     if base.stages[-1].layers != mslt.model.final_layers or len(base.stages) != 1:
         print(
             "gpu_check: the baseline plan should be one all-trained stage at the MSLT plan's final depth",
@@ -649,7 +660,7 @@ def main(argv: list[str] | None = None) -> int:
         done_rounds += 1
     sampler.stop()
     # where the time goes (a separate, synchronized pass: not used for the speedups)
-    n_parts = 2 if args.tiny else 5
+    n_parts = max(1, min(2 if args.tiny else 5, steps))
     if (
         time.monotonic() + n_parts * sum(statistics.median(c.times_ms) for c in configs) / 1e3
         < deadline - 20.0

@@ -9,7 +9,13 @@ from torch import nn
 
 from growcockpit.backend.forward import StagedForward
 from growcockpit.backend.optim import build_optimizer
-from growcockpit.grow import apply_freeze, get_layers, stack_layers
+from growcockpit.grow import (
+    apply_freeze,
+    carry_optimizer_state,
+    coalesce_model,
+    get_layers,
+    stack_layers,
+)
 from growcockpit.grow.model_parts import head_parameters
 from growcockpit.plan.types import OptimSpec, Stage, trainable_layer_ids
 
@@ -48,6 +54,7 @@ def test_only_new_blocks_and_head_train(family: str) -> None:
     assert in_opt == trainable  # the prts bug: the optimizer must hold exactly this set
 
 
+@pytest.mark.filterwarnings("ignore:Full backward hook is firing")
 @pytest.mark.parametrize("family", FAMILIES)
 def test_frozen_blocks_get_no_backward(family: str) -> None:
     model, forward, opt = _grown(family)
@@ -100,3 +107,47 @@ def test_unfreeze_all(family: str) -> None:
     assert in_opt == {id(p) for p in model.parameters()}
     forward.loss(model, tiny_batch(family)).backward()
     assert all(p.grad is not None for p in model.parameters())
+
+
+# ---- optimizer_reset = false: Adam state carried over ----------------------------------------
+@pytest.mark.parametrize("family", FAMILIES)
+def test_adam_state_carries_over_a_stack(family: str) -> None:
+    model = tiny_model(family, layers=2)
+    forward, old = _enter(model, Stage(name="s", layers=2, steps=1, enter="init"), 0)
+    for step in range(2):
+        forward.loss(model, tiny_batch(family, seed=step)).backward()
+        old.step()
+        old.zero_grad(set_to_none=True)
+    result = stack_layers(model, 2, "top")
+    forward, new = _enter(model, Stage(name="g", layers=4, steps=1, enter="stack", train="new"), 2)
+    counts = carry_optimizer_state(old, new, model, result)
+    layers = get_layers(model)
+    head = list(head_parameters(model))
+    assert counts == {
+        "kept": len(head),
+        "copied": sum(1 for i in (2, 3) for _ in layers[i].parameters()),
+        "fresh": 0,
+    }
+    for p in head:  # surviving params keep their own moments
+        assert torch.equal(new.state[p]["exp_avg"], old.state[p]["exp_avg"])
+        assert new.state[p]["exp_avg"] is not old.state[p]["exp_avg"]
+    for dst, src in ((2, 0), (3, 1)):  # copies take their source's
+        for (_, pd), (_, ps) in zip(
+            layers[dst].named_parameters(), layers[src].named_parameters(), strict=True
+        ):
+            assert torch.equal(new.state[pd]["exp_avg_sq"], old.state[ps]["exp_avg_sq"])
+            assert torch.equal(new.state[pd]["step"], old.state[ps]["step"])
+    forward.loss(model, tiny_batch(family)).backward()
+    new.step()  # the carried state is usable
+    assert all(p not in new.state for p in layers[0].parameters())
+
+
+def test_coalesced_model_starts_fresh() -> None:
+    model = tiny_model("bert", layers=2)
+    forward, old = _enter(model, Stage(name="s", layers=2, steps=1, enter="init"), 0)
+    forward.loss(model, tiny_batch("bert")).backward()
+    old.step()
+    small, result = coalesce_model(model, width=True, depth=False)
+    _, new = _enter(small, Stage(name="c", layers=2, steps=1, enter="coalesce"), 2)
+    counts = carry_optimizer_state(old, new, small, result)
+    assert counts["kept"] == counts["copied"] == 0 and counts["fresh"] > 0

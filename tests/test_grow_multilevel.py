@@ -401,3 +401,13 @@ def test_all_pairings_and_modes_build() -> None:
         small, _ = coalesce_model(model, width=width, depth=depth, pairing=pairing)
         s = model_shape(small)
         assert s.layers == (1 if depth else 2) and s.hidden == (8 if width else 16)
+
+
+@pytest.mark.parametrize("family", FAMILIES)
+def test_bf16_round_trip_is_exact(family: str) -> None:
+    """Copies and halvings are exact in any float format, so C∘D stays bitwise in bf16."""
+    small = tiny_model(family, layers=2, hidden=16, heads=2, ffn=32, dtype=torch.bfloat16)
+    big, _ = decoalesce_model(small, width=True, depth=True)
+    assert big.get_input_embeddings().weight.dtype == torch.bfloat16
+    back, _ = coalesce_model(big, width=True, depth=True)
+    assert state_equal(back, small)

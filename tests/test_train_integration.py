@@ -99,6 +99,14 @@ def test_stage_two_trains_only_new_layers(finished_run: Path) -> None:
         ]
         assert ev.layers[0].grad_norm is None and ev.layers[1].grad_norm is None
         assert ev.layers[2].grad_norm is not None and ev.layers[2].grad_norm > 0
+    timed = [e for e in stage2 if e.step % 10 == 0]
+    assert timed, "layer timing runs every metrics.timing_every_steps (10) steps"
+    for ev in timed:
+        assert all(layer.fwd_ms is not None and layer.fwd_ms > 0 for layer in ev.layers)
+        assert ev.layers[0].bwd_ms is None and ev.layers[1].bwd_ms is None, (
+            "frozen layers do no backward"
+        )
+        assert all(layer.bwd_ms is not None and layer.bwd_ms > 0 for layer in ev.layers[2:])
 
 
 def test_frozen_layers_bitwise_unchanged_and_final_loads(finished_run: Path) -> None:

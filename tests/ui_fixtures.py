@@ -6,11 +6,18 @@ real `EventLog`, so the cockpit reads exactly what a backend would write.
 
 from __future__ import annotations
 
+import json
 import math
+import os
+import tempfile
+import time
 from pathlib import Path
+from typing import Any
 
 from growcockpit.protocol import (
     Checkpoint,
+    Error,
+    GpuStat,
     CommandEvent,
     Eval,
     Event,
@@ -27,6 +34,9 @@ from growcockpit.protocol import (
     System,
     Warning,
 )
+
+# Cockpit tests never read or write the user's settings (the remembered theme).
+os.environ["XDG_CONFIG_HOME"] = tempfile.mkdtemp(prefix="gc-xdg-")
 
 T0 = 1_767_225_600.0  # 2026-01-01 00:00:00 UTC
 STEP_S = 0.5
@@ -249,3 +259,137 @@ def write_recorded_run(run_dir: Path, finished: bool = True, upto_step: int | No
     run_dir.mkdir(parents=True, exist_ok=True)
     write_events(run_dir / "events.jsonl", recorded_events(finished, upto_step))
     return run_dir
+
+
+def crashed_events() -> list[Event]:
+    """The recorded run, cut at step 50 by a crash with a traceback."""
+    evs = recorded_events(finished=False, upto_step=50)
+    t = evs[-1].t + 0.5
+    tb = (
+        "Traceback (most recent call last):\n"
+        '  File "growcockpit/backend/engine.py", line 210, in step\n'
+        "    loss.backward()\n"
+        "RuntimeError: CUDA error: an illegal memory access was encountered"
+    )
+    evs.append(Error(t=t, message="training step failed", traceback=tb, step=50))
+    evs.append(RunFinished(t=t + 0.1, status="crashed", step=50, message="see the traceback"))
+    return evs
+
+
+def gpu_system(t: float) -> System:
+    return System(
+        t=t,
+        cpu_pct=95.0,
+        rss_bytes=3_000_000_000,
+        ram_used=40 * 2**30,
+        ram_total=128 * 2**30,
+        gpus=[
+            GpuStat(index=0, name="NVIDIA H200", util=97.0, mem_used=80 * 2**30, mem_total=141 * 2**30, power_w=610.0, temp_c=64.0),
+            GpuStat(index=1, name="NVIDIA H200", util=12.0, mem_used=2 * 2**30, mem_total=141 * 2**30, power_w=90.0, temp_c=35.0),
+        ],
+    )
+
+
+def write_long_log(path: Path, n_events: int = 100_000, layers: int = 48) -> dict[str, Any]:
+    """A generated 100k-event log: 48 layers grown in 4 stages over ~1M steps, with
+    layer stats, evals, system samples, pauses and LR changes. Written as raw lines
+    (fast); returns facts for assertions."""
+    stages = [(f"depth-{d}", d) for d in (12, 24, 36, layers)]
+    lines: list[str] = []
+    seq = 0
+    t = T0
+    step = 0
+    stage_steps = 250_000
+    per_step = 10  # one step event per 10 optimizer steps
+
+    def emit(obj: dict[str, Any]) -> None:
+        nonlocal seq
+        seq += 1
+        obj["seq"], obj["t"] = seq, round(t, 3)
+        lines.append(json.dumps(obj, separators=(",", ":")))
+
+    plan = {
+        "name": "long-48",
+        "model": {"family": "bert", "final_layers": layers},
+        "stages": [
+            {"name": n, "layers": d, "steps": stage_steps, "enter": "init" if i == 0 else "stack", "train": "all" if i == 0 else "new"}
+            for i, (n, d) in enumerate(stages)
+        ],
+    }
+    emit({"type": "run_started", "run_id": "long-48", "plan": plan, "device": "cuda", "world_size": 1})
+    stage = -1
+    prev_layers = 0
+    while seq < n_events - 1:
+        want = min(len(stages) - 1, step // stage_steps)
+        if want != stage:
+            stage = want
+            name, depth = stages[stage]
+            trainable = list(range(prev_layers, depth)) if stage else list(range(depth))
+            if stage:
+                emit({"type": "grow", "step": step, "stage": stage, "operator": "stack", "from_layers": prev_layers, "to_layers": depth, "seconds": 0.5})
+            emit({"type": "stage_started", "index": stage, "name": name, "layers": depth, "trainable_layers": trainable, "operator": "init" if stage == 0 else "stack", "steps": stage_steps, "step": step})
+            prev_layers = depth
+        step += per_step
+        t += 1.0
+        loss = 8.0 * math.exp(-step / 300_000) + 2.0 + 0.1 * math.sin(step / 777)
+        emit({"type": "step", "step": step, "stage": stage, "loss": round(loss, 4), "lr": 1e-4, "tokens": step * 4096, "tokens_per_s": 40_000.0 + 1000 * stage, "step_ms": 100.0, "fwd_ms": 30.0, "bwd_ms": 55.0 - 10 * stage, "opt_ms": 10.0, "data_ms": 5.0})
+        if step % 500 == 0:
+            depth = stages[stage][1]
+            lo = prev_layers if stage else 0
+            emit({"type": "layer_stats", "step": step, "stage": stage, "layers": [
+                {"id": i, "trainable": i >= lo if stage else True, "grad_norm": (0.1 + 0.01 * i + 0.05 * math.sin(step / 5000 + i)) if (i >= lo or stage == 0) else None, "weight_norm": 20.0 + i}
+                for i in range(depth)
+            ]})
+        if step % 5000 == 0:
+            emit({"type": "eval", "step": step, "stage": stage, "val_loss": round(loss + 0.05, 4)})
+        if step % 2000 == 0:
+            emit({"type": "system", "cpu_pct": 100.0, "rss_bytes": 2 * 2**30, "gpus": [{"index": 0, "name": "H200", "util": 90.0, "mem_used": 50 * 2**30, "mem_total": 141 * 2**30, "power_w": 500.0, "temp_c": 60.0}]})
+        if step % 100_000 == 0:
+            emit({"type": "paused", "step": step})
+            t += 60
+            emit({"type": "resumed", "step": step})
+        if step % 170_000 == 0:
+            emit({"type": "command", "id": f"lr{step}", "command": "set_lr", "args": {"factor": 0.5}, "accepted": True, "step": step})
+    emit({"type": "run_finished", "status": "completed", "step": step})
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text("\n".join(lines) + "\n")
+    return {"events": seq, "last_step": step, "layers": layers}
+
+
+def set_mtime(path: Path, when: float = T0) -> None:
+    """Fix a run's file times (home screen ages) for snapshots."""
+    for p in [path, *path.rglob("*")]:
+        os.utime(p, (when, when))
+
+
+async def settle(pilot: Any, timeout: float = 10.0) -> Any:
+    """Wait until the dashboard's tail worker has read the whole log, then flush the views."""
+    from growcockpit.ui.screens import DashboardScreen
+
+    screen = pilot.app.screen
+    assert isinstance(screen, DashboardScreen)
+    deadline = time.monotonic() + timeout
+    while not screen.caught_up:
+        assert time.monotonic() < deadline, "the tail worker never caught up"
+        await pilot.pause(0.02)
+    screen.flush_text()
+    screen.flush_plot()
+    await pilot.pause()
+    return screen
+
+
+async def wait_for(pilot: Any, cond: Any, timeout: float = 5.0) -> None:
+    deadline = time.monotonic() + timeout
+    while not cond():
+        assert time.monotonic() < deadline, "condition not met in time"
+        await pilot.pause(0.05)
+
+
+def notes(app: Any, severity: str | None = None) -> list[str]:
+    return [n.message for n in app._notifications if severity in (None, n.severity)]
+
+
+def screen_text(app: Any) -> str:
+    """The current screen as plain text (what a person sees)."""
+    strips = app.screen._compositor.render_strips()
+    return "\n".join("".join(seg.text for seg in strip) for strip in strips)

@@ -6,7 +6,8 @@ Knows torch and transformers, never Textual or the training loop.
 - `coalesce_model`, `decoalesce_model`, `interpolate_model`: the multi-level
   maps C, D and the V-cycle interpolation (methods.md §2); `width` holds F, T,
   R, G and the head-aligned grouping.
-- `apply_freeze`: which parameters train in a stage.
+- `apply_freeze`: which parameters train in a stage; `carry_optimizer_state`:
+  Adam moments across a stage change when the optimizer is not reset.
 """
 
 from growcockpit.grow.coalesce import RECIPES, ModelShape, coalesce_model, model_shape
@@ -20,6 +21,7 @@ from growcockpit.grow.model_parts import (
     head_parameters,
     set_layers,
 )
+from growcockpit.grow.optimizer_state import carry_optimizer_state
 from growcockpit.grow.stack import GrowResult, stack_layers
 from growcockpit.grow.width import (
     Grouping,
@@ -37,6 +39,7 @@ __all__ = [
     "ModelShape",
     "apply_freeze",
     "averaging_matrix",
+    "carry_optimizer_state",
     "coalesce_model",
     "copying_matrix",
     "decoalesce_model",

@@ -1,32 +1,50 @@
-"""The cockpit application: a thin shell that picks the first screen and launches runs."""
+"""The cockpit application: a thin shell that registers themes, picks the first screen,
+routes the screens' requests (open a plan, a run, compare, launch) and lists every
+action in the command palette (ctrl+p)."""
 
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
+from functools import partial
 from pathlib import Path
 
-from textual.app import App
+from textual.app import App, SystemCommand
+from textual.binding import Binding
+from textual.screen import Screen
 
-from growcockpit.resources import sample_plan, themes_dir
+from growcockpit.resources import themes_dir
 from growcockpit.ui.run_client import LaunchError, RunClient
-from growcockpit.ui.screens import DashboardScreen, PlanScreen
+from growcockpit.ui.screens import (
+    CompareScreen,
+    DashboardScreen,
+    DesignerScreen,
+    HomeScreen,
+    LaunchOptions,
+)
+from growcockpit.ui.settings import load_settings, save_settings
+from growcockpit.ui.themes import DEFAULT_THEME, GC_DEFAULTS, LAYOUT_FILE, ThemeFileError, load_theme, theme_files
 
-THEMES = {"dark": "textual-dark", "light": "textual-light"}
+Launcher = Callable[[Path, Path, LaunchOptions], Path]
 
-Launcher = Callable[[Path, Path], Path]
+
+def default_launcher(plan_path: Path, runs_root: Path, options: LaunchOptions) -> Path:
+    return RunClient.launch(plan_path, runs_root, device=options.device, nproc=options.nproc)
 
 
 class GrowCockpitApp(App[None]):
-    """`plan_path`: show that plan, ready to launch; `run_dir`: attach to a run.
+    """Home is always at the bottom of the screen stack; `plan_path` opens the designer
+    on that plan, `run_dir` the dashboard of that run, on top of it.
 
-    With neither, the plan screen opens on the shipped `cpu-demo` plan. `clock`
-    gives "now" for the elapsed time of live runs (finished runs use event
-    timestamps only); `launcher` starts a backend and returns its run directory.
+    `theme` overrides the remembered one (settings.json); `clock` gives "now" for
+    elapsed times and ages (finished runs use event timestamps only); `launcher`
+    starts a backend and returns its run directory.
     """
 
     TITLE = "growcockpit"
+    CSS_PATH = str(themes_dir() / LAYOUT_FILE)
     HORIZONTAL_BREAKPOINTS = [(0, "-narrow"), (120, "-wide")]
+    BINDINGS = [Binding("t", "cycle_theme", "Theme", show=False)]
 
     def __init__(
         self,
@@ -34,40 +52,116 @@ class GrowCockpitApp(App[None]):
         run_dir: Path | None = None,
         runs_root: Path = Path("runs"),
         *,
-        theme: str = "dark",
+        theme: str | None = None,
         clock: Callable[[], float] = time.time,
         launcher: Launcher | None = None,
         command_timeout: float = 60.0,
+        workdir: Path | None = None,
+        new_plan: bool = False,
     ) -> None:
-        if theme not in THEMES:
-            raise ValueError(f"unknown theme {theme!r}; expected one of {', '.join(THEMES)}")
-        super().__init__(css_path=[themes_dir() / f"{theme}.tcss"])
+        super().__init__()
         self.plan_path = Path(plan_path) if plan_path is not None else None
         self.run_dir = Path(run_dir) if run_dir is not None else None
         self.runs_root = Path(runs_root)
-        self._theme_choice = theme
         self.clock = clock
-        self.launcher: Launcher = launcher or RunClient.launch
+        self.launcher: Launcher = launcher or default_launcher
         self.command_timeout = command_timeout
+        self.workdir = workdir
+        self.new_plan = new_plan
+        self.theme_names: list[str] = []
+        for file in theme_files():
+            try:
+                self.register_theme(load_theme(file))
+            except ThemeFileError:
+                continue
+            self.theme_names.append(file.name)
+        if theme is not None and theme not in self.theme_names:
+            raise ValueError(f"unknown theme {theme!r}; expected one of {', '.join(self.theme_names)}")
+        remembered = load_settings().get("theme")
+        choice = theme or (remembered if remembered in self.theme_names else DEFAULT_THEME)
+        self._remember_theme = theme is None
+        self.theme = f"growcockpit-{choice}"
+
+    def get_theme_variable_defaults(self) -> dict[str, str]:
+        return dict(GC_DEFAULTS)
+
+    @property
+    def theme_choice(self) -> str:
+        return self.theme.removeprefix("growcockpit-")
 
     def on_mount(self) -> None:
-        self.theme = THEMES[self._theme_choice]
+        self.push_screen(HomeScreen(self.runs_root, self.workdir))
         if self.run_dir is not None:
             self.push_screen(self._dashboard(self.run_dir))
-        else:
-            self.push_screen(PlanScreen(self.plan_path or sample_plan("cpu-demo")))
+        elif self.plan_path is not None or self.new_plan:
+            self.push_screen(DesignerScreen(self.plan_path, runs_root=self.runs_root))
 
     def _dashboard(self, run_dir: Path, plan_path: Path | None = None) -> DashboardScreen:
         return DashboardScreen(
             run_dir, clock=self.clock, command_timeout=self.command_timeout, plan_path=plan_path
         )
 
-    def on_plan_screen_launch_requested(self, message: PlanScreen.LaunchRequested) -> None:
+    # ---- routing ----------------------------------------------------------------
+    def on_home_screen_open_plan(self, message: HomeScreen.OpenPlan) -> None:
+        self.push_screen(DesignerScreen(message.path, runs_root=self.runs_root))
+
+    def on_home_screen_open_run(self, message: HomeScreen.OpenRun) -> None:
+        self.run_dir = message.path
+        self.push_screen(self._dashboard(message.path))
+
+    def on_home_screen_open_compare(self, message: HomeScreen.OpenCompare) -> None:
+        self.push_screen(CompareScreen(self.runs_root, message.paths))
+
+    def on_designer_screen_launch_requested(self, message: DesignerScreen.LaunchRequested) -> None:
         try:
-            run_dir = self.launcher(message.plan_path, self.runs_root)
+            run_dir = self.launcher(message.plan_path, self.runs_root, message.options)
         except (LaunchError, OSError) as exc:
             self.notify(f"launch failed: {exc}", title="Launch failed", severity="error")
             return
         self.run_dir = run_dir
-        self.notify(f"launched: {run_dir}", title="Run started")
+        self.notify(f"launched: {run_dir.name}", title="Run started")
         self.switch_screen(self._dashboard(run_dir, message.plan_path))
+
+    def action_home(self) -> None:
+        """Back to the home screen (runs keep going)."""
+        while len(self.screen_stack) > 2 and not isinstance(self.screen, HomeScreen):
+            self.pop_screen()
+        if not isinstance(self.screen, HomeScreen):
+            self.pop_screen()
+
+    def action_open_compare(self) -> None:
+        self.push_screen(CompareScreen(self.runs_root, [self.run_dir] if self.run_dir else []))
+
+    def action_new_plan(self) -> None:
+        self.push_screen(DesignerScreen(None, runs_root=self.runs_root))
+
+    # ---- themes -------------------------------------------------------------------
+    def action_cycle_theme(self) -> None:
+        names = self.theme_names
+        i = names.index(self.theme_choice) if self.theme_choice in names else -1
+        self.set_theme(names[(i + 1) % len(names)])
+
+    def set_theme(self, name: str) -> None:
+        self.theme = f"growcockpit-{name}"
+        if self._remember_theme:
+            save_settings({"theme": name})
+        self.notify(f"theme: {name}", timeout=2)
+
+    # ---- the command palette lists every action ------------------------------
+    def get_system_commands(self, screen: Screen[object]) -> Iterable[SystemCommand]:
+        for binding in getattr(screen, "BINDINGS", []):
+            if isinstance(binding, Binding) and binding.description:
+                key = binding.key_display or binding.key.split(",")[0]
+                yield SystemCommand(
+                    binding.description,
+                    f"key {key} · {type(screen).__name__.removesuffix('Screen').lower()}",
+                    partial(screen.run_action, binding.action),
+                )
+        for name in self.theme_names:
+            yield SystemCommand(f"Theme: {name}", f"switch to the {name} theme (t cycles)", partial(self.set_theme, name))
+        yield SystemCommand("Home", "plans and runs", self.action_home)
+        yield SystemCommand("New plan", "open the designer on a new plan", self.action_new_plan)
+        yield SystemCommand("Compare runs", "overlay the loss curves of runs", self.action_open_compare)
+        for command in super().get_system_commands(screen):
+            if command.title not in ("Theme",):
+                yield command

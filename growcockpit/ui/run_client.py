@@ -44,16 +44,22 @@ def plan_name(plan_path: Path) -> str:
     return re.sub(r"[^A-Za-z0-9._-]+", "-", name).strip("-") or "run"
 
 
-def backend_command(plan_path: Path, run_dir: Path, python: str | None = None) -> list[str]:
-    return [
-        python or sys.executable,
-        "-m",
-        "growcockpit",
-        "train",
-        str(plan_path),
-        "--run-dir",
-        str(run_dir),
-    ]
+def backend_command(
+    plan_path: Path,
+    run_dir: Path,
+    python: str | None = None,
+    device: str = "",
+    nproc: int = 1,
+) -> list[str]:
+    """`python -m growcockpit train PLAN --run-dir DIR [--device D] [--nproc-per-node N]`.
+
+    `--nproc-per-node` is passed only for N > 1 (DDP)."""
+    cmd = [python or sys.executable, "-m", "growcockpit", "train", str(plan_path), "--run-dir", str(run_dir)]
+    if device:
+        cmd += ["--device", device]
+    if nproc > 1:
+        cmd += ["--nproc-per-node", str(nproc)]
+    return cmd
 
 
 def backend_env(base: dict[str, str] | None = None) -> dict[str, str]:
@@ -78,6 +84,8 @@ class RunClient:
         *,
         python: str | None = None,
         now: Callable[[], float] = time.time,
+        device: str = "",
+        nproc: int = 1,
     ) -> Path:
         """Create `runs_root/<plan-name>-<YYYYmmdd-HHMMSS>/` and start the backend in it.
 
@@ -103,7 +111,7 @@ class RunClient:
         try:
             with open(log_path, "ab") as log:
                 proc = subprocess.Popen(
-                    backend_command(plan_path.resolve(), run_dir, python),
+                    backend_command(plan_path.resolve(), run_dir, python, device, nproc),
                     stdin=subprocess.DEVNULL,
                     stdout=log,
                     stderr=subprocess.STDOUT,

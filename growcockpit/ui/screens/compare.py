@@ -61,7 +61,7 @@ class CompareScreen(Screen[None]):
                 yield PlotextPlot(id="compare-time")
                 yield PlotextPlot(id="compare-tokens")
                 yield DataTable(id="compare-table", cursor_type="none")
-        yield Footer()
+        yield Footer(compact=True)
 
     def on_mount(self) -> None:
         runs = list_runs(self.runs_root)

@@ -24,10 +24,10 @@ class ConfirmScreen(ModalScreen[bool]):
         self._yes = yes
 
     def compose(self) -> ComposeResult:
-        with Vertical(id="confirm-box"):
-            yield Static(self._title, id="confirm-title")
-            yield Static(self._body, id="confirm-body")
-            with Horizontal(id="confirm-buttons"):
+        with Vertical(id="confirm-box", classes="dialog"):
+            yield Static(self._title, id="confirm-title", classes="dialog-title")
+            yield Static(self._body, id="confirm-body", classes="dialog-body")
+            with Horizontal(id="confirm-buttons", classes="dialog-buttons"):
                 yield Button(f"{self._yes} (y)", id="yes", variant="warning")
                 yield Button("No (n)", id="no")
 

@@ -68,13 +68,13 @@ why refused). Only one cockpit at a time controls a run; others are read-only.""
 
 class DashboardScreen(Screen[None]):
     BINDINGS = [
-        Binding("p", "pause_resume", "Pause/resume"),
-        Binding("g", "advance", "Next stage"),
-        Binding("c", "checkpoint", "Checkpoint"),
+        Binding("p", "pause_resume", "Pause"),
+        Binding("g", "advance", "Advance"),
+        Binding("c", "checkpoint", "Ckpt"),
         Binding("s", "stop", "Stop"),
-        Binding("e", "edit_stages", "Edit stages"),
-        Binding("l", "scale_lr", "Scale LR"),
-        Binding("r", "toggle_raw", "Raw/EMA"),
+        Binding("e", "edit_stages", "Edit"),
+        Binding("l", "scale_lr", "LR"),
+        Binding("r", "toggle_raw", "Raw/EMA", show=False),
         Binding("q", "leave", "Leave"),
         Binding("question_mark", "help", "Help", key_display="?"),
         Binding("escape", "home", "Home", show=False),
@@ -138,7 +138,7 @@ class DashboardScreen(Screen[None]):
                 yield SystemPanel(id="system-panel")
             with TabPane("5 Events", id="events"):
                 yield EventLogPanel(id="event-log-full")
-        yield Footer()
+        yield Footer(compact=True)
 
     def on_mount(self) -> None:
         self.query_one(LossPlot).border_title = f"loss  {MARKER_LEGEND}"

@@ -145,11 +145,11 @@ def path_problem(text: str) -> str:
 
 class DesignerScreen(Screen[list[dict[str, Any]] | None]):
     BINDINGS = [
-        Binding("a", "add_stage", "Add stage"),
-        Binding("d", "duplicate_stage", "Duplicate"),
+        Binding("a", "add_stage", "Add"),
+        Binding("d", "duplicate_stage", "Dup"),
         Binding("x,delete", "remove_stage", "Remove", key_display="x"),
-        Binding("left_square_bracket", "move(-1)", "Move up", key_display="["),
-        Binding("right_square_bracket", "move(1)", "Move down", key_display="]"),
+        Binding("left_square_bracket", "move(-1)", "Up", key_display="["),
+        Binding("right_square_bracket", "move(1)", "Down", key_display="]"),
         Binding("ctrl+s", "save", "Save", priority=True),
         Binding("S", "save_as", "Save as", key_display="S"),
         Binding("l", "launch", "Launch"),
@@ -183,6 +183,18 @@ class DesignerScreen(Screen[list[dict[str, Any]] | None]):
         self.selected = 0
         self.field_errors: dict[str, str] = {}
         self.problems: list[PlanError] = []
+        self._load()
+
+    def _load(self) -> None:
+        if self.plan_path is None:
+            self.plan = new_plan(unique_name("my-plan", set()))
+            self.dirty = True
+            return
+        try:
+            self.original_text = self.plan_path.read_text(encoding="utf-8")
+            self.plan = load_plan(self.plan_path, validate=False)
+        except (PlanError, OSError) as exc:
+            self.error = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
 
     # ---- building ----------------------------------------------------------
     def compose(self) -> ComposeResult:
@@ -194,12 +206,17 @@ class DesignerScreen(Screen[list[dict[str, Any]] | None]):
                 yield StageForm(id="stage-form")
                 yield StageTimeline(id="timeline")
                 yield Static("", id="plan-cost")
+            plan = self.plan
             with TabPane("Plan & model", id="tab-model"), VerticalScroll():
-                yield Static("", id="form-plan-holder")
+                if plan is not None:
+                    yield SectionForm("plan", plan, id="form-plan", disabled=self.remaining)
+                    yield SectionForm("model", plan.model, id="form-model", disabled=self.remaining)
             with TabPane("Data", id="tab-data"), VerticalScroll():
-                yield Static("", id="form-data-holder")
+                if plan is not None:
+                    yield SectionForm("data", plan.data, id="form-data", disabled=self.remaining)
             with TabPane("Optimizer", id="tab-optim"), VerticalScroll():
-                yield Static("", id="form-optim-holder")
+                if plan is not None:
+                    yield SectionForm("optim", plan.optim, id="form-optim", disabled=self.remaining)
         yield Static("", id="plan-problems")
         with Horizontal(id="plan-actions"):
             if self.remaining:
@@ -208,18 +225,9 @@ class DesignerScreen(Screen[list[dict[str, Any]] | None]):
                 yield Button("Launch (l)", id="launch", variant="success")
                 yield Button("Save (ctrl+s)", id="save")
             yield Static("", id="plan-path")
-        yield Footer()
+        yield Footer(compact=True)
 
     def on_mount(self) -> None:
-        if self.plan_path is None:
-            self.plan = new_plan(unique_name("my-plan", set()))
-            self.dirty = True
-        else:
-            try:
-                self.original_text = self.plan_path.read_text(encoding="utf-8")
-                self.plan = load_plan(self.plan_path, validate=False)
-            except (PlanError, OSError) as exc:
-                self.error = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
         if self.plan is None:
             self.query_one("#plan-title", Static).update(self.plan_path.name if self.plan_path else "")
             self.query_one("#plan-problems", Static).update(
@@ -229,25 +237,9 @@ class DesignerScreen(Screen[list[dict[str, Any]] | None]):
             for button in self.query(Button):
                 button.disabled = True
             return
-        self._mount_section_forms()
         self.query_one(StageTable).focus()
         self._select(min(self.locked, len(self.plan.stages) - 1) if self.remaining else 0)
         self.revalidate()
-
-    def _mount_section_forms(self) -> None:
-        assert self.plan is not None
-        plan = self.plan
-        holder = self.query_one("#form-plan-holder")
-        holder.mount(SectionForm("plan", plan, id="form-plan"), after=holder)
-        holder.mount(SectionForm("model", plan.model, id="form-model"), after=holder)
-        holder.remove()
-        for section in ("data", "optim"):
-            h = self.query_one(f"#form-{section}-holder")
-            h.mount(SectionForm(section, getattr(plan, section), id=f"form-{section}"), after=h)
-            h.remove()
-        if self.remaining:
-            for form in self.query(SectionForm):
-                form.disabled = True
 
     # ---- validation and redraw -----------------------------------------------
     def revalidate(self) -> None:

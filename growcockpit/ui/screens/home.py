@@ -83,7 +83,7 @@ class HomeScreen(Screen[None]):
         with Vertical(id="home-body"):
             yield DataTable(id="plans-table", cursor_type="row", zebra_stripes=True)
             yield DataTable(id="runs-table", cursor_type="row", zebra_stripes=True)
-        yield Footer()
+        yield Footer(compact=True)
 
     def on_mount(self) -> None:
         plans = self.query_one("#plans-table", DataTable)

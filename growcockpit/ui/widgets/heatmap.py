@@ -57,66 +57,89 @@ class LayerHeatmap(Widget):
         steps, stages, cols = state.heat.grid(plot_w)
         if not cols or n_layers == 0:
             return Text("waiting for layer stats", style="dim")
-        if len(cols) > plot_w:  # stage cuts can add a few columns: drop the oldest
-            steps, stages, cols = steps[-plot_w:], stages[-plot_w:], cols[-plot_w:]
+        # display columns: a separator at each stage change, data columns stretched to fill
+        boundary = [i > 0 and stages[i] != stages[i - 1] for i in range(len(cols))]
+        n_sep = sum(boundary)
+        rep = max(1, (plot_w - n_sep) // len(cols))
+        display: list[int] = []  # -1: stage separator, else a column index
+        for i in range(len(cols)):
+            if boundary[i]:
+                display.append(-1)
+            display.extend([i] * rep)
+        display = display[-plot_w:]  # too many (stage cuts add columns): keep the latest
         rows_avail = max(1, height - 2)  # one line of stage labels, one of steps
-        per_cell = max(1, math.ceil(n_layers / (2 * rows_avail)))  # layers per half cell
-        halves = math.ceil(n_layers / per_cell)
-        n_rows = math.ceil(halves / 2)
-        self.columns_drawn, self.rows_drawn = len(cols), n_rows
         values = [v for c in cols for v in c.values() if v > 0]
         lo = math.log10(min(values)) if values else 0.0
         hi = math.log10(max(values)) if values else 1.0
         span = max(hi - lo, 1e-9)
         low, high = colour(self, "gc-heat-low"), colour(self, "gc-heat-high")
         stage_c = colour(self, "gc-stage")
-        blank = colour(self, "background") if self.app.theme_variables else "#000000"
+        blank = colour(self, "background")
 
-        def cell(col: dict[int, float], half: int) -> str:
-            ids = range(half * per_cell, min(n_layers, (half + 1) * per_cell))
-            vals = [col[i] for i in ids if i in col and col[i] > 0]
+        def cell(col: dict[int, float], layers: range) -> str:
+            vals = [col[i] for i in layers if col.get(i, 0.0) > 0]
             if not vals:
                 return blank
             return blend(low, high, (math.log10(max(vals)) - lo) / span)
 
-        boundary = [i > 0 and stages[i] != stages[i - 1] for i in range(len(cols))]
         text = Text()
-        # stage labels, then other markers (pause, LR change) where there is room
-        label_line: list[tuple[str, str]] = [(" ", "")] * len(cols)
+        # stage labels, then other markers (grow, pause, LR change) where there is room
+        label_line: list[tuple[str, str]] = [(" ", "")] * len(display)
         names = {s.index: s.name for s in state.stages}
-        for i, g in enumerate(stages):
-            if i == 0 or boundary[i]:
-                name = f"{g + 1}:{names.get(g, '')}"
+        for pos, ci in enumerate(display):
+            if ci == -1 or (pos == 0 and ci >= 0):
+                g = stages[display[pos + 1]] if ci == -1 and pos + 1 < len(display) else stages[max(ci, 0)]
+                name = f"{'│' if ci == -1 else ''}{g + 1}:{names.get(g, '')}"
                 for j, ch in enumerate(name):
-                    if i + j >= len(cols) or (j > 0 and boundary[i + j]):
+                    if pos + j >= len(display) or (j > 0 and display[pos + j] == -1):
                         break
-                    label_line[i + j] = (ch, f"bold {stage_c}")
+                    label_line[pos + j] = (ch, f"bold {stage_c}")
+        first_pos = {ci: pos for pos, ci in reversed(list(enumerate(display)))}
         for m in state.markers:
-            if m.kind not in MARKER_GLYPH or not steps or m.step < steps[0]:
+            if m.kind not in MARKER_GLYPH or m.step < steps[0]:
                 continue
-            i = bisect.bisect_right(steps, m.step) - 1
-            if label_line[i][0] == " ":
-                label_line[i] = (MARKER_GLYPH[m.kind], colour(self, MARKER_VARS[m.kind]))
+            pos = first_pos.get(bisect.bisect_right(steps, m.step) - 1)
+            if pos is not None and label_line[pos][0] == " ":
+                label_line[pos] = (MARKER_GLYPH[m.kind], colour(self, MARKER_VARS[m.kind]))
         text.append(" " * LABEL_W)
         for ch, style in label_line:
             text.append(ch, style=style)
         text.append("\n")
-        for r in range(n_rows - 1, -1, -1):
-            top_half, bottom_half = 2 * r + 1, 2 * r
-            first_layer = bottom_half * per_cell
-            label = f"L{first_layer}" if r % max(1, n_rows // 6 or 1) == 0 or r == n_rows - 1 else ""
+        if n_layers <= rows_avail:
+            # roomy: whole character rows per layer (up to 3), top layer first
+            per = min(3, rows_avail // n_layers)
+            bands = [(range(lid, lid + 1), range(lid, lid + 1), f"L{lid}") for lid in range(n_layers)]
+            rows: list[tuple[range, range, str]] = []
+            for lower, upper, label in reversed(bands):
+                rows += [(lower, upper, label if k == 0 else "") for k in range(per)]
+        else:
+            # two layer groups per row (upper/lower half block); groups of `per_half` layers
+            per_half = max(1, math.ceil(n_layers / (2 * rows_avail)))
+            halves = math.ceil(n_layers / per_half)
+            rows = []
+            for r in range(math.ceil(halves / 2) - 1, -1, -1):
+                lower = range(2 * r * per_half, min(n_layers, (2 * r + 1) * per_half))
+                upper = range((2 * r + 1) * per_half, min(n_layers, (2 * r + 2) * per_half))
+                every = max(1, math.ceil(halves / 2) // 8)
+                rows.append((lower, upper, f"L{lower.start}" if r % every == 0 else ""))
+        self.columns_drawn, self.rows_drawn = len(cols), len(rows)
+        col_cache: dict[tuple[int, int, int], str] = {}
+        for lower, upper, label in rows:
             text.append(f"{label:<{LABEL_W}}"[:LABEL_W], style="dim")
-            for i, col in enumerate(cols):
-                if boundary[i]:
+            for ci in display:
+                if ci == -1:
                     text.append("│", style=stage_c)
                     continue
-                upper = cell(col, top_half) if top_half < halves else blank
-                lower = cell(col, bottom_half)
-                text.append("▀", style=f"{upper} on {lower}")
+                key_l = (ci, lower.start, lower.stop)
+                lo_c = col_cache.get(key_l) or col_cache.setdefault(key_l, cell(cols[ci], lower))
+                if upper == lower:
+                    text.append("█", style=lo_c)
+                else:
+                    up_c = cell(cols[ci], upper) if len(upper) else blank
+                    text.append("▀", style=f"{up_c} on {lo_c}")
             text.append("\n")
-        first, last = steps[0], steps[-1]
-        footer = f"step {first}"
-        tail = f"{last}  log₁₀ grad {lo:.1f}…{hi:.1f}"
-        pad = max(1, len(cols) - len(footer) - len(tail))
+        footer = f"step {steps[0]}"
+        tail = f"{steps[-1]}  log₁₀ grad {lo:.1f}…{hi:.1f}"
+        pad = max(1, len(display) - len(footer) - len(tail))
         text.append(" " * LABEL_W + footer + " " * pad + tail, style="dim")
         return text

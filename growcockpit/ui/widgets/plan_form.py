@@ -126,8 +126,10 @@ class _Form(Container):
     prefix = ""
     scope = ""
 
-    def __init__(self, fields: tuple[Field, ...], *, id: str | None = None) -> None:  # noqa: A002
-        super().__init__(id=id, classes="plan-form")
+    def __init__(
+        self, fields: tuple[Field, ...], *, id: str | None = None, disabled: bool = False  # noqa: A002
+    ) -> None:
+        super().__init__(id=id, classes="plan-form", disabled=disabled)
         self.fields = {f.key: f for f in fields}
         self._values: dict[str, Any] = {}
 
@@ -154,11 +156,14 @@ class _Form(Container):
 
     def _changed(self, widget_id: str | None, raw: Any) -> None:
         key = next((k for k in self.fields if f"{self.prefix}{_safe(k)}" == widget_id), None)
-        if key is None:
+        if key is None or key not in self._values:
+            return  # not loaded yet: a widget announcing its initial value
+        widget = self.editor(key)
+        current = widget.value
+        if current is Select.BLANK:
             return
-        value, problem = convert(self.fields[key], raw)
-        if not problem and value == self._values.get(key, object()):
-            self.show_error(key, "")
+        value, problem = convert(self.fields[key], current)  # the widget now, not a stale event
+        if not problem and value == self._values[key]:
             return
         if not problem:
             self._values[key] = value
@@ -244,13 +249,16 @@ class StageForm(_Form):
 class SectionForm(_Form):
     """One section of a plan (`model`, `data`, `optim`; `plan` for name/description/seed)."""
 
-    def __init__(self, section: str, spec: Any, *, id: str | None = None) -> None:  # noqa: A002
+    def __init__(
+        self, section: str, spec: Any, *, id: str | None = None, disabled: bool = False  # noqa: A002
+    ) -> None:
         self.section = section
         fields = _section_fields(section, spec)
-        super().__init__(fields, id=id)
+        super().__init__(fields, id=id, disabled=disabled)
         self.prefix = f"{section}-"
         self.scope = section
         self._spec = spec
+        self._values = {key: getattr(spec, key) for key in self.fields}
 
     def compose(self) -> ComposeResult:
         with Container(classes="form-grid"):

@@ -45,12 +45,12 @@ def timeline_text(plan: Plan, widget: Static, width: int) -> Text:
         width_note = f" w{shape.width}" if shape.width != plan.model.hidden_size else ""
         text.append(f" {shape.layers:>3}L{width_note} {len(trainable):>3} train", style="dim")
         text.append("\n")
-    unit = f"1 char = {per_char} layers" if per_char > 1 else "1 char = 1 layer (bottom → top)"
+    unit = f"(1 char: {per_char} layers)" if per_char > 1 else "(bottom → top)"
     text.append(f"{'':<{NAME_W}}")
     text.append("█", style=c_train)
     text.append(" trainable  ")
     text.append("█", style=c_new)
-    text.append(" new & trainable  ")
+    text.append(" new  ")
     text.append("▒", style=c_frozen)
     text.append(f" frozen   {unit}", style="")
     return text

@@ -1,0 +1,108 @@
+"""Data sources, tokenizers and batches: a user's own files work like the built-in corpus."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+import torch
+
+from growcockpit.backend.corpus import DataError, builtin_files, resolve_corpus
+from growcockpit.backend.data import load_blocks, mask_tokens
+from growcockpit.plan.types import DataSpec
+
+pytestmark = pytest.mark.usefixtures("gc_cache")
+
+
+def _some_lines(n: int = 3000) -> list[str]:
+    lines = Path(builtin_files()[0]).read_text(encoding="utf-8", errors="replace").splitlines()
+    return [line for line in lines if line.strip()][:n]
+
+
+@pytest.fixture(scope="module")
+def text_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    root = tmp_path_factory.mktemp("corpus")
+    lines = _some_lines()
+    (root / "a.txt").write_text("\n".join(lines[:1500]))
+    (root / "b.txt").write_text("\n".join(lines[1500:]))
+    return root
+
+
+def test_local_text_directory(text_dir: Path) -> None:
+    spec = DataSpec(source=str(text_dir), tokenizer="train:600", seq_len=32, val_fraction=0.05)
+    blocks = load_blocks(spec, "bert", seed=1)
+    assert blocks.train.shape[1] == 32 and blocks.val.shape[0] > 0
+    assert (blocks.train[:, 0] == blocks.tokenizer.cls_token_id).all()
+    assert (blocks.train[:, -1] == blocks.tokenizer.sep_token_id).all()
+    a, b = blocks.train_batch(3, 4), blocks.train_batch(3, 4)
+    assert torch.equal(a.input_ids, b.input_ids) and torch.equal(a.labels, b.labels)
+    assert not torch.equal(a.input_ids, blocks.train_batch(4, 4).input_ids)
+    again = load_blocks(spec, "bert", seed=1)  # second launch: cached tokenizer and ids
+    assert torch.equal(again.train, blocks.train)
+
+
+def test_jsonl_glob_and_gpt2_blocks(tmp_path: Path) -> None:
+    lines = _some_lines(2000)
+    for i in range(2):
+        with open(tmp_path / f"part{i}.jsonl", "w") as fh:
+            for line in lines[i * 1000 : (i + 1) * 1000]:
+                fh.write(json.dumps({"text": line, "id": 1}) + "\n")
+    spec = DataSpec(source=str(tmp_path / "*.jsonl"), tokenizer="train:500", seq_len=48)
+    blocks = load_blocks(spec, "gpt2", seed=0)
+    batch = blocks.train_batch(0, 2)
+    assert batch.input_ids.shape == (2, 48)
+    assert torch.equal(batch.input_ids, batch.labels), "causal LM: labels are the inputs (shifted in the loss)"
+
+
+def test_parquet_file(tmp_path: Path) -> None:
+    import datasets
+
+    path = tmp_path / "corpus.parquet"
+    datasets.Dataset.from_dict({"text": _some_lines(1500)}).to_parquet(str(path))
+    blocks = load_blocks(DataSpec(source=str(path), tokenizer="train:500", seq_len=32), "bert", seed=0)
+    assert blocks.train.shape[0] > 10
+
+
+def test_local_tokenizer_path(text_dir: Path, tmp_path: Path) -> None:
+    trained = load_blocks(DataSpec(source=str(text_dir), tokenizer="train:600", seq_len=32), "bert", 0)
+    saved = tmp_path / "tok"
+    trained.tokenizer.save_pretrained(saved)
+    reused = load_blocks(DataSpec(source=str(text_dir), tokenizer=str(saved), seq_len=32), "bert", 0)
+    assert len(reused.tokenizer) == len(trained.tokenizer)
+    assert torch.equal(reused.train, trained.train)
+
+
+def test_bad_sources_say_how_to_fix(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    with pytest.raises(DataError, match="no such file"):
+        resolve_corpus(str(tmp_path / "missing" / "x.txt"))
+    (tmp_path / "a.txt").write_text("hello")
+    (tmp_path / "b.jsonl").write_text('{"text": "hi"}\n')
+    with pytest.raises(DataError, match="mixes file formats"):
+        resolve_corpus(str(tmp_path))
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    with pytest.raises(DataError, match="HF_HUB_OFFLINE"):
+        load_blocks(DataSpec(source="some-user/some-dataset", tokenizer="train:100"), "bert", 0)
+    tiny = tmp_path / "tiny"
+    tiny.mkdir()
+    (tiny / "t.txt").write_text("just a few words")
+    with pytest.raises(DataError, match="seq_len"):
+        load_blocks(DataSpec(source=str(tiny), tokenizer="train:50", seq_len=64), "bert", 0)
+
+
+def test_mlm_masking_80_10_10() -> None:
+    gen = torch.Generator().manual_seed(0)
+    special = torch.tensor([0, 1, 2, 3, 4])
+    ids = torch.randint(5, 1000, (64, 128), generator=gen)
+    ids[:, 0] = 2
+    batch = mask_tokens(ids, mask_id=4, special_ids=special, vocab_size=1000, probability=0.15, gen=gen)
+    picked = batch.labels != -100
+    assert not picked[:, 0].any(), "special tokens are never masked"
+    assert abs(picked.float().mean().item() - 0.15 * 127 / 128) < 0.01
+    assert torch.equal(batch.labels[picked], ids[picked])
+    masked = (batch.input_ids == 4) & picked
+    kept = (batch.input_ids == ids) & picked
+    n = picked.sum().item()
+    assert abs(masked.sum().item() / n - 0.8) < 0.03
+    assert abs(kept.sum().item() / n - 0.1) < 0.03
+    assert torch.equal(batch.input_ids[~picked], ids[~picked])

@@ -1,0 +1,92 @@
+"""The stage engine in-process: manual advance, non-finite loss, gradient accumulation."""
+
+from __future__ import annotations
+
+import math
+import re
+import threading
+import time
+from pathlib import Path
+
+import pytest
+import torch
+
+from growcockpit.backend.data import load_blocks
+from growcockpit.backend.engine import Trainer
+from growcockpit.backend.reporter import RunReporter
+from growcockpit.plan import loads_plan
+from growcockpit.protocol import (
+    CommandRequest,
+    ControlServer,
+    EventLog,
+    RunPaths,
+    RunStatus,
+    read_all,
+    send_command,
+)
+from growcockpit.protocol.events import Error, Paused, StageStarted, Step, Warning
+
+pytestmark = [pytest.mark.slow, pytest.mark.usefixtures("gc_cache")]
+
+TINY = (Path(__file__).resolve().parent / "plans" / "tiny.toml").read_text()
+
+
+def make_trainer(tmp_path: Path, text: str, control: ControlServer | None = None) -> Trainer:
+    plan = loads_plan(text, "test.toml")
+    paths = RunPaths(tmp_path)
+    events = EventLog(paths.events)
+    reporter = RunReporter(paths, events, RunStatus(run_id="t"), control, console=None)
+    data = load_blocks(plan.data, plan.model.family, plan.seed)
+    torch.manual_seed(plan.seed)
+    return Trainer(plan, tmp_path, data, reporter, torch.device("cpu"))
+
+
+def test_non_finite_loss_pauses_with_an_error(tmp_path: Path) -> None:
+    trainer = make_trainer(tmp_path, TINY)
+    trainer.enter_stage()
+    trainer.after_step(math.nan)
+    assert trainer.paused
+    events = read_all(tmp_path / "events.jsonl")
+    errors = [e for e in events if isinstance(e, Error)]
+    assert errors and "nan" in errors[0].message.lower() and "step 0" in errors[0].message
+    assert any(isinstance(e, Paused) and e.reason == "non-finite loss" for e in events)
+
+
+def test_manual_advance_waits_for_the_command(tmp_path: Path) -> None:
+    text = re.sub(r"^steps = 20$", 'steps = 3\nadvance = "manual"', TINY, count=1, flags=re.M)
+    control = ControlServer(tmp_path / "control.sock")
+    control.start()
+    trainer = make_trainer(tmp_path, text, control)
+    runner = threading.Thread(target=trainer.run, daemon=True)
+    runner.start()
+    try:
+        deadline = time.time() + 60
+        while time.time() < deadline:
+            events = read_all(tmp_path / "events.jsonl")
+            if any(isinstance(e, Warning) and "waiting for `advance`" in e.message for e in events):
+                break
+            time.sleep(0.05)
+        else:
+            raise AssertionError("no waiting warning")
+        time.sleep(0.5)
+        steps = [e for e in read_all(tmp_path / "events.jsonl") if isinstance(e, Step)]
+        assert [s.step for s in steps] == [1, 2, 3], "a manual stage must not train past its steps"
+        ack = send_command(tmp_path, CommandRequest("advance"), timeout=30)
+        assert ack.accepted
+        ack = send_command(tmp_path, CommandRequest("stop"), timeout=60)
+        assert ack.accepted
+        runner.join(timeout=60)
+    finally:
+        control.close()
+    events = read_all(tmp_path / "events.jsonl")
+    assert [e.index for e in events if isinstance(e, StageStarted)] == [0, 1]
+
+
+def test_gradient_accumulation_counts_every_micro_batch(tmp_path: Path) -> None:
+    text = re.sub(r"^steps = 20$", "steps = 2", TINY, flags=re.M)
+    text = text.replace("batch_size = 8", "batch_size = 4\ngrad_accum_steps = 2")
+    trainer = make_trainer(tmp_path, text)
+    assert trainer.run() == "completed"
+    steps = [e for e in read_all(tmp_path / "events.jsonl") if isinstance(e, Step)]
+    assert [s.tokens for s in steps] == [k * 2 * 4 * 64 for k in range(1, 5)]
+    assert all(math.isfinite(s.loss) for s in steps)
