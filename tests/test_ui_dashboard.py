@@ -10,42 +10,43 @@ import time
 from pathlib import Path
 
 import pytest
-from textual.pilot import Pilot
-from ui_fixtures import recorded_events, write_events, write_recorded_run
+from ui_fixtures import (
+    crashed_events,
+    gpu_system,
+    notes,
+    recorded_events,
+    screen_text,
+    settle,
+    wait_for,
+    write_events,
+    write_long_log,
+    write_recorded_run,
+)
 
 from growcockpit.protocol import ControlServer, RunPaths
 from growcockpit.resources import sample_plan
 from growcockpit.ui import GrowCockpitApp, RunClient
-from growcockpit.ui.run_client import GLIBC_TUNABLES, plan_name
-from growcockpit.ui.screens import ConfirmScreen, DashboardScreen
-from growcockpit.ui.widgets import EventLogPanel, LayerTable, LossPlot, RunHeader
+from growcockpit.ui.controller import ControllerLock
+from growcockpit.ui.run_client import GLIBC_TUNABLES, backend_command, plan_name
+from growcockpit.ui.screens import (
+    ConfirmScreen,
+    DashboardScreen,
+    DesignerScreen,
+    HelpScreen,
+    HomeScreen,
+    PromptScreen,
+)
+from growcockpit.ui.widgets import (
+    EventLogPanel,
+    LayerHeatmap,
+    LayerTable,
+    LossPlot,
+    RunHeader,
+    SystemPanel,
+    TimingPanel,
+)
 
 SIZE = (160, 48)
-
-
-async def settle(pilot: Pilot[None], timeout: float = 5.0) -> DashboardScreen:
-    """Wait until the tail worker has read the whole log, then flush the views."""
-    screen = pilot.app.screen
-    assert isinstance(screen, DashboardScreen)
-    deadline = time.monotonic() + timeout
-    while not screen.caught_up:
-        assert time.monotonic() < deadline, "the tail worker never caught up"
-        await pilot.pause(0.02)
-    screen.flush_text()
-    screen.flush_plot()
-    await pilot.pause()
-    return screen
-
-
-def notes(app: GrowCockpitApp, severity: str | None = None) -> list[str]:
-    return [n.message for n in app._notifications if severity in (None, n.severity)]
-
-
-async def wait_for(pilot: Pilot[None], cond, timeout: float = 5.0) -> None:  # type: ignore[no-untyped-def]
-    deadline = time.monotonic() + timeout
-    while not cond():
-        assert time.monotonic() < deadline, "condition not met in time"
-        await pilot.pause(0.05)
 
 
 def header(app: GrowCockpitApp) -> str:
@@ -67,8 +68,8 @@ async def test_dashboard_shows_recorded_run(tmp_path: Path) -> None:
         assert table.roles() == {
             0: "frozen",
             1: "frozen",
-            2: "trainable (new)",
-            3: "trainable (new)",
+            2: "new",
+            3: "new",
         }
         log = app.screen.query_one(EventLogPanel).shown
         assert any("grow stack: 2→4 layers" in line for line in log)
@@ -177,7 +178,7 @@ async def test_events_appended_while_running_appear(tmp_path: Path) -> None:
         assert "step 50/80" in header(app) and "stage 2/2 grow-4" in header(app)
         table = app.screen.query_one(LayerTable)
         assert table.row_count == 4
-        assert table.roles()[0] == "frozen" and table.roles()[3] == "trainable (new)"
+        assert table.roles()[0] == "frozen" and table.roles()[3] == "new"
         assert any("grow stack" in line for line in app.screen.query_one(EventLogPanel).shown)
         assert plot.points_plotted > points_before
 
@@ -328,3 +329,241 @@ def test_ui_never_imports_torch() -> None:
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "[]"
+
+
+def test_backend_command_passes_device_and_processes() -> None:
+    base = backend_command(Path("p.toml"), Path("r"), "py")
+    assert base == ["py", "-m", "growcockpit", "train", "p.toml", "--run-dir", "r"]
+    assert backend_command(Path("p.toml"), Path("r"), "py", "cuda:1", 1)[-2:] == ["--device", "cuda:1"]
+    assert backend_command(Path("p.toml"), Path("r"), "py", "", 4)[-2:] == ["--nproc-per-node", "4"]
+
+
+# ---- panels ------------------------------------------------------------------
+
+
+async def test_tabs_layers_heatmap_timing_system_events(tmp_path: Path) -> None:
+    events = recorded_events(finished=False, upto_step=60)
+    events.append(gpu_system(events[-1].t + 0.1))
+    run_dir = tmp_path / "run"
+    run_dir.mkdir()
+    write_events(RunPaths(run_dir).events, events)
+    app = GrowCockpitApp(run_dir=run_dir)
+    async with app.run_test(size=SIZE) as pilot:
+        screen = await settle(pilot)
+        assert "tokens 122.88k" in header(app) and "ETA stage" in header(app)
+        await pilot.press("2")
+        await pilot.pause(0.6)
+        heat = screen.query_one(LayerHeatmap)
+        assert heat.columns_drawn == 12 and heat.rows_drawn >= 4
+        text = screen_text(app)
+        assert "1:shallow" in text and "2:grow-4" in text and "L3" in text
+        await pilot.press("3")
+        await pilot.pause(0.6)
+        timing = str(screen.query_one(TimingPanel).render())
+        assert "1 shallow" in timing and "2 grow-4" in timing and "4,096" in timing
+        await pilot.press("4")
+        await pilot.pause(0.6)
+        system = str(screen.query_one("#system-panel", SystemPanel).render())
+        assert "GPU0" in system and "GPU1" in system and "64°C" in system and "610 W" in system
+        await pilot.press("5")
+        await pilot.pause(0.3)
+        assert any("grow stack" in ln for ln in screen.query_one("#event-log-full", EventLogPanel).shown)
+        await pilot.press("r")
+        await pilot.pause(0.3)
+        assert screen.query_one(LossPlot).raw
+
+
+async def test_no_gpu_is_calm_and_crash_shows_traceback(tmp_path: Path) -> None:
+    run_dir = tmp_path / "run"
+    run_dir.mkdir()
+    write_events(RunPaths(run_dir).events, crashed_events())
+    app = GrowCockpitApp(run_dir=run_dir)
+    async with app.run_test(size=SIZE) as pilot:
+        screen = await settle(pilot)
+        assert "crashed" in header(app)
+        log = screen.query_one(EventLogPanel).shown
+        crash = next(ln for ln in log if "training step failed" in ln)
+        assert "loss.backward()" in crash and "illegal memory access" in crash
+        await pilot.press("4")
+        await pilot.pause(0.6)
+        assert "no GPU (training on cpu)" in str(screen.query_one("#system-panel").render())
+        assert notes(app, "error") == []
+
+
+async def test_help_lists_every_key(tmp_path: Path) -> None:
+    app = GrowCockpitApp(run_dir=write_recorded_run(tmp_path / "run"))
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        await pilot.press("question_mark")
+        await pilot.pause()
+        assert isinstance(app.screen, HelpScreen)
+        text = screen_text(app)
+        for word in ("Pause", "Advance", "Ckpt", "Stop", "Edit", "LR", "Leave", "Raw/EMA"):
+            assert word in text
+        await pilot.press("escape")
+        await pilot.pause()
+        assert isinstance(app.screen, DashboardScreen)
+        await pilot.press("escape")  # back home; the run is untouched
+        await pilot.pause()
+        assert isinstance(app.screen, HomeScreen)
+
+
+class FakeBackend:
+    """A control server that accepts everything and records the requests."""
+
+    def __init__(self, run_dir: Path) -> None:
+        self.requests: list[tuple[str, dict[str, object]]] = []
+        self.server = ControlServer(RunPaths(run_dir).control)
+        self.stop = threading.Event()
+        self.thread = threading.Thread(target=self._loop, daemon=True)
+
+    def _loop(self) -> None:
+        while not self.stop.is_set():
+            for pending in self.server.wait(0.05):
+                self.requests.append((pending.request.command, pending.request.args))
+                pending.accept(step=61)
+
+    def __enter__(self) -> FakeBackend:
+        self.server.start()
+        self.thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop.set()
+        self.thread.join(2)
+        self.server.close()
+
+
+async def test_scale_lr_sends_set_lr_with_factor(tmp_path: Path) -> None:
+    run_dir = write_recorded_run(tmp_path / "run", finished=False, upto_step=60)
+    with FakeBackend(run_dir) as backend:
+        app = GrowCockpitApp(run_dir=run_dir)
+        async with app.run_test(size=SIZE) as pilot:
+            await settle(pilot)
+            await pilot.press("l")
+            await pilot.pause()
+            assert isinstance(app.screen, PromptScreen)
+            await pilot.press("ctrl+a", *"abc")
+            await pilot.press("enter")
+            await pilot.pause()
+            assert isinstance(app.screen, PromptScreen)  # not a number: stays, says why
+            assert "a number" in screen_text(app)
+            app.screen.query_one("Input").value = "0.25"
+            await pilot.press("enter")
+            await wait_for(pilot, lambda: backend.requests)
+            assert backend.requests == [("set_lr", {"factor": 0.25})]
+            await wait_for(pilot, lambda: any("set_lr accepted" in m for m in notes(app)))
+
+
+async def test_lr_marker_from_command_events(tmp_path: Path) -> None:
+    from growcockpit.protocol import CommandEvent
+
+    events = recorded_events(finished=False, upto_step=30)
+    events.append(CommandEvent(t=events[-1].t, id="x", command="set_lr", args={"factor": 0.5}, accepted=True, step=30))
+    run_dir = tmp_path / "run"
+    run_dir.mkdir()
+    write_events(RunPaths(run_dir).events, events)
+    app = GrowCockpitApp(run_dir=run_dir)
+    async with app.run_test(size=SIZE) as pilot:
+        screen = await settle(pilot)
+        assert [(m.kind, m.label) for m in screen.state.markers] == [("lr", "lr ×0.5")]
+        assert "(×0.5)" in header(app)
+        assert any("set_lr ×0.5: accepted" in ln for ln in screen.query_one(EventLogPanel).shown)
+
+
+async def test_edit_remaining_stages_sends_edit_stages(tmp_path: Path) -> None:
+    from ui_fixtures import write_plan
+
+    run_dir = write_recorded_run(tmp_path / "run", finished=False, upto_step=10)
+    # the run's own plan.toml: 4 stages; stage 1 is running
+    write_plan(RunPaths(run_dir).plan)
+    with FakeBackend(run_dir) as backend:
+        app = GrowCockpitApp(run_dir=run_dir)
+        async with app.run_test(size=SIZE) as pilot:
+            await settle(pilot)
+            await pilot.press("e")
+            await pilot.pause(0.3)
+            designer = app.screen
+            assert isinstance(designer, DesignerScreen) and designer.remaining
+            assert designer.selected == 1  # the first stage that may change
+            assert "locked" not in screen_text(app).split("stage 2:")[-1][:40]
+            steps = designer.query_one("#sf-steps")
+            steps.focus()
+            steps.value = "150"
+            await pilot.pause()
+            await pilot.press("ctrl+s")
+            await wait_for(pilot, lambda: backend.requests)
+            ((command, args),) = backend.requests
+            assert command == "edit_stages"
+            stages = args["stages"]
+            assert [s["name"] for s in stages] == ["grow-4", "grow-6", "all-layers"]  # type: ignore[index]
+            assert stages[0]["steps"] == 150  # type: ignore[index]
+            assert isinstance(app.screen, DashboardScreen)
+
+
+async def test_second_viewer_is_read_only_until_the_controller_leaves(tmp_path: Path) -> None:
+    run_dir = write_recorded_run(tmp_path / "run", finished=False, upto_step=20)
+    other = ControllerLock(run_dir)
+    assert other.try_acquire()
+    try:
+        app = GrowCockpitApp(run_dir=run_dir)
+        async with app.run_test(size=SIZE) as pilot:
+            screen = await settle(pilot)
+            assert f"read-only: controlled by pid {os.getpid()}" in header(app)
+            await pilot.press("p")
+            await pilot.pause()
+            (warning,) = notes(app, "warning")
+            assert "read-only" in warning and "Only the controlling cockpit" in warning
+            other.release()
+            await pilot.press("p")  # the role is free now: this cockpit takes it and sends
+            await wait_for(pilot, lambda: notes(app, "error"))
+            assert not screen.read_only and screen.role == "controller"
+    finally:
+        other.release()
+
+
+def test_controller_lock_is_exclusive_and_released(tmp_path: Path) -> None:
+    a, b = ControllerLock(tmp_path), ControllerLock(tmp_path)
+    assert a.try_acquire() and a.held
+    assert not b.try_acquire()
+    holder = b.holder()
+    assert holder is not None and holder.pid == os.getpid() and holder.host
+    assert "pid" in holder.describe()
+    a.release()
+    assert b.try_acquire() and b.holder() is None
+    b.release()
+    ro = tmp_path / "ro"
+    ro.mkdir()
+    ro.chmod(0o500)
+    try:
+        c = ControllerLock(ro)
+        if not os.access(ro, os.W_OK):  # root ignores permissions
+            assert not c.try_acquire() and "cannot create" in c.problem
+    finally:
+        ro.chmod(0o700)
+
+
+async def test_long_log_attaches_quickly_and_stays_bounded(tmp_path: Path) -> None:
+    """100k events, 48 layers, ~1M steps: the view shows it, downsampled and bounded."""
+    run_dir = tmp_path / "long"
+    info = write_long_log(RunPaths(run_dir).events)
+    app = GrowCockpitApp(run_dir=run_dir)
+    async with app.run_test(size=SIZE) as pilot:
+        start = time.monotonic()
+        screen = await settle(pilot, timeout=60)
+        elapsed = time.monotonic() - start
+        assert elapsed < 30, f"attach took {elapsed:.1f}s"
+        assert screen.events_read == info["events"]
+        state = screen.state
+        assert state.step == info["last_step"] and len(state.layers) == 48
+        assert len(state.train_loss) <= state.series_cap and len(state.heat) <= state.heat_cap
+        plot = screen.query_one(LossPlot)
+        assert 0 < plot.points_plotted <= 2 * plot.size.width + 8
+        kinds = {m.kind for m in state.markers}
+        assert {"stage", "grow", "pause", "resume", "lr"} <= kinds
+        await pilot.press("2")
+        await pilot.pause(0.7)
+        heat = screen.query_one(LayerHeatmap)
+        assert 0 < heat.columns_drawn <= heat.content_region.width
+        assert heat.rows_drawn <= heat.content_region.height
+        assert screen.query_one("#layer-table-full", LayerTable).row_count == 48

@@ -93,7 +93,11 @@ def run_training(
             resumed_from=str(resume_from) if resume_from else None,
         )
     )
-    sampler = SystemSampler(reporter.emit, plan.metrics.system_every_s) if main else None
+    sampler = (
+        SystemSampler(reporter.emit, plan.metrics.system_every_s)
+        if main and plan.metrics.system_every_s > 0
+        else None
+    )
     if sampler is not None and sampler.gpus.unavailable:
         where = "" if dev.type == "cuda" else "running on CPU; "
         reporter.emit(
