@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 
 import numpy as np
@@ -25,10 +26,59 @@ from growcockpit.plan.types import DataSpec
 class Batch:
     input_ids: torch.Tensor
     labels: torch.Tensor  # -100 where no loss is taken
+    picked: torch.Tensor | None = None  # flat positions with a label (MLM), found on the host
 
     @property
     def tokens(self) -> int:
         return int(self.input_ids.numel())
+
+    def to(self, device: torch.device) -> Batch:
+        if device.type == "cpu":
+            return self
+        nb = device.type == "cuda"
+        return Batch(
+            self.input_ids.to(device, non_blocking=nb),
+            self.labels.to(device, non_blocking=nb),
+            None if self.picked is None else self.picked.to(device, non_blocking=nb),
+        )
+
+    def pinned(self) -> Batch:
+        return Batch(
+            self.input_ids.pin_memory(),
+            self.labels.pin_memory(),
+            None if self.picked is None else self.picked.pin_memory(),
+        )
+
+
+class BatchPrefetcher:
+    """Builds the next training batch on a background thread while the current step runs.
+
+    Batches are pure functions of their index, so prefetching changes nothing
+    but the wait: `get(i)` returns batch i, then starts building batch i + stride.
+    """
+
+    def __init__(self, blocks: TokenBlocks, batch_size: int, stride: int, pin: bool) -> None:
+        self.blocks = blocks
+        self.batch_size = batch_size
+        self.stride = stride
+        self.pin = pin
+        self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="batch-prefetch")
+        self._pending: tuple[int, Future[Batch]] | None = None
+
+    def _build(self, index: int) -> Batch:
+        batch = self.blocks.train_batch(index, self.batch_size)
+        return batch.pinned() if self.pin else batch
+
+    def get(self, index: int) -> Batch:
+        if self._pending is not None and self._pending[0] == index:
+            batch = self._pending[1].result()
+        else:
+            batch = self._build(index)
+        self._pending = (index + self.stride, self._pool.submit(self._build, index + self.stride))
+        return batch
+
+    def close(self) -> None:
+        self._pool.shutdown(wait=False, cancel_futures=True)
 
 
 class TokenBlocks:
@@ -51,14 +101,17 @@ class TokenBlocks:
         self.seed = seed
         self.vocab_size = len(tokenizer)
         self._special = torch.tensor(sorted(set(tokenizer.all_special_ids)), dtype=torch.long)
-        self._perm_epoch = -1
-        self._perm = torch.empty(0, dtype=torch.long)
+        self._perm_cache: tuple[int, torch.Tensor] = (-1, torch.empty(0, dtype=torch.long))
 
     def train_batch(self, step: int, batch_size: int) -> Batch:
         """Batch number `step` (0-based) of an endless shuffled pass over the blocks."""
         n = self.train.shape[0]
-        start = step * batch_size
-        idx = torch.tensor([self._index(i, n) for i in range(start, start + batch_size)])
+        positions = torch.arange(step * batch_size, (step + 1) * batch_size)
+        epochs, offsets = positions // n, positions % n
+        idx = torch.empty(batch_size, dtype=torch.long)
+        for epoch in epochs.unique().tolist():
+            sel = epochs == epoch
+            idx[sel] = self._permutation(int(epoch), n)[offsets[sel]]
         return self._make(
             self.train[idx], torch.Generator().manual_seed(self.seed * 1_000_003 + step)
         )
@@ -72,21 +125,19 @@ class TokenBlocks:
             out.append(self._make(ids, torch.Generator().manual_seed(self.seed + 7919 * (b + 1))))
         return out
 
-    def _index(self, i: int, n: int) -> int:
-        epoch, pos = divmod(i, n)
-        if epoch != self._perm_epoch:
-            self._perm = torch.randperm(
-                n, generator=torch.Generator().manual_seed(self.seed + epoch)
-            )
-            self._perm_epoch = epoch
-        return int(self._perm[pos])
+    def _permutation(self, epoch: int, n: int) -> torch.Tensor:
+        cached = self._perm_cache  # one tuple, swapped atomically: safe with the prefetch thread
+        if cached[0] != epoch:
+            perm = torch.randperm(n, generator=torch.Generator().manual_seed(self.seed + epoch))
+            self._perm_cache = cached = (epoch, perm)
+        return cached[1]
 
     def _make(self, ids: torch.Tensor, gen: torch.Generator) -> Batch:
         ids = ids.long()
         if self.family == "gpt2":
             labels = ids.clone()
             return Batch(ids, labels)
-        return mask_tokens(
+        batch = mask_tokens(
             ids,
             self.tokenizer.mask_token_id,
             self._special,
@@ -94,6 +145,8 @@ class TokenBlocks:
             self.mlm_probability,
             gen,
         )
+        batch.picked = (batch.labels.view(-1) != -100).nonzero().squeeze(1)
+        return batch
 
 
 def mask_tokens(
@@ -198,4 +251,4 @@ def _cut_blocks(
     return blocks
 
 
-__all__ = ["Batch", "DataError", "TokenBlocks", "load_blocks", "mask_tokens"]
+__all__ = ["Batch", "BatchPrefetcher", "DataError", "TokenBlocks", "load_blocks", "mask_tokens"]

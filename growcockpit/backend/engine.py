@@ -19,7 +19,7 @@ import torch
 from torch import nn
 
 from growcockpit.backend.checkpoint import TrainerPosition, load_checkpoint, save_checkpoint
-from growcockpit.backend.data import Batch, TokenBlocks
+from growcockpit.backend.data import Batch, BatchPrefetcher, TokenBlocks
 from growcockpit.backend.distributed import DistContext
 from growcockpit.backend.forward import LossModule, StagedForward
 from growcockpit.backend.model import build_model
@@ -69,6 +69,9 @@ class Trainer:
         self.train_module: nn.Module = LossModule(self.model, self.forward)
         self.stats = LayerStatsSampler(self.model)
         self.timer = LayerTimer(device)
+        self.prefetch = BatchPrefetcher(
+            data, plan.optim.batch_size, stride=self.dist.world_size, pin=device.type == "cuda"
+        )
         self.layer_ms: tuple[list[float | None], list[float | None]] = ([], [])
         self.precision = resolve_precision(plan.optim.precision, device)
         self.scaler = (
@@ -134,7 +137,7 @@ class Trainer:
             tokens += batch.tokens
             t1 = time.perf_counter()
             with self.no_sync(last=micro == accum - 1), self.autocast():
-                loss = self.train_module(batch.input_ids, batch.labels)
+                loss = self.train_module(batch.input_ids, batch.labels, batch.picked)
             t2 = time.perf_counter()
             if loss.requires_grad:
                 scaled = loss / accum
@@ -332,8 +335,7 @@ class Trainer:
         index = (
             step * self.plan.optim.grad_accum_steps + micro
         ) * self.dist.world_size + self.dist.rank
-        b = self.data.train_batch(index, self.plan.optim.batch_size)
-        return Batch(b.input_ids.to(self.device), b.labels.to(self.device))
+        return self.prefetch.get(index).to(self.device)
 
     def current_lr(self) -> float:
         return lr_at(
@@ -361,9 +363,7 @@ class Trainer:
         was_training = self.model.training
         self.model.eval()
         b = batches[0]
-        loss = StagedForward(0, True).loss(
-            self.model, Batch(b.input_ids.to(self.device), b.labels.to(self.device))
-        )
+        loss = StagedForward(0, True).loss(self.model, b.to(self.device))
         if was_training:
             self.set_train_modes()
         return float(loss)
@@ -375,12 +375,7 @@ class Trainer:
             return
         self.model.eval()
         full = StagedForward(0, True)
-        losses = [
-            float(
-                full.loss(self.model, Batch(b.input_ids.to(self.device), b.labels.to(self.device)))
-            )
-            for b in batches
-        ]
+        losses = [float(full.loss(self.model, b.to(self.device))) for b in batches]
         self.set_train_modes()
         val = sum(losses) / len(losses)
         self.report.emit(
@@ -428,6 +423,7 @@ class Trainer:
             torch.cuda.set_rng_state_all(state["rng"]["cuda"])
 
     def finish(self) -> str:
+        self.prefetch.close()
         status = "stopped" if self.stopping else "completed"
         if self.stopping:
             self.checkpoint("stop")
@@ -452,6 +448,7 @@ class Trainer:
         return status
 
     def crash(self, exc: BaseException) -> None:
+        self.prefetch.close()
         tb = "".join(traceback.format_exception(exc))[-4000:]
         self.report.emit(
             Error(message=f"{type(exc).__name__}: {exc}", traceback=tb, step=self.pos.step)

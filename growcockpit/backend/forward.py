@@ -63,9 +63,14 @@ def _embed(model: nn.Module, family: str, ids: torch.Tensor) -> torch.Tensor:
 def _head_loss(model: nn.Module, family: str, h: torch.Tensor, batch: Batch) -> torch.Tensor:
     """BERT: logits only at masked positions (same loss, a fraction of the head's cost)."""
     if family == "bert":
-        picked = batch.labels != -100
-        logits = model.cls(h[picked])  # type: ignore[operator]
-        return F.cross_entropy(logits.float(), batch.labels[picked])
+        if batch.picked is not None:
+            rows = h.reshape(-1, h.shape[-1]).index_select(0, batch.picked)
+            targets = batch.labels.reshape(-1).index_select(0, batch.picked)
+        else:
+            mask = batch.labels != -100
+            rows, targets = h[mask], batch.labels[mask]
+        logits = model.cls(rows)  # type: ignore[operator]
+        return F.cross_entropy(logits.float(), targets)
     h = model.transformer.ln_f(h)  # type: ignore[union-attr]
     logits = model.lm_head(h[:, :-1])  # type: ignore[operator]
     return F.cross_entropy(
@@ -85,5 +90,7 @@ class LossModule(nn.Module):
         self.model = model
         self.recipe = recipe
 
-    def forward(self, input_ids: torch.Tensor, labels: torch.Tensor) -> torch.Tensor:
-        return self.recipe.loss(self.model, Batch(input_ids, labels))
+    def forward(
+        self, input_ids: torch.Tensor, labels: torch.Tensor, picked: torch.Tensor | None = None
+    ) -> torch.Tensor:
+        return self.recipe.loss(self.model, Batch(input_ids, labels, picked))

@@ -238,6 +238,7 @@ class DesignerScreen(Screen[list[dict[str, Any]] | None]):
                 button.disabled = True
             return
         self.query_one(StageTable).focus()
+        self.revalidate()  # fills the table
         self._select(min(self.locked, len(self.plan.stages) - 1) if self.remaining else 0)
         self.revalidate()
 
@@ -312,8 +313,9 @@ class DesignerScreen(Screen[list[dict[str, Any]] | None]):
 
     def on_data_table_row_highlighted(self, event: DataTable.RowHighlighted) -> None:
         if event.data_table.id == "stage-table" and self.plan is not None:
-            if event.cursor_row != self.selected or self.query_one(StageForm).index != event.cursor_row:
-                self._select(event.cursor_row)
+            row = event.data_table.cursor_row  # now, not when the (maybe stale) event was sent
+            if row != self.selected or self.query_one(StageForm).index != row:
+                self._select(row)
                 self.revalidate()
 
     def on_field_changed(self, message: FieldChanged) -> None:
@@ -368,7 +370,7 @@ class DesignerScreen(Screen[list[dict[str, Any]] | None]):
         if not self._editable(self.selected + 1):
             return
         dup = copy.deepcopy(src)
-        dup.name = unique_name(f"{src.name}-copy", {s.name for s in self.plan.stages})
+        dup.name = unique_name(src.name, {s.name for s in self.plan.stages})
         if dup.enter == "init":
             dup.enter = "continue"
         self.plan.stages.insert(self.selected + 1, dup)
