@@ -41,7 +41,7 @@ def main(argv: list[str] | None = None) -> int:
         return 130
 
 
-SUBCOMMANDS = ("train", "resume", "attach", "ctl", "status", "plan")
+SUBCOMMANDS = ("train", "resume", "attach", "ctl", "status", "plan", "serve")
 
 
 def build_cockpit_parser() -> argparse.ArgumentParser:
@@ -118,6 +118,19 @@ def build_parser() -> argparse.ArgumentParser:
         "--r", type=float, default=2.0, help="backward/forward cost ratio for the estimate"
     )
     sh.set_defaults(func=cmd_plan_show)
+
+    sv = sub.add_parser(
+        "serve", help="publish the cockpit in a web browser (textual-serve), on localhost by default"
+    )
+    sv.add_argument(
+        "target", nargs="?", type=Path, help="a plan file or run directory to open (default: home)"
+    )
+    sv.add_argument("--host", default="localhost", help="interface to bind (default: localhost)")
+    sv.add_argument("--port", type=int, default=8000, help="port (default: 8000)")
+    sv.add_argument(
+        "--runs", type=Path, default=Path("runs"), help="where runs live (default: ./runs)"
+    )
+    sv.set_defaults(func=cmd_serve)
     return p
 
 
@@ -374,27 +387,63 @@ def cmd_status(args: argparse.Namespace) -> int:
 
 # ---- the cockpit -----------------------------------------------------------------
 def cmd_cockpit(args: argparse.Namespace) -> int:
-    from growcockpit.resources import sample_plan
-
-    plan_path = args.plan or sample_plan("cpu-demo")
-    _load(plan_path)
+    """`growcockpit`: home (plans and runs); `growcockpit PLAN`: the designer on that plan."""
+    plan_path = getattr(args, "plan", None)
+    if plan_path is not None and not Path(plan_path).is_file():
+        raise UserError(
+            f"{plan_path}: no such plan file; `growcockpit` alone lists the sample plans"
+        )
     from growcockpit.ui import GrowCockpitApp
 
     GrowCockpitApp(plan_path=plan_path, runs_root=args.runs).run()
     return EXIT_OK
 
 
-def cmd_attach(args: argparse.Namespace) -> int:
+def _check_run_dir(run_dir: Path) -> Path:
     from growcockpit.protocol import RunPaths
 
-    paths = RunPaths(args.run_dir)
+    paths = RunPaths(run_dir)
     if not paths.root.is_dir():
         raise UserError(f"{paths.root}: no such run directory; list runs with `ls runs/`")
     if not paths.events.exists():
         raise UserError(
             f"{paths.events}: missing; not a growcockpit run directory (see backend.log if it exists)"
         )
+    return paths.root
+
+
+def cmd_attach(args: argparse.Namespace) -> int:
+    root = _check_run_dir(args.run_dir)
     from growcockpit.ui import GrowCockpitApp
 
-    GrowCockpitApp(run_dir=paths.root).run()
+    GrowCockpitApp(run_dir=root, runs_root=root.parent).run()
+    return EXIT_OK
+
+
+def serve_command(target: Path | None, runs: Path) -> list[str]:
+    """The cockpit command textual-serve starts for each browser session."""
+    cmd = [sys.executable, "-m", "growcockpit"]
+    if target is not None and target.is_dir():
+        return [*cmd, "attach", str(_check_run_dir(target).resolve())]
+    if target is not None:
+        if not target.is_file():
+            raise UserError(f"{target}: no such plan file or run directory")
+        return [*cmd, "--runs", str(runs.resolve()), str(target.resolve())]
+    return [*cmd, "--runs", str(runs.resolve())]
+
+
+def cmd_serve(args: argparse.Namespace) -> int:
+    import shlex
+
+    from textual_serve.server import Server
+
+    command = shlex.join(serve_command(args.target, args.runs))
+    if args.host not in ("localhost", "127.0.0.1", "::1"):
+        print(
+            f"growcockpit: serving on {args.host}: anyone who can reach port {args.port} "
+            "can steer your runs (there is no login)",
+            file=sys.stderr,
+        )
+    print(f"growcockpit: open http://{args.host}:{args.port} in a browser (ctrl+c stops)", flush=True)
+    Server(command, host=args.host, port=args.port, title="growcockpit").serve()
     return EXIT_OK

@@ -261,3 +261,40 @@ def test_resume_mid_stage_is_bit_for_bit(tmp_path: Path, gc_cache: Path) -> None
     assert [e.step for e in resumed] == list(range(31, 41))
     assert [e.loss for e in resumed] == [reference[e.step] for e in resumed]
     assert [e.seq for e in events] == list(range(1, len(events) + 1))
+
+
+TINY_VCYCLE = ROOT / "tests" / "plans" / "tiny-vcycle.toml"
+
+
+def test_vcycle_runs_and_resumes_with_its_level_snapshot(tmp_path: Path, gc_cache: Path) -> None:
+    """Warm-up → coalesce → interpolate; a resume inside the small level still finds its partner."""
+    import shutil
+
+    full = tmp_path / "full"
+    res = growcockpit("train", str(TINY_VCYCLE), "--run-dir", str(full), cache=gc_cache)
+    assert res.returncode == 0, res.stderr
+    events = read_all(full / "events.jsonl")
+    stages = of_type(events, StageStarted)
+    assert [(s.operator, s.layers, s.width) for s in stages] == [
+        ("init", 4, 64),
+        ("coalesce", 2, 32),
+        ("interpolate", 4, 64),
+    ]
+    grows = of_type(events, Grow)
+    assert [(g.operator, g.from_layers, g.to_layers, g.from_width, g.to_width) for g in grows] == [
+        ("coalesce", 4, 2, 64, 32),
+        ("interpolate", 2, 4, 32, 64),
+    ]
+    assert all(g.loss_before is not None and g.loss_after is not None for g in grows)
+
+    cut = tmp_path / "cut"
+    shutil.copytree(full, cut)
+    shutil.rmtree(cut / "checkpoints" / "step-30")
+    res = growcockpit("resume", str(cut), cache=gc_cache)
+    assert res.returncode == 0, res.stderr
+    reference = {e.step: e.loss for e in of_type(events, Step)}
+    resumed_events = read_all(cut / "events.jsonl")
+    restart = max(i for i, e in enumerate(resumed_events) if isinstance(e, RunStarted))
+    resumed = of_type(resumed_events[restart:], Step)
+    assert [e.step for e in resumed] == list(range(16, 31))
+    assert [e.loss for e in resumed] == [reference[e.step] for e in resumed]

@@ -37,7 +37,9 @@ def save_checkpoint(
     optimizer: torch.optim.Optimizer | None,
     position: TrainerPosition,
     keep: int,
+    levels: list[dict[str, Any]] | None = None,
 ) -> Path:
+    """`levels`: the V-cycle snapshots a later interpolate needs (config + weights each)."""
     root.mkdir(parents=True, exist_ok=True)
     final = root / f"step-{position.step}"
     tmp = root / f".tmp-step-{position.step}-{os.getpid()}"
@@ -50,6 +52,7 @@ def save_checkpoint(
             "model": model.state_dict(),
             "optimizer": optimizer.state_dict() if optimizer is not None else None,
             "position": asdict(position),
+            "levels": levels or [],
             "rng": {
                 "torch": torch.get_rng_state(),
                 "python": random.getstate(),

@@ -12,7 +12,7 @@ import math
 import time
 import traceback
 from collections.abc import Iterator
-from dataclasses import asdict
+from dataclasses import asdict, dataclass
 from pathlib import Path
 
 import torch
@@ -25,10 +25,19 @@ from growcockpit.backend.forward import LossModule, StagedForward
 from growcockpit.backend.model import build_model
 from growcockpit.backend.optim import build_optimizer, lr_at, set_lr
 from growcockpit.backend.reporter import RunReporter
-from growcockpit.grow import GrowResult, apply_freeze, get_layers, stack_layers
+from growcockpit.grow import (
+    GrowResult,
+    apply_freeze,
+    carry_optimizer_state,
+    coalesce_model,
+    decoalesce_model,
+    get_layers,
+    interpolate_model,
+    stack_layers,
+)
 from growcockpit.grow.model_parts import embedding_modules
 from growcockpit.metrics import LayerStatsSampler, LayerTimer
-from growcockpit.plan import plan_from_dict, plan_to_dict
+from growcockpit.plan import plan_from_dict, plan_to_dict, resolve_shapes
 from growcockpit.plan.types import Plan, Stage, trainable_layer_ids
 from growcockpit.protocol.events import (
     Checkpoint,
@@ -41,7 +50,17 @@ from growcockpit.protocol.events import (
     Step,
 )
 
-SUPPORTED_OPERATORS = ("init", "continue", "stack")
+SUPPORTED_OPERATORS = ("init", "continue", "stack", "coalesce", "decoalesce", "interpolate")
+
+
+@dataclass
+class LevelSnapshot:
+    """A model as it was just before it was coalesced: the partner of a later interpolate."""
+
+    layers: int
+    width: int
+    pairing: str
+    model: nn.Module
 
 
 class Trainer:
@@ -85,6 +104,7 @@ class Trainer:
         self.advance_now = False
         self.stopping = False
         self.stop_requested = False
+        self.levels: list[LevelSnapshot] = []
 
     # ---- the run -----------------------------------------------------------------
     def run(self) -> str:
@@ -250,7 +270,7 @@ class Trainer:
         grow = self.apply_operator(stage, depth_before)
         op_seconds = time.perf_counter() - started
         trainable = trainable_layer_ids(stage, depth_before)
-        self.configure_training(stage, trainable)
+        self.configure_training(stage, trainable, grow)
         self.pos.stage_entered = True
         self.waiting = False
         self.report.status_stage(self)
@@ -288,13 +308,69 @@ class Trainer:
             )
 
     def apply_operator(self, stage: Stage, depth_before: int) -> GrowResult | None:
-        if stage.enter in ("init", "continue"):
-            return None
-        if stage.enter == "stack":
-            return stack_layers(self.model, stage.layers - depth_before, stage.source)
-        raise ValueError(f'enter = "{stage.enter}" is not supported by this backend yet')
+        """Turn the previous stage's model into this stage's (methods.md §1-§2).
 
-    def configure_training(self, stage: Stage, trainable: list[int]) -> None:
+        `coalesce` keeps the large model (on the CPU) as this run's level
+        snapshot; `decoalesce`/`interpolate` return to the most recent snapshot
+        of their target shape and close that level.
+        """
+        op = stage.enter
+        if op in ("init", "continue"):
+            return None
+        if op == "stack":
+            return stack_layers(self.model, stage.layers - depth_before, stage.source)
+        shape = resolve_shapes(self.plan)[self.pos.stage_index]
+        width = shape.width != shape.prev_width
+        depth = shape.layers != shape.prev_layers
+        if op == "coalesce":
+            small, result = coalesce_model(
+                self.model, width=width, depth=depth, pairing=stage.pairing
+            )
+            self.levels.append(
+                LevelSnapshot(
+                    shape.prev_layers, shape.prev_width, stage.pairing, self.model.to("cpu")
+                )
+            )
+            self.replace_model(small)
+            return result
+        level = self.take_level(shape.layers, shape.width)
+        small = self.model.to("cpu")
+        if op == "decoalesce":
+            large, result = decoalesce_model(
+                small,
+                width=width,
+                depth=depth,
+                pairing=level.pairing,
+                target_config=level.model.config,
+            )
+        elif op == "interpolate":
+            alpha = stage.interpolation_alpha(self.plan.model.family)
+            large, result = interpolate_model(
+                level.model, small, alpha=alpha, width=width, depth=depth, pairing=level.pairing
+            )
+        else:
+            raise ValueError(f'unknown operator enter = "{op}"')
+        self.replace_model(large)
+        return result
+
+    def take_level(self, layers: int, width: int) -> LevelSnapshot:
+        """Pop the most recent snapshot of this shape (and any opened after it)."""
+        for i in range(len(self.levels) - 1, -1, -1):
+            level = self.levels[i]
+            if (level.layers, level.width) == (layers, width):
+                del self.levels[i:]
+                return level
+        raise ValueError(
+            f"no level snapshot of {layers} layers × width {width} to return to; "
+            "decoalesce/interpolate must follow a coalesce from that shape"
+        )
+
+    def replace_model(self, model: nn.Module) -> None:
+        self.model = model.to(self.device)
+
+    def configure_training(
+        self, stage: Stage, trainable: list[int], grow: GrowResult | None = None
+    ) -> None:
         """requires_grad first, then the optimizer over exactly that set (DESIGN.md, Distributed)."""
         result = apply_freeze(
             self.model, trainable, stage.embeddings_trainable(), stage.head_trainable()
@@ -306,7 +382,10 @@ class Trainer:
         self.set_train_modes()
         self.train_module = self.dist.wrap(LossModule(self.model, self.forward), self.device)
         lr = self.current_lr()
+        previous = self.optimizer
         self.optimizer = build_optimizer(self.model, self.plan.optim, lr)
+        if previous is not None and not self.plan.optim.optimizer_reset:
+            carry_optimizer_state(previous, self.optimizer, self.model, grow)
         self.stats = LayerStatsSampler(self.model)
 
     def set_train_modes(self) -> None:
@@ -392,13 +471,25 @@ class Trainer:
         path = self.run_dir / "checkpoints" / f"step-{self.pos.step}"
         if not self.dist.is_main:
             return path
+        levels = [
+            {
+                "layers": lv.layers,
+                "width": lv.width,
+                "pairing": lv.pairing,
+                "config": lv.model.config.to_dict(),  # type: ignore[operator]
+                "state": lv.model.state_dict(),
+            }
+            for lv in self.levels
+        ]
         path = save_checkpoint(
             self.run_dir / "checkpoints",
             self.model,
             self.optimizer,
             self.pos,
             self.plan.checkpoint.keep,
+            levels,
         )
+
         self.report.emit(Checkpoint(step=self.pos.step, path=str(path), reason=reason))
         self.report.status_checkpoint(self, str(path))
         return path
@@ -412,6 +503,13 @@ class Trainer:
         config._attn_implementation = "sdpa"
         self.model = type(self.model)(config).to(self.device)
         self.model.load_state_dict(state["model"])
+        self.levels = []
+        for lv in state.get("levels", []):
+            level_config = type(config).from_dict(lv["config"])
+            level_config._attn_implementation = "sdpa"
+            level_model = type(self.model)(level_config)
+            level_model.load_state_dict(lv["state"])
+            self.levels.append(LevelSnapshot(lv["layers"], lv["width"], lv["pairing"], level_model))
         if self.pos.stage_entered:
             stage = self.stage
             prev = _depth_before(self.plan, self.pos.stage_index)
