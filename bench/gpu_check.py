@@ -34,7 +34,6 @@ import statistics
 import sys
 import threading
 import time
-from contextlib import nullcontext
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -50,8 +49,10 @@ import torch  # noqa: E402
 from torch import nn  # noqa: E402
 
 from growcockpit.backend import data as data_mod  # noqa: E402
+from growcockpit.backend.calibrate import Clock, autocast_for, measure_r_h  # noqa: E402
 from growcockpit.backend.data import Batch, TokenBlocks, load_blocks  # noqa: E402
-from growcockpit.backend.forward import StagedForward, _head_loss  # noqa: E402
+from growcockpit.backend.engine import resolve_precision  # noqa: E402
+from growcockpit.backend.forward import StagedForward  # noqa: E402
 from growcockpit.backend.model import build_model  # noqa: E402
 from growcockpit.backend.optim import build_optimizer  # noqa: E402
 from growcockpit.grow import apply_freeze, get_layers, stack_layers  # noqa: E402
@@ -172,64 +173,6 @@ def build_configs(tag: str, plan: Plan, data: TokenBlocks, device: torch.device)
 
 
 # ---- timing --------------------------------------------------------------------------
-class Clock:
-    """Per-step wall time: CUDA events on GPU (stream-ordered, no extra sync), perf_counter on CPU."""
-
-    def __init__(self, device: torch.device) -> None:
-        self.cuda = device.type == "cuda"
-
-    def sync(self) -> None:
-        if self.cuda:
-            torch.cuda.synchronize()
-
-    def run(self, fn: Any, n: int) -> list[float]:
-        """Run `fn` n times; per-call milliseconds."""
-        if self.cuda:
-            events = [
-                (torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True))
-                for _ in range(n)
-            ]
-            torch.cuda.synchronize()
-            for start, end in events:
-                start.record()
-                fn()
-                end.record()
-            torch.cuda.synchronize()
-            return [s.elapsed_time(e) for s, e in events]
-        out = []
-        for _ in range(n):
-            t = time.perf_counter()
-            fn()
-            out.append((time.perf_counter() - t) * 1e3)
-        return out
-
-    def mean_ms(self, fn: Any, n: int) -> float:
-        """Mean of n back-to-back calls, synchronized once around the loop."""
-        self.sync()
-        t = time.perf_counter()
-        for _ in range(n):
-            fn()
-        self.sync()
-        return (time.perf_counter() - t) * 1e3 / n
-
-
-def resolve_precision(requested: str, device: torch.device) -> str:
-    """As `engine.resolve_precision`: "auto" = bf16 autocast on a CUDA GPU that supports it, else fp32."""
-    if requested != "auto":
-        return requested
-    if device.type == "cuda" and torch.cuda.is_bf16_supported():
-        return "bf16"
-    return "fp32"
-
-
-def autocast_for(device: torch.device, dtype: str) -> Any:
-    """The engine's autocast (fp16 runs without its GradScaler here: timing only)."""
-    if dtype in ("bf16", "fp16"):
-        amp_dtype = torch.bfloat16 if dtype == "bf16" else torch.float16
-        return torch.autocast(device_type=device.type, dtype=amp_dtype)
-    return nullcontext()
-
-
 def make_step(cfg: Config, batches: list[Batch], amp: Any, grad_clip: float) -> Any:
     """One training step as `Trainer.train_step` does it (minus data loading and events)."""
     state = {"i": 0}
@@ -277,81 +220,6 @@ def breakdown(
         parts["bwd_ms"].append((t2 - t1) * 1e3)
         parts["opt_ms"].append((t3 - t2) * 1e3)
     return {k: statistics.median(v) for k, v in parts.items()}
-
-
-def measure_r_h(
-    model: nn.Module, family: str, batch: Batch, amp: Any, clock: Clock, reps: int, inner: int
-) -> dict[str, float]:
-    """r = backward/forward of one middle block; h = head forward / block forward (methods.md §6).
-
-    The block gets a real hidden state that needs an input gradient (like every
-    trainable block but the lowest); the head is the backend's own `_head_loss`
-    (logits only at the masked positions for BERT).
-    """
-    layers = get_layers(model)
-    block = copy.deepcopy(layers[len(layers) // 2]).train()
-    for p in block.parameters():
-        p.requires_grad_(True)
-    with torch.no_grad(), amp():
-        if family == "bert":
-            x0 = model.bert.embeddings(input_ids=batch.input_ids)  # type: ignore[union-attr]
-        else:
-            tr = model.transformer  # type: ignore[union-attr]
-            pos = torch.arange(batch.input_ids.shape[1], device=batch.input_ids.device).unsqueeze(0)
-            x0 = tr.wte(batch.input_ids) + tr.wpe(pos)
-    x = x0.detach().clone().requires_grad_(True)
-    head_in = x0.detach().clone().requires_grad_(True)
-    with amp():
-        grad_out = torch.randn_like(block(x))
-
-    def fwd() -> None:
-        with amp():
-            block(x)
-
-    def fwd_bwd() -> None:
-        with amp():
-            y = block(x)
-        y.backward(grad_out)
-        x.grad = None
-        for p in block.parameters():
-            p.grad = None
-
-    def fwd_nograd() -> None:
-        with torch.no_grad(), amp():
-            block(x)
-
-    frozen = copy.deepcopy(block).eval()  # how frozen layers run: eval mode (no dropout), no_grad
-
-    def fwd_frozen() -> None:
-        with torch.no_grad(), amp():
-            frozen(x)
-
-    def head() -> None:
-        with amp():
-            _head_loss(model, family, head_in, batch)
-
-    for fn in (fwd, fwd_bwd, fwd_nograd, fwd_frozen, head):  # warm-up
-        clock.mean_ms(fn, 2)
-    samples: dict[str, list[float]] = {"f": [], "fb": [], "fng": [], "frz": [], "head": []}
-    for _ in range(reps):  # interleaved too
-        samples["f"].append(clock.mean_ms(fwd, inner))
-        samples["fb"].append(clock.mean_ms(fwd_bwd, inner))
-        samples["fng"].append(clock.mean_ms(fwd_nograd, inner))
-        samples["frz"].append(clock.mean_ms(fwd_frozen, inner))
-        samples["head"].append(clock.mean_ms(head, inner))
-    med = {k: statistics.median(v) for k, v in samples.items()}
-    f = med["f"]
-    return {
-        "block_fwd_ms": f,
-        "block_fwd_bwd_ms": med["fb"],
-        "block_fwd_nograd_ms": med["fng"],
-        "head_fwd_ms": med["head"],
-        "r": max(0.0, (med["fb"] - f) / f) if f > 0 else 2.0,
-        "h": med["head"] / f if f > 0 else 0.0,
-        "nograd_over_grad_fwd": med["fng"] / f if f > 0 else 1.0,
-        "block_fwd_frozen_ms": med["frz"],
-        "frozen_over_grad_fwd": med["frz"] / f if f > 0 else 1.0,
-    }
 
 
 class UtilSampler:

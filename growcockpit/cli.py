@@ -117,10 +117,16 @@ def build_parser() -> argparse.ArgumentParser:
     sh.add_argument(
         "--r", type=float, default=2.0, help="backward/forward cost ratio for the estimate"
     )
+    sh.add_argument(
+        "--calibrate",
+        action="store_true",
+        help="measure r and h for this plan's model on this machine (builds it; takes seconds)",
+    )
     sh.set_defaults(func=cmd_plan_show)
 
     sv = sub.add_parser(
-        "serve", help="publish the cockpit in a web browser (textual-serve), on localhost by default"
+        "serve",
+        help="publish the cockpit in a web browser (textual-serve), on localhost by default",
     )
     sv.add_argument(
         "target", nargs="?", type=Path, help="a plan file or run directory to open (default: home)"
@@ -206,7 +212,21 @@ def cmd_plan_show(args: argparse.Namespace) -> int:
     from growcockpit.plan import estimate_cost, format_plan
 
     plan = _load(args.plan)
-    print(format_plan(plan, estimate_cost(plan, r=args.r)))
+    r, h = args.r, None
+    if args.calibrate:
+        from growcockpit.backend.calibrate import calibrate_plan
+        from growcockpit.backend.corpus import DataError
+
+        try:
+            measured = calibrate_plan(plan)
+        except DataError as exc:
+            raise UserError(str(exc)) from None
+        r, h = measured["r"], measured["h"]
+        print(
+            f"calibrated on this machine: r = {r:.2f} (backward/forward of a block), "
+            f"h = {h:.2f} blocks (head forward), frozen-block forward {measured['frozen_over_grad_fwd']:.2f}× a training forward"
+        )
+    print(format_plan(plan, estimate_cost(plan, r=r, h=h)))
     return EXIT_OK
 
 
@@ -444,6 +464,8 @@ def cmd_serve(args: argparse.Namespace) -> int:
             "can steer your runs (there is no login)",
             file=sys.stderr,
         )
-    print(f"growcockpit: open http://{args.host}:{args.port} in a browser (ctrl+c stops)", flush=True)
+    print(
+        f"growcockpit: open http://{args.host}:{args.port} in a browser (ctrl+c stops)", flush=True
+    )
     Server(command, host=args.host, port=args.port, title="growcockpit").serve()
     return EXIT_OK

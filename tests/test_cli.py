@@ -78,3 +78,29 @@ def test_ctl_errors(tmp_path: Path) -> None:
     assert_one_line_error(run("ctl", str(tmp_path), "pause"), "no backend is listening")
     assert_one_line_error(run("ctl", str(tmp_path), "set_lr", "fast"), "set_lr")
     assert_one_line_error(run("attach", str(tmp_path / "none")), "no such run directory")
+
+
+def test_plan_show_calibrates_r_and_h(gc_cache: Path) -> None:
+    import os
+
+    res = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "growcockpit",
+            "plan",
+            "show",
+            str(ROOT / "tests" / "plans" / "tiny.toml"),
+            "--calibrate",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=180,
+        env=dict(os.environ, GROWCOCKPIT_CACHE=str(gc_cache)),
+    )
+    assert res.returncode == 0, res.stderr
+    first = res.stdout.splitlines()[0]
+    assert first.startswith("calibrated on this machine: r = ")
+    r = float(first.split("r = ")[1].split()[0])
+    assert 0.2 < r < 10
+    assert f"(r = {r:.2f}, head h" in res.stdout, "the estimate must use the measured r"

@@ -1,7 +1,8 @@
 """End to end as a person would: the real `growcockpit` command in tmux, read off the screen.
 
-Launch the CPU demo plan from the cockpit, pause, advance, leave with `q`
-(training must go on), re-attach with `growcockpit attach`, resume and stop.
+Design a plan from scratch on the home screen (`n`: set the first stage's depth,
+add stages, set a freeze policy, save it), launch it, pause, advance, leave with
+`q` (training must go on), re-attach with `growcockpit attach`, resume and stop.
 """
 
 from __future__ import annotations
@@ -58,7 +59,10 @@ class Tmux:
         )
 
     def keys(self, *keys: str) -> None:
-        subprocess.run(["tmux", "send-keys", "-t", self.name, *keys], check=True)
+        """One key at a time, like a person: a burst can split an escape sequence."""
+        for key in keys:
+            subprocess.run(["tmux", "send-keys", "-t", self.name, key], check=True)
+            time.sleep(0.15)
 
     def screen(self) -> str:
         out = subprocess.run(
@@ -92,17 +96,59 @@ def only_run(runs: Path) -> Path:
 
 
 def test_design_launch_pause_advance_leave_attach_stop(tmp_path: Path, gc_cache: Path) -> None:
-    env = {"GROWCOCKPIT_CACHE": str(gc_cache), "HF_HUB_OFFLINE": "1", "TERM": "xterm-256color"}
+    env = {
+        "GROWCOCKPIT_CACHE": str(gc_cache),
+        "HF_HUB_OFFLINE": "1",
+        "TERM": "xterm-256color",
+        "XDG_CONFIG_HOME": str(tmp_path / "xdg"),
+    }
     cockpit = Tmux(tmp_path, env)
     viewer = Tmux(tmp_path, env)
     try:
         cockpit.start(GROWCOCKPIT)
         screen = cockpit.wait_for(
-            lambda s: "grow-4" in s and "all-layers" in s, "the demo plan's stage table", 30
+            lambda s: "cpu-demo" in s and "runs in" in s, "the home screen", 30
         )
-        assert "stack (top)" in screen and "new: 2-3" in screen
+        assert "no runs yet" in screen
+
+        # design a plan from scratch
+        cockpit.keys("n")
+        cockpit.wait_for(lambda s: "stage 1: stage-1" in s, "the designer on a new plan", 20)
+        cockpit.keys("Tab", "Tab", "Tab")  # name, enter, layers
+        cockpit.keys("End", "C-u", "2")
+        cockpit.wait_for(lambda s: "all: 0-1" in s, "stage 1 at depth 2", 10)
+        cockpit.keys("Escape")
+        cockpit.keys("a")  # grow to 4 by stacking, training the new layers
+        cockpit.wait_for(
+            lambda s: "stack (top)" in s and "new: 2-3" in s, "the added grow stage", 10
+        )
+        cockpit.keys(
+            "Tab", "Tab", "Tab", "Tab", "Tab", "Tab"
+        )  # name enter source layers width train
+        cockpit.keys("Enter")  # open the train policy list: all new none top:1 top:2 top:3
+        cockpit.keys("Down", "Down", "Down")
+        cockpit.keys("Enter")
+        cockpit.wait_for(lambda s: "top:2: 2-3" in s, "the freeze policy top:2", 10)
+        cockpit.keys("Escape")
+        cockpit.keys("a")  # a final all-layer stage at full depth
+        screen = cockpit.wait_for(
+            lambda s: "all-layers" in s and "all: 0-3" in s, "the third stage", 10
+        )
+        assert "✔ valid" in screen
+        cockpit.keys("C-s")
+        cockpit.wait_for(lambda s: "Save the plan as" in s, "the save-as prompt", 10)
+        cockpit.keys("Enter")
+        cockpit.wait_for(
+            lambda s: "my-plan.toml" in s and "modified" not in s, "the saved plan", 10
+        )
+        saved = (tmp_path / "my-plan.toml").read_text()
+        assert 'train = "top:2"' in saved and saved.count("[[stages]]") == 3
 
         cockpit.keys("l")
+        cockpit.wait_for(
+            lambda s: "Launch (Enter)" in s and "processes" in s, "the launch dialog", 10
+        )
+        cockpit.keys("Enter")
         cockpit.wait_for(
             lambda s: "live" in s and step_on(s) >= 3, "training steps on the dashboard"
         )
@@ -117,7 +163,7 @@ def test_design_launch_pause_advance_leave_attach_stop(tmp_path: Path, gc_cache:
         assert "grow-4" in screen
 
         cockpit.keys("q")
-        cockpit.wait_for(lambda s: "cpu-demo" not in s, "the cockpit to close", 20)
+        cockpit.wait_for(lambda s: "my-plan" not in s, "the cockpit to close", 20)
         status = json.loads((run_dir / "status.json").read_text())
         assert (status["state"], status["stage"]) == ("paused", 1)
         assert pid_alive(status["pid"]), "training must survive leaving the cockpit"

@@ -334,7 +334,10 @@ def test_ui_never_imports_torch() -> None:
 def test_backend_command_passes_device_and_processes() -> None:
     base = backend_command(Path("p.toml"), Path("r"), "py")
     assert base == ["py", "-m", "growcockpit", "train", "p.toml", "--run-dir", "r"]
-    assert backend_command(Path("p.toml"), Path("r"), "py", "cuda:1", 1)[-2:] == ["--device", "cuda:1"]
+    assert backend_command(Path("p.toml"), Path("r"), "py", "cuda:1", 1)[-2:] == [
+        "--device",
+        "cuda:1",
+    ]
     assert backend_command(Path("p.toml"), Path("r"), "py", "", 4)[-2:] == ["--nproc-per-node", "4"]
 
 
@@ -367,7 +370,9 @@ async def test_tabs_layers_heatmap_timing_system_events(tmp_path: Path) -> None:
         assert "GPU0" in system and "GPU1" in system and "64°C" in system and "610 W" in system
         await pilot.press("5")
         await pilot.pause(0.3)
-        assert any("grow stack" in ln for ln in screen.query_one("#event-log-full", EventLogPanel).shown)
+        assert any(
+            "grow stack" in ln for ln in screen.query_one("#event-log-full", EventLogPanel).shown
+        )
         await pilot.press("r")
         await pilot.pause(0.3)
         assert screen.query_one(LossPlot).raw
@@ -459,7 +464,11 @@ async def test_lr_marker_from_command_events(tmp_path: Path) -> None:
     from growcockpit.protocol import CommandEvent
 
     events = recorded_events(finished=False, upto_step=30)
-    events.append(CommandEvent(t=events[-1].t, id="x", command="set_lr", args={"factor": 0.5}, accepted=True, step=30))
+    events.append(
+        CommandEvent(
+            t=events[-1].t, id="x", command="set_lr", args={"factor": 0.5}, accepted=True, step=30
+        )
+    )
     run_dir = tmp_path / "run"
     run_dir.mkdir()
     write_events(RunPaths(run_dir).events, events)

@@ -11,7 +11,13 @@ from ui_fixtures import notes, screen_text, write_plan, write_recorded_run
 from growcockpit.plan import load_plan
 from growcockpit.resources import sample_plan
 from growcockpit.ui import GrowCockpitApp, RunClient
-from growcockpit.ui.screens import DashboardScreen, DesignerScreen, LaunchOptions, LaunchScreen, PromptScreen
+from growcockpit.ui.screens import (
+    DashboardScreen,
+    DesignerScreen,
+    LaunchOptions,
+    LaunchScreen,
+    PromptScreen,
+)
 from growcockpit.ui.screens.launch import device_problem, nproc_problem
 from growcockpit.ui.widgets import EventLogPanel, RunHeader, StageTable
 from growcockpit.ui.widgets.stage_table import stage_rows
@@ -49,7 +55,7 @@ async def test_shows_the_cpu_demo_plan() -> None:
         assert rows[1][4] == "new: 2-3" and rows[2][4] == "all: 0-3"
         assert [r[5] for r in rows] == [str(s.steps) for s in plan.stages]
         assert rows[0][8].endswith("×") and rows[0][9].endswith("%")
-        assert str(screen.query_one("#plan-title").render()) == "cpu-demo"
+        assert str(screen.query_one("#plan-title").render()).startswith("cpu-demo  · ")
         cost = str(screen.query_one("#plan-cost").render())
         assert "full-depth baseline" in cost and "faster" in cost
         assert "✔ valid" in str(screen.query_one("#plan-problems").render())
@@ -69,7 +75,9 @@ async def test_validation_as_you_type_next_to_the_field(tmp_path: Path) -> None:
         assert screen.selected == 1
         await type_into(pilot, "sf-layers", "x")
         assert "whole number" in field_error(app, "sf-layers")
-        await type_into(pilot, "sf-layers", "2")  # stack must add layers: the plan validator says so
+        await type_into(
+            pilot, "sf-layers", "2"
+        )  # stack must add layers: the plan validator says so
         err = field_error(app, "sf-layers")
         assert "must add layers" in err
         assert screen.query_one(StageTable).get_row_at(1)[0] == "2⚠"
@@ -116,7 +124,11 @@ async def test_add_duplicate_remove_reorder(tmp_path: Path) -> None:
 
 async def test_save_keeps_comments(tmp_path: Path) -> None:
     path = tmp_path / "p.toml"
-    path.write_text(write_plan(tmp_path / "x.toml").read_text().replace("[optim]", "# my tuned optimizer\n[optim]"))
+    path.write_text(
+        write_plan(tmp_path / "x.toml")
+        .read_text()
+        .replace("[optim]", "# my tuned optimizer\n[optim]")
+    )
     app = GrowCockpitApp(plan_path=path)
     async with app.run_test(size=SIZE) as pilot:
         await pilot.pause()
@@ -130,7 +142,9 @@ async def test_save_keeps_comments(tmp_path: Path) -> None:
         assert any("saved" in m for m in notes(app))
 
 
-async def test_new_plan_from_scratch_save_as(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+async def test_new_plan_from_scratch_save_as(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.chdir(tmp_path)
     app = GrowCockpitApp(workdir=tmp_path, runs_root=tmp_path / "runs")
     async with app.run_test(size=SIZE) as pilot:
@@ -143,7 +157,10 @@ async def test_new_plan_from_scratch_save_as(tmp_path: Path, monkeypatch: pytest
         await pilot.press("escape")  # back to the table
         await pilot.press("a")  # grow to 4, training the new layers
         await pilot.pause()
-        assert [(s.layers, s.enter, s.train) for s in screen.plan.stages] == [(2, "init", "all"), (4, "stack", "new")]
+        assert [(s.layers, s.enter, s.train) for s in screen.plan.stages] == [
+            (2, "init", "all"),
+            (4, "stack", "new"),
+        ]
         await pilot.press("ctrl+s")
         await pilot.pause()
         assert isinstance(app.screen, PromptScreen)
@@ -162,7 +179,9 @@ async def test_launch_dialog_passes_device_and_processes(tmp_path: Path) -> None
         launched.append((plan_path, runs_root, options))
         return write_recorded_run(runs_root / "cpu-demo-x", finished=False, upto_step=5)
 
-    app = GrowCockpitApp(plan_path=sample_plan("cpu-demo"), runs_root=tmp_path / "runs", launcher=fake_launch)
+    app = GrowCockpitApp(
+        plan_path=sample_plan("cpu-demo"), runs_root=tmp_path / "runs", launcher=fake_launch
+    )
     async with app.run_test(size=SIZE) as pilot:
         await pilot.pause()
         await pilot.press("l")
@@ -175,7 +194,9 @@ async def test_launch_dialog_passes_device_and_processes(tmp_path: Path) -> None
         app.screen.query_one("#launch-nproc").value = "2"
         await pilot.click("#go")
         await pilot.pause()
-        assert launched == [(sample_plan("cpu-demo"), tmp_path / "runs", LaunchOptions("cuda:0", 2))]
+        assert launched == [
+            (sample_plan("cpu-demo"), tmp_path / "runs", LaunchOptions("cuda:0", 2))
+        ]
         assert isinstance(app.screen, DashboardScreen)
         assert app.screen.run_dir == tmp_path / "runs" / "cpu-demo-x"
 
@@ -203,9 +224,13 @@ async def test_failed_launch_is_reported(tmp_path: Path) -> None:
 
 async def test_invalid_plan_cannot_launch(tmp_path: Path) -> None:
     bad = tmp_path / "bad.toml"
-    bad.write_text(write_plan(tmp_path / "x.toml").read_text().replace("steps = 100", "steps = 0", 1))
+    bad.write_text(
+        write_plan(tmp_path / "x.toml").read_text().replace("steps = 100", "steps = 0", 1)
+    )
     calls: list[Path] = []
-    app = GrowCockpitApp(plan_path=bad, runs_root=tmp_path, launcher=lambda p, r, o: calls.append(p) or r)
+    app = GrowCockpitApp(
+        plan_path=bad, runs_root=tmp_path, launcher=lambda p, r, o: calls.append(p) or r
+    )
     async with app.run_test(size=SIZE) as pilot:
         await pilot.pause()
         assert "must be ≥ 1" in field_error(app, "sf-steps")
@@ -238,7 +263,9 @@ def test_stage_rows_policies_and_overrides(tmp_path: Path) -> None:
     assert [r[8] for r in rows] == ["–"] * 4  # no cost given
 
 
-async def test_backend_that_dies_at_start_is_reported(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+async def test_backend_that_dies_at_start_is_reported(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """The real launcher, with a stand-in interpreter that fails the way a broken install does."""
     from growcockpit.ui.screens import dashboard
 
@@ -250,7 +277,9 @@ async def test_backend_that_dies_at_start_is_reported(tmp_path: Path, monkeypatc
     def launch(plan_path: Path, runs_root: Path, options: LaunchOptions) -> Path:
         return RunClient.launch(plan_path, runs_root, python=str(fake_python))
 
-    app = GrowCockpitApp(plan_path=sample_plan("cpu-demo"), runs_root=tmp_path / "runs", launcher=launch)
+    app = GrowCockpitApp(
+        plan_path=sample_plan("cpu-demo"), runs_root=tmp_path / "runs", launcher=launch
+    )
     async with app.run_test(size=SIZE) as pilot:
         await pilot.pause()
         await pilot.press("l")

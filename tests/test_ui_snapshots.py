@@ -1,43 +1,104 @@
-"""SVG snapshots of the cockpit (pytest-textual-snapshot). Regenerate after a deliberate
-UI change with `pytest tests/test_ui_snapshots.py --snapshot-update` and review the SVGs.
+"""SVG snapshots of the cockpit (pytest-textual-snapshot): home, designer, dashboard
+mid-run and after a crash, at 80×24 and 160×48, in the dark and light themes.
 
-Only fixed data goes in: the recorded run has fixed timestamps and is finished, so the
-elapsed time comes from events, never from the wall clock.
+Regenerate after a deliberate UI change with
+`pytest tests/test_ui_snapshots.py --snapshot-update` and review the SVGs.
+Only fixed data goes in: recorded runs with fixed timestamps, a fixed clock, fixed
+file times, plan paths relative to a temporary working directory.
 """
 
 from __future__ import annotations
 
-import time
 from pathlib import Path
 
 import pytest
 from textual.pilot import Pilot
-from ui_fixtures import write_plan, write_recorded_run
+from ui_fixtures import (
+    T0,
+    crashed_events,
+    set_mtime,
+    settle,
+    write_events,
+    write_plan,
+    write_recorded_run,
+)
 
+from growcockpit.protocol import RunPaths
 from growcockpit.ui import GrowCockpitApp
-from growcockpit.ui.screens import DashboardScreen
+
+SIZES = pytest.mark.parametrize("size", [(80, 24), (160, 48)], ids=["80x24", "160x48"])
+THEMES = pytest.mark.parametrize("theme", ["dark", "light"])
+CLOCK = T0 + 100.0
 
 
 async def _caught_up(pilot: Pilot[None]) -> None:
-    screen = pilot.app.screen
-    assert isinstance(screen, DashboardScreen)
-    deadline = time.monotonic() + 10
-    while not screen.caught_up:
-        assert time.monotonic() < deadline
-        await pilot.pause(0.02)
-    screen.flush_text()
-    screen.flush_plot()
-    await pilot.pause()
+    await settle(pilot)
+    await pilot.pause(0.1)
 
 
-@pytest.mark.parametrize("size", [(80, 24), (160, 48)], ids=["80x24", "160x48"])
-def test_dashboard_finished_run(snap_compare, tmp_path: Path, size: tuple[int, int]) -> None:  # type: ignore[no-untyped-def]
-    run_dir = write_recorded_run(tmp_path / "run")
-    app = GrowCockpitApp(run_dir=run_dir, clock=lambda: 0.0)
+async def _idle(pilot: Pilot[None]) -> None:
+    await pilot.pause(0.3)
+
+
+def _workdir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    monkeypatch.chdir(tmp_path)
+    write_plan(tmp_path / "mslt-snapshot.toml")
+    samples = tmp_path / "samples"
+    samples.mkdir()
+    write_plan(samples / "sample.toml").write_text(
+        (samples / "sample.toml").read_text().replace("mslt-snapshot", "sample-mslt")
+    )
+    return samples
+
+
+@SIZES
+@THEMES
+def test_home(
+    snap_compare, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, size: tuple[int, int], theme: str
+) -> None:  # type: ignore[no-untyped-def]
+    samples = _workdir(tmp_path, monkeypatch)
+    runs = tmp_path / "runs"
+    write_recorded_run(runs / "mslt-demo-20260101-000000")
+    write_recorded_run(runs / "mslt-demo-20260101-010000", finished=False, upto_step=30)
+    set_mtime(runs / "mslt-demo-20260101-000000", T0)
+    set_mtime(runs / "mslt-demo-20260101-010000", T0 + 50)
+    app = GrowCockpitApp(
+        runs_root=runs, workdir=tmp_path, samples=samples, clock=lambda: CLOCK, theme=theme
+    )
+    assert snap_compare(app, terminal_size=size, run_before=_idle)
+
+
+@SIZES
+@THEMES
+def test_designer(
+    snap_compare, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, size: tuple[int, int], theme: str
+) -> None:  # type: ignore[no-untyped-def]
+    samples = _workdir(tmp_path, monkeypatch)
+    app = GrowCockpitApp(
+        plan_path=Path("mslt-snapshot.toml"), samples=samples, theme=theme, workdir=tmp_path
+    )
+    assert snap_compare(app, terminal_size=size, run_before=_idle)
+
+
+@SIZES
+@THEMES
+def test_dashboard_mid_run(snap_compare, tmp_path: Path, size: tuple[int, int], theme: str) -> None:  # type: ignore[no-untyped-def]
+    run_dir = write_recorded_run(tmp_path / "run", finished=False, upto_step=60)
+    app = GrowCockpitApp(
+        run_dir=run_dir, clock=lambda: CLOCK, theme=theme, workdir=tmp_path, samples=tmp_path
+    )
     assert snap_compare(app, terminal_size=size, run_before=_caught_up)
 
 
-def test_plan_screen(snap_compare, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:  # type: ignore[no-untyped-def]
-    monkeypatch.chdir(tmp_path)  # the plan path is shown relative to the working directory
-    app = GrowCockpitApp(plan_path=write_plan(tmp_path / "mslt-snapshot.toml"))
-    assert snap_compare(app, terminal_size=(160, 48))
+@SIZES
+@THEMES
+def test_dashboard_after_crash(
+    snap_compare, tmp_path: Path, size: tuple[int, int], theme: str
+) -> None:  # type: ignore[no-untyped-def]
+    run_dir = tmp_path / "run"
+    run_dir.mkdir()
+    write_events(RunPaths(run_dir).events, crashed_events())
+    app = GrowCockpitApp(
+        run_dir=run_dir, clock=lambda: CLOCK, theme=theme, workdir=tmp_path, samples=tmp_path
+    )
+    assert snap_compare(app, terminal_size=size, run_before=_caught_up)

@@ -16,12 +16,12 @@ from typing import Any
 
 from growcockpit.protocol import (
     Checkpoint,
-    Error,
-    GpuStat,
     CommandEvent,
+    Error,
     Eval,
     Event,
     EventLog,
+    GpuStat,
     Grow,
     LayerStat,
     LayerStats,
@@ -284,8 +284,24 @@ def gpu_system(t: float) -> System:
         ram_used=40 * 2**30,
         ram_total=128 * 2**30,
         gpus=[
-            GpuStat(index=0, name="NVIDIA H200", util=97.0, mem_used=80 * 2**30, mem_total=141 * 2**30, power_w=610.0, temp_c=64.0),
-            GpuStat(index=1, name="NVIDIA H200", util=12.0, mem_used=2 * 2**30, mem_total=141 * 2**30, power_w=90.0, temp_c=35.0),
+            GpuStat(
+                index=0,
+                name="NVIDIA H200",
+                util=97.0,
+                mem_used=80 * 2**30,
+                mem_total=141 * 2**30,
+                power_w=610.0,
+                temp_c=64.0,
+            ),
+            GpuStat(
+                index=1,
+                name="NVIDIA H200",
+                util=12.0,
+                mem_used=2 * 2**30,
+                mem_total=141 * 2**30,
+                power_w=90.0,
+                temp_c=35.0,
+            ),
         ],
     )
 
@@ -312,11 +328,25 @@ def write_long_log(path: Path, n_events: int = 100_000, layers: int = 48) -> dic
         "name": "long-48",
         "model": {"family": "bert", "final_layers": layers},
         "stages": [
-            {"name": n, "layers": d, "steps": stage_steps, "enter": "init" if i == 0 else "stack", "train": "all" if i == 0 else "new"}
+            {
+                "name": n,
+                "layers": d,
+                "steps": stage_steps,
+                "enter": "init" if i == 0 else "stack",
+                "train": "all" if i == 0 else "new",
+            }
             for i, (n, d) in enumerate(stages)
         ],
     }
-    emit({"type": "run_started", "run_id": "long-48", "plan": plan, "device": "cuda", "world_size": 1})
+    emit(
+        {
+            "type": "run_started",
+            "run_id": "long-48",
+            "plan": plan,
+            "device": "cuda",
+            "world_size": 1,
+        }
+    )
     stage = -1
     prev_layers = 0
     while seq < n_events - 1:
@@ -326,30 +356,106 @@ def write_long_log(path: Path, n_events: int = 100_000, layers: int = 48) -> dic
             name, depth = stages[stage]
             trainable = list(range(prev_layers, depth)) if stage else list(range(depth))
             if stage:
-                emit({"type": "grow", "step": step, "stage": stage, "operator": "stack", "from_layers": prev_layers, "to_layers": depth, "seconds": 0.5})
-            emit({"type": "stage_started", "index": stage, "name": name, "layers": depth, "trainable_layers": trainable, "operator": "init" if stage == 0 else "stack", "steps": stage_steps, "step": step})
+                emit(
+                    {
+                        "type": "grow",
+                        "step": step,
+                        "stage": stage,
+                        "operator": "stack",
+                        "from_layers": prev_layers,
+                        "to_layers": depth,
+                        "seconds": 0.5,
+                    }
+                )
+            emit(
+                {
+                    "type": "stage_started",
+                    "index": stage,
+                    "name": name,
+                    "layers": depth,
+                    "trainable_layers": trainable,
+                    "operator": "init" if stage == 0 else "stack",
+                    "steps": stage_steps,
+                    "step": step,
+                }
+            )
             prev_layers = depth
         step += per_step
         t += 1.0
         loss = 8.0 * math.exp(-step / 300_000) + 2.0 + 0.1 * math.sin(step / 777)
-        emit({"type": "step", "step": step, "stage": stage, "loss": round(loss, 4), "lr": 1e-4, "tokens": step * 4096, "tokens_per_s": 40_000.0 + 1000 * stage, "step_ms": 100.0, "fwd_ms": 30.0, "bwd_ms": 55.0 - 10 * stage, "opt_ms": 10.0, "data_ms": 5.0})
+        emit(
+            {
+                "type": "step",
+                "step": step,
+                "stage": stage,
+                "loss": round(loss, 4),
+                "lr": 1e-4,
+                "tokens": step * 4096,
+                "tokens_per_s": 40_000.0 + 1000 * stage,
+                "step_ms": 100.0,
+                "fwd_ms": 30.0,
+                "bwd_ms": 55.0 - 10 * stage,
+                "opt_ms": 10.0,
+                "data_ms": 5.0,
+            }
+        )
         if step % 500 == 0:
             depth = stages[stage][1]
             lo = prev_layers if stage else 0
-            emit({"type": "layer_stats", "step": step, "stage": stage, "layers": [
-                {"id": i, "trainable": i >= lo if stage else True, "grad_norm": (0.1 + 0.01 * i + 0.05 * math.sin(step / 5000 + i)) if (i >= lo or stage == 0) else None, "weight_norm": 20.0 + i}
-                for i in range(depth)
-            ]})
+            emit(
+                {
+                    "type": "layer_stats",
+                    "step": step,
+                    "stage": stage,
+                    "layers": [
+                        {
+                            "id": i,
+                            "trainable": i >= lo if stage else True,
+                            "grad_norm": (0.1 + 0.01 * i + 0.05 * math.sin(step / 5000 + i))
+                            if (i >= lo or stage == 0)
+                            else None,
+                            "weight_norm": 20.0 + i,
+                        }
+                        for i in range(depth)
+                    ],
+                }
+            )
         if step % 5000 == 0:
             emit({"type": "eval", "step": step, "stage": stage, "val_loss": round(loss + 0.05, 4)})
         if step % 2000 == 0:
-            emit({"type": "system", "cpu_pct": 100.0, "rss_bytes": 2 * 2**30, "gpus": [{"index": 0, "name": "H200", "util": 90.0, "mem_used": 50 * 2**30, "mem_total": 141 * 2**30, "power_w": 500.0, "temp_c": 60.0}]})
+            emit(
+                {
+                    "type": "system",
+                    "cpu_pct": 100.0,
+                    "rss_bytes": 2 * 2**30,
+                    "gpus": [
+                        {
+                            "index": 0,
+                            "name": "H200",
+                            "util": 90.0,
+                            "mem_used": 50 * 2**30,
+                            "mem_total": 141 * 2**30,
+                            "power_w": 500.0,
+                            "temp_c": 60.0,
+                        }
+                    ],
+                }
+            )
         if step % 100_000 == 0:
             emit({"type": "paused", "step": step})
             t += 60
             emit({"type": "resumed", "step": step})
         if step % 170_000 == 0:
-            emit({"type": "command", "id": f"lr{step}", "command": "set_lr", "args": {"factor": 0.5}, "accepted": True, "step": step})
+            emit(
+                {
+                    "type": "command",
+                    "id": f"lr{step}",
+                    "command": "set_lr",
+                    "args": {"factor": 0.5},
+                    "accepted": True,
+                    "step": step,
+                }
+            )
     emit({"type": "run_finished", "status": "completed", "step": step})
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text("\n".join(lines) + "\n")

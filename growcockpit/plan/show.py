@@ -118,7 +118,7 @@ def format_plan(plan: Plan, cost: PlanCost | None = None) -> str:
         "",
         f"total steps: {plan.total_steps}",
         f"estimated compute: {cost.ratio:.2f} × full-depth baseline ({m.final_layers} layers, all trained) "
-        f"→ speedup {cost.speedup:.2f}×  (r = {cost.r:g}, head h = {cost.h:.2f} blocks)",
+        f"→ speedup {cost.speedup:.2f}×  (r = {cost.r:.2f}, head h = {cost.h:.2f} blocks)",
         "rel.cost: one step's cost relative to one baseline step (layers a→b: grown by the stage's operator;"
         " +emb: embeddings train; ·: optim.lr)",
     ]

@@ -23,7 +23,14 @@ from growcockpit.ui.screens import (
     LaunchOptions,
 )
 from growcockpit.ui.settings import load_settings, save_settings
-from growcockpit.ui.themes import DEFAULT_THEME, GC_DEFAULTS, LAYOUT_FILE, ThemeFileError, load_theme, theme_files
+from growcockpit.ui.themes import (
+    DEFAULT_THEME,
+    GC_DEFAULTS,
+    LAYOUT_FILE,
+    ThemeFileError,
+    load_theme,
+    theme_files,
+)
 
 Launcher = Callable[[Path, Path, LaunchOptions], Path]
 
@@ -58,6 +65,7 @@ class GrowCockpitApp(App[None]):
         command_timeout: float = 60.0,
         workdir: Path | None = None,
         new_plan: bool = False,
+        samples: Path | None = None,
     ) -> None:
         super().__init__()
         self.plan_path = Path(plan_path) if plan_path is not None else None
@@ -68,6 +76,7 @@ class GrowCockpitApp(App[None]):
         self.command_timeout = command_timeout
         self.workdir = workdir
         self.new_plan = new_plan
+        self.samples = samples  # where sample plans are listed from (tests pin it)
         self.theme_names: list[str] = []
         for file in theme_files():
             try:
@@ -76,7 +85,9 @@ class GrowCockpitApp(App[None]):
                 continue
             self.theme_names.append(file.name)
         if theme is not None and theme not in self.theme_names:
-            raise ValueError(f"unknown theme {theme!r}; expected one of {', '.join(self.theme_names)}")
+            raise ValueError(
+                f"unknown theme {theme!r}; expected one of {', '.join(self.theme_names)}"
+            )
         remembered = load_settings().get("theme")
         choice = theme or (remembered if remembered in self.theme_names else DEFAULT_THEME)
         self._remember_theme = theme is None
@@ -90,7 +101,7 @@ class GrowCockpitApp(App[None]):
         return self.theme.removeprefix("growcockpit-")
 
     def on_mount(self) -> None:
-        self.push_screen(HomeScreen(self.runs_root, self.workdir))
+        self.push_screen(HomeScreen(self.runs_root, self.workdir, self.samples))
         if self.run_dir is not None:
             self.push_screen(self._dashboard(self.run_dir))
         elif self.plan_path is not None or self.new_plan:
@@ -158,10 +169,16 @@ class GrowCockpitApp(App[None]):
                     partial(screen.run_action, binding.action),
                 )
         for name in self.theme_names:
-            yield SystemCommand(f"Theme: {name}", f"switch to the {name} theme (t cycles)", partial(self.set_theme, name))
+            yield SystemCommand(
+                f"Theme: {name}",
+                f"switch to the {name} theme (t cycles)",
+                partial(self.set_theme, name),
+            )
         yield SystemCommand("Home", "plans and runs", self.action_home)
         yield SystemCommand("New plan", "open the designer on a new plan", self.action_new_plan)
-        yield SystemCommand("Compare runs", "overlay the loss curves of runs", self.action_open_compare)
+        yield SystemCommand(
+            "Compare runs", "overlay the loss curves of runs", self.action_open_compare
+        )
         for command in super().get_system_commands(screen):
             if command.title not in ("Theme",):
                 yield command

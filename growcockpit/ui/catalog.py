@@ -67,7 +67,8 @@ def _plan_entry(path: Path, origin: str) -> PlanEntry | None:
     stages = data.get("stages")
     if not isinstance(stages, list):
         return None  # some other TOML file (pyproject.toml …)
-    model = data.get("model") if isinstance(data.get("model"), dict) else {}
+    raw_model = data.get("model")
+    model: dict[str, object] = raw_model if isinstance(raw_model, dict) else {}
     steps = sum(int(s.get("steps", 0) or 0) for s in stages if isinstance(s, dict))
     return PlanEntry(
         path=path,
@@ -75,7 +76,7 @@ def _plan_entry(path: Path, origin: str) -> PlanEntry | None:
         origin=origin,
         stages=len(stages),
         steps=steps,
-        final_layers=int(model.get("final_layers", 0) or 0),
+        final_layers=int(str(model.get("final_layers", 0) or 0)),
         description=str(data.get("description", "")),
     )
 

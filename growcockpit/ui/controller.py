@@ -88,7 +88,9 @@ class ControllerLock:
         if not isinstance(data, dict):
             return Holder()
         try:
-            return Holder(int(data.get("pid", 0)), str(data.get("host", "")), float(data.get("since", 0)))
+            return Holder(
+                int(data.get("pid", 0)), str(data.get("host", "")), float(data.get("since", 0))
+            )
         except (TypeError, ValueError):
             return Holder()
 

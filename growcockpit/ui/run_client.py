@@ -54,7 +54,15 @@ def backend_command(
     """`python -m growcockpit train PLAN --run-dir DIR [--device D] [--nproc-per-node N]`.
 
     `--nproc-per-node` is passed only for N > 1 (DDP)."""
-    cmd = [python or sys.executable, "-m", "growcockpit", "train", str(plan_path), "--run-dir", str(run_dir)]
+    cmd = [
+        python or sys.executable,
+        "-m",
+        "growcockpit",
+        "train",
+        str(plan_path),
+        "--run-dir",
+        str(run_dir),
+    ]
     if device:
         cmd += ["--device", device]
     if nproc > 1:

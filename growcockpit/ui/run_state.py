@@ -35,7 +35,7 @@ from growcockpit.protocol.events import (
 
 FINAL_STATUSES = ("completed", "stopped", "crashed")
 HIST = 120  # samples of short history (sparklines: system, per-layer grad norm)
-EMA_ALPHA = 0.05  # smoothing of the train loss curve (about a 20-step window)
+EMA_ALPHA = 0.1  # smoothing of the train loss curve (about a 10-step window)
 TRACEBACK_LINES = 6
 
 
@@ -170,9 +170,11 @@ class LayerHistory:
         out_s: list[int] = []
         out_g: list[int] = []
         out_c: list[dict[int, float]] = []
-        cuts = sorted({b * n // width for b in range(width)} | {n} | {
-            i for i in range(1, n) if self.stages[i] != self.stages[i - 1]
-        })
+        cuts = sorted(
+            {b * n // width for b in range(width)}
+            | {n}
+            | {i for i in range(1, n) if self.stages[i] != self.stages[i - 1]}
+        )
         for lo, hi in zip(cuts, cuts[1:], strict=False):
             merged: dict[int, float] = {}
             for col in self.columns[lo:hi]:

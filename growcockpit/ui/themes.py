@@ -11,6 +11,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from textual.theme import Theme
 
@@ -89,8 +90,10 @@ def load_theme(file: ThemeFile) -> Theme:
     except OSError as exc:
         raise ThemeFileError(f"{file.path}: cannot read ({exc.strerror})") from None
     if "primary" not in palette:
-        raise ThemeFileError(f"{file.path}: no $primary colour; see themes/dark.tcss for the format")
+        raise ThemeFileError(
+            f"{file.path}: no $primary colour; see themes/dark.tcss for the format"
+        )
     dark = palette.pop("dark", "true").lower() not in ("false", "0", "no")
-    fields = {k: palette.pop(k) for k in _THEME_FIELDS if k in palette}
+    fields: dict[str, Any] = {k: palette.pop(k) for k in _THEME_FIELDS if k in palette}
     variables = {**GC_DEFAULTS, **palette}
     return Theme(name=file.textual_name, dark=dark, variables=variables, **fields)

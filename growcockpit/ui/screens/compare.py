@@ -12,7 +12,7 @@ from textual.binding import Binding
 from textual.containers import Horizontal, Vertical
 from textual.message import Message
 from textual.screen import Screen
-from textual.widgets import DataTable, Footer, Input, Label, SelectionList, Static
+from textual.widgets import DataTable, Footer, Input, Label, SelectionList
 from textual_plotext import PlotextPlot
 
 from growcockpit.ui.catalog import list_runs
@@ -139,7 +139,8 @@ class CompareScreen(Screen[None]):
         table = self.query_one("#compare-table", DataTable)
         table.clear()
         reached = {
-            c.name: time_to_loss(c, self.target) if self.target is not None else None for c in self.curves
+            c.name: time_to_loss(c, self.target) if self.target is not None else None
+            for c in self.curves
         }
         slowest = max((r[0] for r in reached.values() if r), default=None)
         for i, c in enumerate(self.curves):

@@ -126,14 +126,12 @@ class DashboardScreen(Screen[None]):
                 with Horizontal(id="ov-bottom"):
                     yield EventLogPanel(id="event-log")
                     yield SystemPanel(compact=True, id="ov-system")
-            with TabPane("2 Layers", id="layers"):
-                with Horizontal(id="layers-body"):
-                    yield LayerTable(id="layer-table-full")
-                    yield LayerHeatmap(id="heatmap")
-            with TabPane("3 Timing", id="timing"):
-                with Vertical(id="timing-body"):
-                    yield TimingPanel(id="timing-panel")
-                    yield ThroughputPlot(id="throughput")
+            with TabPane("2 Layers", id="layers"), Horizontal(id="layers-body"):
+                yield LayerTable(id="layer-table-full")
+                yield LayerHeatmap(id="heatmap")
+            with TabPane("3 Timing", id="timing"), Vertical(id="timing-body"):
+                yield TimingPanel(id="timing-panel")
+                yield ThroughputPlot(id="throughput")
             with TabPane("4 System", id="system"):
                 yield SystemPanel(id="system-panel")
             with TabPane("5 Events", id="events"):

@@ -118,7 +118,9 @@ def next_stage(plan: Plan, after: int) -> Stage:
             enter="stack",
             train="new",
         )
-    return Stage(name=unique_name("all-layers", taken), layers=prev.layers, steps=prev.steps, train="all")
+    return Stage(
+        name=unique_name("all-layers", taken), layers=prev.layers, steps=prev.steps, train="all"
+    )
 
 
 def is_sample(path: Path | None) -> bool:
@@ -229,7 +231,9 @@ class DesignerScreen(Screen[list[dict[str, Any]] | None]):
 
     def on_mount(self) -> None:
         if self.plan is None:
-            self.query_one("#plan-title", Static).update(self.plan_path.name if self.plan_path else "")
+            self.query_one("#plan-title", Static).update(
+                self.plan_path.name if self.plan_path else ""
+            )
             self.query_one("#plan-problems", Static).update(
                 f"cannot open this plan in the designer: {self.error}"
             )
@@ -265,7 +269,9 @@ class DesignerScreen(Screen[list[dict[str, Any]] | None]):
                 form.show_errors({k[len(p) :]: v for k, v in by_key.items() if k.startswith(p)})
         bad = {int(m.group(1)) for k in by_key if (m := _STAGE_KEY.match(k))}
         self.cost, cost_line = estimate(plan)
-        self.query_one(StageTable).show_plan(plan, self.cost, bad, self.locked if self.remaining else 0)
+        self.query_one(StageTable).show_plan(
+            plan, self.cost, bad, self.locked if self.remaining else 0
+        )
         self.query_one(StageTimeline).show_plan(plan)
         self.query_one("#plan-cost", Static).update(cost_line)
         self._show_problems(by_key)
@@ -292,7 +298,8 @@ class DesignerScreen(Screen[list[dict[str, Any]] | None]):
             head = f"{self.plan.name}: edit the stages after stage {self.locked} (ctrl+s sends them to the run)"
         else:
             head = self.plan.name
-        self.query_one("#plan-title", Static).update(f"{head}{mark}")
+        where = "" if self.remaining else f"  · {display_path(self.plan_path)}"
+        self.query_one("#plan-title", Static).update(f"{head}{mark}{where}")
         self.query_one("#plan-summary", Static).update(plan_summary(self.plan))
         path = display_path(self.plan_path)
         if is_sample(self.plan_path):
@@ -309,7 +316,9 @@ class DesignerScreen(Screen[list[dict[str, Any]] | None]):
         table = self.query_one(StageTable)
         if table.row_count > index and table.cursor_row != index:
             table.move_cursor(row=index, animate=False)
-        self.query_one(StageForm).load(index, self.plan.stages[index], self.remaining and index < self.locked)
+        self.query_one(StageForm).load(
+            index, self.plan.stages[index], self.remaining and index < self.locked
+        )
 
     def on_data_table_row_highlighted(self, event: DataTable.RowHighlighted) -> None:
         if event.data_table.id == "stage-table" and self.plan is not None:
@@ -342,12 +351,16 @@ class DesignerScreen(Screen[list[dict[str, Any]] | None]):
 
     def _editable(self, index: int) -> bool:
         if self.remaining and index < self.locked:
-            self.notify("That stage has already started: only later stages can change.", severity="warning")
+            self.notify(
+                "That stage has already started: only later stages can change.", severity="warning"
+            )
             return False
         return True
 
     def _stages_changed(self, select: int) -> None:
-        self.field_errors = {k: v for k, v in self.field_errors.items() if not k.startswith("stages")}
+        self.field_errors = {
+            k: v for k, v in self.field_errors.items() if not k.startswith("stages")
+        }
         self.dirty = True
         assert self.plan is not None
         self.query_one(StageTable).show_plan(self.plan, None)  # the row count first
@@ -454,16 +467,19 @@ class DesignerScreen(Screen[list[dict[str, Any]] | None]):
             return
         stages = plan_to_dict(self.plan)["stages"][self.locked :]
         if not stages:
-            self.notify("No stages left after the running one: add one with `a`.", severity="warning")
+            self.notify(
+                "No stages left after the running one: add one with `a`.", severity="warning"
+            )
             return
         self.dismiss(stages)
 
     def _blocked(self, what: str) -> bool:
         n = len(self.problems) + len(self.field_errors)
         if n:
-            first = (self.field_errors and next(iter(self.field_errors.items()))) or (
-                self.problems[0].key,
-                self.problems[0].problem,
+            first: tuple[str, str] = (
+                next(iter(self.field_errors.items()))
+                if self.field_errors
+                else (self.problems[0].key, self.problems[0].problem)
             )
             self.notify(
                 f"cannot {what}: {n} problem{'s' if n > 1 else ''}; first: {_where(first[0], self.plan)}: {first[1]}",
@@ -517,7 +533,8 @@ class DesignerScreen(Screen[list[dict[str, Any]] | None]):
                 self.dismiss(None)
 
         self.app.push_screen(
-            ConfirmScreen("Discard unsaved changes?", f"Leaving now drops {what}.", yes="Discard"), done
+            ConfirmScreen("Discard unsaved changes?", f"Leaving now drops {what}.", yes="Discard"),
+            done,
         )
 
     def action_help(self) -> None:
@@ -532,4 +549,3 @@ def _where(key: str, plan: Plan | None) -> str:
         field = f" {m.group(2)}" if m.group(2) else ""
         return f"stage {i + 1} ({name}){field}"
     return key or "plan"
-

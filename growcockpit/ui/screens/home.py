@@ -67,13 +67,16 @@ class HomeScreen(Screen[None]):
             super().__init__()
             self.paths = paths
 
-    def __init__(self, runs_root: Path, workdir: Path | None = None) -> None:
+    def __init__(
+        self, runs_root: Path, workdir: Path | None = None, samples: Path | None = None
+    ) -> None:
         super().__init__()
         self.runs_root = Path(runs_root)
         self.workdir = workdir
+        self.samples = samples
         self.plans: list[PlanEntry] = []
         self.runs: list[RunEntry] = []
-        self._runs_key: tuple[object, ...] = ()
+        self._runs_key: tuple[object, ...] | None = None
 
     def compose(self) -> ComposeResult:
         yield Static(
@@ -105,7 +108,7 @@ class HomeScreen(Screen[None]):
 
     # ---- data -----------------------------------------------------------------
     def load_plans(self) -> None:
-        self.plans = list_plans(self.workdir)
+        self.plans = list_plans(self.workdir, self.samples)
         table = self.query_one("#plans-table", DataTable)
         cursor = table.cursor_row
         table.clear()
@@ -133,7 +136,9 @@ class HomeScreen(Screen[None]):
 
     def show_runs(self, runs: list[RunEntry]) -> None:
         now = self._now()
-        key = tuple((r.path, r.status, r.stage, r.step, r.loss, format_age(now - r.updated)) for r in runs)
+        key = tuple(
+            (r.path, r.status, r.stage, r.step, r.loss, format_age(now - r.updated)) for r in runs
+        )
         if key == self._runs_key:
             return
         self._runs_key = key
@@ -143,7 +148,13 @@ class HomeScreen(Screen[None]):
         table.clear()
         if not runs:
             table.add_row(
-                Text("no runs yet: open a plan and launch it (l)", style="dim"), "", "", "", "", "", ""
+                Text("no runs yet: open a plan and launch it (l)", style="dim"),
+                "",
+                "",
+                "",
+                "",
+                "",
+                "",
             )
             return
         for i, r in enumerate(runs):
@@ -192,7 +203,9 @@ class HomeScreen(Screen[None]):
     def action_attach(self) -> None:
         run = self._selected_run()
         if run is None:
-            self.notify("No runs yet: open a plan (Enter) and launch it (l).", title="Nothing to attach to")
+            self.notify(
+                "No runs yet: open a plan (Enter) and launch it (l).", title="Nothing to attach to"
+            )
             return
         self.post_message(self.OpenRun(run.path))
 

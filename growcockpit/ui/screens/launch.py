@@ -21,7 +21,7 @@ def device_problem(device: str) -> str:
     d = device.strip()
     if not d or d in ("cpu", "cuda", "mps") or (d.startswith("cuda:") and d[5:].isdigit()):
         return ""
-    return 'use cpu, cuda, cuda:N or leave it empty (cuda if available)'
+    return "use cpu, cuda, cuda:N or leave it empty (cuda if available)"
 
 
 def nproc_problem(text: str) -> str:
@@ -48,7 +48,12 @@ class LaunchScreen(ModalScreen[LaunchOptions | None]):
             yield Static(body, classes="dialog-body")
             with Horizontal(classes="field-row"):
                 yield Label("device", classes="field-label")
-                yield Input("", placeholder="auto: cuda if available, else cpu", id="launch-device", compact=True)
+                yield Input(
+                    "",
+                    placeholder="auto: cuda if available, else cpu",
+                    id="launch-device",
+                    compact=True,
+                )
             yield Static("", id="launch-device-err", classes="field-error")
             with Horizontal(classes="field-row"):
                 yield Label("processes", classes="field-label")

@@ -20,7 +20,12 @@ class PromptScreen(ModalScreen[str | None]):
     BINDINGS = [Binding("escape", "cancel", "Cancel")]
 
     def __init__(
-        self, title: str, body: str = "", value: str = "", check: Check | None = None, ok: str = "OK"
+        self,
+        title: str,
+        body: str = "",
+        value: str = "",
+        check: Check | None = None,
+        ok: str = "OK",
     ) -> None:
         super().__init__()
         self._title, self._body, self._value, self._ok = title, body, value, ok

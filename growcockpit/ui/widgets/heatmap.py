@@ -88,7 +88,11 @@ class LayerHeatmap(Widget):
         names = {s.index: s.name for s in state.stages}
         for pos, ci in enumerate(display):
             if ci == -1 or (pos == 0 and ci >= 0):
-                g = stages[display[pos + 1]] if ci == -1 and pos + 1 < len(display) else stages[max(ci, 0)]
+                g = (
+                    stages[display[pos + 1]]
+                    if ci == -1 and pos + 1 < len(display)
+                    else stages[max(ci, 0)]
+                )
                 name = f"{'│' if ci == -1 else ''}{g + 1}:{names.get(g, '')}"
                 for j, ch in enumerate(name):
                     if pos + j >= len(display) or (j > 0 and display[pos + j] == -1):
@@ -98,9 +102,9 @@ class LayerHeatmap(Widget):
         for m in state.markers:
             if m.kind not in MARKER_GLYPH or m.step < steps[0]:
                 continue
-            pos = first_pos.get(bisect.bisect_right(steps, m.step) - 1)
-            if pos is not None and label_line[pos][0] == " ":
-                label_line[pos] = (MARKER_GLYPH[m.kind], colour(self, MARKER_VARS[m.kind]))
+            at = first_pos.get(bisect.bisect_right(steps, m.step) - 1)
+            if at is not None and label_line[at][0] == " ":
+                label_line[at] = (MARKER_GLYPH[m.kind], colour(self, MARKER_VARS[m.kind]))
         text.append(" " * LABEL_W)
         for ch, style in label_line:
             text.append(ch, style=style)
@@ -108,7 +112,9 @@ class LayerHeatmap(Widget):
         if n_layers <= rows_avail:
             # roomy: whole character rows per layer (up to 3), top layer first
             per = min(3, rows_avail // n_layers)
-            bands = [(range(lid, lid + 1), range(lid, lid + 1), f"L{lid}") for lid in range(n_layers)]
+            bands = [
+                (range(lid, lid + 1), range(lid, lid + 1), f"L{lid}") for lid in range(n_layers)
+            ]
             rows: list[tuple[range, range, str]] = []
             for lower, upper, label in reversed(bands):
                 rows += [(lower, upper, label if k == 0 else "") for k in range(per)]

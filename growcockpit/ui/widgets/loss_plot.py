@@ -65,7 +65,9 @@ class LossPlot(PlotextPlot):
         self.points_plotted = len(tx) + len(vx)
         label = "train (raw)" if self.raw else "train (EMA)"
         if tx:
-            plt.plot(tx, ty, label=label, marker="braille", color=rgb(colour(self, "gc-train-line")))
+            plt.plot(
+                tx, ty, label=label, marker="braille", color=rgb(colour(self, "gc-train-line"))
+            )
         if vx:
             plt.plot(vx, vy, label="val", marker="braille", color=rgb(colour(self, "gc-val-line")))
         if tx or vx:

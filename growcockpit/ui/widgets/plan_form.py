@@ -49,7 +49,11 @@ STAGE_FIELDS: tuple[Field, ...] = (
     Field("lr", "lr", "opt_float", help="empty: the optimizer's lr"),
     Field("advance", "advance", "choice", ADVANCES, "manual: wait for `g` at the end"),
 )
-OPERATOR_FIELDS = {"source": ("stack",), "pairing": ("coalesce", "decoalesce", "interpolate"), "alpha": ("interpolate",)}
+OPERATOR_FIELDS = {
+    "source": ("stack",),
+    "pairing": ("coalesce", "decoalesce", "interpolate"),
+    "alpha": ("interpolate",),
+}
 SECTION_CHOICES: dict[str, tuple[str, ...]] = {
     "model.family": FAMILIES,
     "optim.name": OPTIMIZERS,
@@ -114,11 +118,17 @@ def _safe(key: str) -> str:
 def _editor(field: Field, wid: str, value: Any) -> Widget:
     if field.kind in ("choice", "bool"):
         choices = field.choices if field.kind == "choice" else ("true", "false")
-        current = shown(value) if value is not None else (DEFAULT_CHOICE if DEFAULT_CHOICE in choices else choices[0])
+        current = (
+            shown(value)
+            if value is not None
+            else (DEFAULT_CHOICE if DEFAULT_CHOICE in choices else choices[0])
+        )
         if field.kind == "bool":
             current = "true" if value else "false"
         options = list(choices) if current in choices else [*choices, current]
-        return Select([(c, c) for c in options], value=current, allow_blank=False, compact=True, id=wid)
+        return Select(
+            [(c, c) for c in options], value=current, allow_blank=False, compact=True, id=wid
+        )
     return Input(shown(value), id=wid, compact=True, placeholder=field.help)
 
 
@@ -127,7 +137,11 @@ class _Form(Container):
     scope = ""
 
     def __init__(
-        self, fields: tuple[Field, ...], *, id: str | None = None, disabled: bool = False  # noqa: A002
+        self,
+        fields: tuple[Field, ...],
+        *,
+        id: str | None = None,
+        disabled: bool = False,  # noqa: A002
     ) -> None:
         super().__init__(id=id, classes="plan-form", disabled=disabled)
         self.fields = {f.key: f for f in fields}
@@ -146,8 +160,10 @@ class _Form(Container):
                 if convert(field, widget.value) != (value, ""):
                     widget.value = shown(value)
             else:
-                text = ("true" if value else "false") if field.kind == "bool" else (
-                    DEFAULT_CHOICE if value is None else shown(value)
+                text = (
+                    ("true" if value else "false")
+                    if field.kind == "bool"
+                    else (DEFAULT_CHOICE if value is None else shown(value))
                 )
                 options = [v for _, v in widget._options if isinstance(v, str)]
                 if text not in options:
@@ -159,7 +175,7 @@ class _Form(Container):
         if key is None or key not in self._values:
             return  # not loaded yet: a widget announcing its initial value
         widget = self.editor(key)
-        current = widget.value
+        current: Any = widget.value
         if current is Select.BLANK:
             return
         value, problem = convert(self.fields[key], current)  # the widget now, not a stale event
@@ -204,7 +220,9 @@ class StageForm(_Form):
         yield Static("", id="sf-title", classes="form-title")
         with Container(id="sf-grid", classes="form-grid"):
             for field in STAGE_FIELDS:
-                yield _field_cell(field, self.prefix, _editor(field, f"{self.prefix}{_safe(field.key)}", None))
+                yield _field_cell(
+                    field, self.prefix, _editor(field, f"{self.prefix}{_safe(field.key)}", None)
+                )
 
     def load(self, index: int, stage: Stage, locked: bool = False) -> None:
         self.index, self.locked = index, locked
@@ -250,7 +268,12 @@ class SectionForm(_Form):
     """One section of a plan (`model`, `data`, `optim`; `plan` for name/description/seed)."""
 
     def __init__(
-        self, section: str, spec: Any, *, id: str | None = None, disabled: bool = False  # noqa: A002
+        self,
+        section: str,
+        spec: Any,
+        *,
+        id: str | None = None,
+        disabled: bool = False,  # noqa: A002
     ) -> None:
         self.section = section
         fields = _section_fields(section, spec)
@@ -263,7 +286,9 @@ class SectionForm(_Form):
     def compose(self) -> ComposeResult:
         with Container(classes="form-grid"):
             for field in self.fields.values():
-                editor = _editor(field, f"{self.prefix}{_safe(field.key)}", getattr(self._spec, field.key))
+                editor = _editor(
+                    field, f"{self.prefix}{_safe(field.key)}", getattr(self._spec, field.key)
+                )
                 yield _field_cell(field, self.prefix, editor)
 
     def load(self, spec: Any) -> None:

@@ -43,7 +43,9 @@ def _eta(state: RunState, seconds: float | None) -> str:
     return format_duration(seconds)
 
 
-def header_text(state: RunState, now: float | None = None, width: int = 160, role: str = "") -> Text:
+def header_text(
+    state: RunState, now: float | None = None, width: int = 160, role: str = ""
+) -> Text:
     """Three lines; a pure function of the state, the width, `role` (and `now` while live).
 
     Below 120 columns the run id, lr and bar are left out so each line fits 80.

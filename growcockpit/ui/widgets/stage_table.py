@@ -106,7 +106,7 @@ class StageTable(DataTable[str | Text]):
             for i, (old, new) in enumerate(zip(self._rows, marked, strict=True)):
                 for label, a, b in zip(COLUMNS, old, new, strict=True):
                     if a != b:
-                        self.update_cell(str(i), label, b)
+                        self.update_cell(str(i), label, b, update_width=True)
         self._rows = marked
 
     def rows_plain(self) -> list[tuple[str, ...]]:

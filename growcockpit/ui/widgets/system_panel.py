@@ -41,7 +41,9 @@ def system_text(state: RunState, widget: Static, width: int, compact: bool = Fal
     text.append(f"  RSS {human_bytes(state.rss_bytes)}")
     if state.ram_total:
         frac = (state.ram_used or 0) / state.ram_total
-        text.append(f"\nRAM {bar(frac, 10)} {human_bytes(state.ram_used)}/{human_bytes(state.ram_total)}  ")
+        text.append(
+            f"\nRAM {bar(frac, 10)} {human_bytes(state.ram_used)}/{human_bytes(state.ram_total)}  "
+        )
         text.append(spark(state.ram_hist, hist_w if not compact else 10))
     return text
 

@@ -44,7 +44,11 @@ def bar(frac: float | None, width: int = 10) -> str:
 
 
 def num(value: float | None, fmt: str = ".3g") -> str:
-    return "–" if value is None or (isinstance(value, float) and not math.isfinite(value)) else format(value, fmt)
+    return (
+        "–"
+        if value is None or (isinstance(value, float) and not math.isfinite(value))
+        else format(value, fmt)
+    )
 
 
 def human_bytes(n: float | None) -> str:

@@ -31,7 +31,7 @@ def timeline_text(plan: Plan, widget: Static, width: int) -> Text:
         name = f"{shape.index + 1} {stage.name}"[: NAME_W - 1]
         text.append(f"{name:<{NAME_W}}")
         trainable = set(shape.trainable_layers)
-        new_from = shape.prev_layers if shape.added_layers > 0 else shape.layers
+        new_from = shape.prev_layers if shape.added_layers > 0 and shape.index > 0 else shape.layers
         for start in range(0, shape.layers, per_char):
             ids = range(start, min(shape.layers, start + per_char))
             if any(i in trainable and i >= new_from for i in ids):

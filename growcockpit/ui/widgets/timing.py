@@ -13,7 +13,12 @@ from growcockpit.ui.run_state import RunState
 from growcockpit.ui.widgets.loss_plot import draw_markers
 from growcockpit.ui.widgets.text_bits import colour, num, rgb
 
-PARTS = (("fwd", "fwd_ms", "gc-train-line"), ("bwd", "bwd_ms", "gc-val-line"), ("opt", "opt_ms", "gc-lr"), ("data", "data_ms", "gc-frozen"))
+PARTS = (
+    ("fwd", "fwd_ms", "gc-train-line"),
+    ("bwd", "bwd_ms", "gc-val-line"),
+    ("opt", "opt_ms", "gc-lr"),
+    ("data", "data_ms", "gc-frozen"),
+)
 
 
 def breakdown_text(state: RunState, widget: Static, width: int) -> Text:
@@ -27,7 +32,7 @@ def breakdown_text(state: RunState, widget: Static, width: int) -> Text:
     bar_w = max(10, width - 2)
     if known and total > 0:
         used = 0
-        for name, v, var in known:
+        for _name, v, var in known:
             n = min(bar_w - used, round(bar_w * v / total))
             text.append("█" * n, style=colour(widget, var))
             used += n
@@ -43,7 +48,10 @@ def breakdown_text(state: RunState, widget: Static, width: int) -> Text:
     timings = [t for _, t in sorted(state.stage_timings.items()) if t.n]
     if timings:
         text.append("\n")
-        text.append(f"{'stage':<16}{'layers':>7}{'train':>6}{'step ms':>9}{'tok/s':>9}{'speed':>7}\n", style="bold")
+        text.append(
+            f"{'stage':<16}{'layers':>7}{'train':>6}{'step ms':>9}{'tok/s':>9}{'speed':>7}\n",
+            style="bold",
+        )
         base = timings[0].step_ms or None
         for t in timings:
             speed = f"{base / t.step_ms:.2f}×" if base and t.step_ms else "–"
@@ -89,7 +97,9 @@ class ThroughputPlot(PlotextPlot):
         plt.xlabel("step")
         xs, ys = state.tok_s.downsampled(2 * width)
         if xs:
-            plt.plot(xs, ys, label="tokens/s", marker="braille", color=rgb(colour(self, "gc-train-line")))
+            plt.plot(
+                xs, ys, label="tokens/s", marker="braille", color=rgb(colour(self, "gc-train-line"))
+            )
             draw_markers(self, list(state.markers), min(xs), max(xs))
         else:
             plt.title("waiting for the first step")

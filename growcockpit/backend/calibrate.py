@@ -1,0 +1,168 @@
+"""Measuring the cost model's r and h on this machine (methods.md §6: measure, don't assume).
+
+r is backward/forward of one middle block; h is the head's forward in block
+units. `growcockpit plan show --calibrate` and the benchmarks use these
+instead of the textbook r = 2.
+"""
+
+from __future__ import annotations
+
+import copy
+import statistics
+import time
+from contextlib import nullcontext
+from typing import Any
+
+import torch
+from torch import nn
+
+from growcockpit.backend.data import Batch, load_blocks
+from growcockpit.backend.engine import resolve_precision
+from growcockpit.backend.forward import _head_loss
+from growcockpit.backend.model import build_model
+from growcockpit.grow.model_parts import get_layers
+from growcockpit.plan.types import Plan
+
+
+class Clock:
+    """Per-step wall time: CUDA events on GPU (stream-ordered, no extra sync), perf_counter on CPU."""
+
+    def __init__(self, device: torch.device) -> None:
+        self.cuda = device.type == "cuda"
+
+    def sync(self) -> None:
+        if self.cuda:
+            torch.cuda.synchronize()
+
+    def run(self, fn: Any, n: int) -> list[float]:
+        """Run `fn` n times; per-call milliseconds."""
+        if self.cuda:
+            events = [
+                (torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True))
+                for _ in range(n)
+            ]
+            torch.cuda.synchronize()
+            for start, end in events:
+                start.record()
+                fn()
+                end.record()
+            torch.cuda.synchronize()
+            return [s.elapsed_time(e) for s, e in events]
+        out = []
+        for _ in range(n):
+            t = time.perf_counter()
+            fn()
+            out.append((time.perf_counter() - t) * 1e3)
+        return out
+
+    def mean_ms(self, fn: Any, n: int) -> float:
+        """Mean of n back-to-back calls, synchronized once around the loop."""
+        self.sync()
+        t = time.perf_counter()
+        for _ in range(n):
+            fn()
+        self.sync()
+        return (time.perf_counter() - t) * 1e3 / n
+
+
+def autocast_for(device: torch.device, dtype: str) -> Any:
+    """The engine's autocast (fp16 runs without its GradScaler here: timing only)."""
+    if dtype in ("bf16", "fp16"):
+        amp_dtype = torch.bfloat16 if dtype == "bf16" else torch.float16
+        return torch.autocast(device_type=device.type, dtype=amp_dtype)
+    return nullcontext()
+
+
+def measure_r_h(
+    model: nn.Module, family: str, batch: Batch, amp: Any, clock: Clock, reps: int, inner: int
+) -> dict[str, float]:
+    """r = backward/forward of one middle block; h = head forward / block forward (methods.md §6).
+
+    The block gets a real hidden state that needs an input gradient (like every
+    trainable block but the lowest); the head is the backend's own `_head_loss`
+    (logits only at the masked positions for BERT).
+    """
+    layers = get_layers(model)
+    block = copy.deepcopy(layers[len(layers) // 2]).train()
+    for p in block.parameters():
+        p.requires_grad_(True)
+    with torch.no_grad(), amp():
+        if family == "bert":
+            x0 = model.bert.embeddings(input_ids=batch.input_ids)  # type: ignore[union-attr]
+        else:
+            tr = model.transformer  # type: ignore[union-attr]
+            pos = torch.arange(batch.input_ids.shape[1], device=batch.input_ids.device).unsqueeze(0)
+            x0 = tr.wte(batch.input_ids) + tr.wpe(pos)
+    x = x0.detach().clone().requires_grad_(True)
+    head_in = x0.detach().clone().requires_grad_(True)
+    with amp():
+        grad_out = torch.randn_like(block(x))
+
+    def fwd() -> None:
+        with amp():
+            block(x)
+
+    def fwd_bwd() -> None:
+        with amp():
+            y = block(x)
+        y.backward(grad_out)
+        x.grad = None
+        for p in block.parameters():
+            p.grad = None
+
+    def fwd_nograd() -> None:
+        with torch.no_grad(), amp():
+            block(x)
+
+    frozen = copy.deepcopy(block).eval()  # how frozen layers run: eval mode (no dropout), no_grad
+
+    def fwd_frozen() -> None:
+        with torch.no_grad(), amp():
+            frozen(x)
+
+    def head() -> None:
+        with amp():
+            _head_loss(model, family, head_in, batch)
+
+    for fn in (fwd, fwd_bwd, fwd_nograd, fwd_frozen, head):  # warm-up
+        clock.mean_ms(fn, 2)
+    samples: dict[str, list[float]] = {"f": [], "fb": [], "fng": [], "frz": [], "head": []}
+    for _ in range(reps):  # interleaved too
+        samples["f"].append(clock.mean_ms(fwd, inner))
+        samples["fb"].append(clock.mean_ms(fwd_bwd, inner))
+        samples["fng"].append(clock.mean_ms(fwd_nograd, inner))
+        samples["frz"].append(clock.mean_ms(fwd_frozen, inner))
+        samples["head"].append(clock.mean_ms(head, inner))
+    med = {k: statistics.median(v) for k, v in samples.items()}
+    f = med["f"]
+    return {
+        "block_fwd_ms": f,
+        "block_fwd_bwd_ms": med["fb"],
+        "block_fwd_nograd_ms": med["fng"],
+        "head_fwd_ms": med["head"],
+        "r": max(0.0, (med["fb"] - f) / f) if f > 0 else 2.0,
+        "h": med["head"] / f if f > 0 else 0.0,
+        "nograd_over_grad_fwd": med["fng"] / f if f > 0 else 1.0,
+        "block_fwd_frozen_ms": med["frz"],
+        "frozen_over_grad_fwd": med["frz"] / f if f > 0 else 1.0,
+    }
+
+
+def calibrate_plan(
+    plan: Plan, device: torch.device | None = None, reps: int = 5, inner: int = 3
+) -> dict[str, float]:
+    """r and h for `plan`'s final model on this machine, on a real batch of its data."""
+    dev = device or torch.device("cuda" if torch.cuda.is_available() else "cpu")
+    data = load_blocks(plan.data, plan.model.family, plan.seed)
+    model = build_model(plan.model, plan.model.final_layers, data.tokenizer).to(dev)
+    batch = data.train_batch(0, plan.optim.batch_size).to(dev)
+    precision = resolve_precision(plan.optim.precision, dev)
+    return measure_r_h(
+        model,
+        plan.model.family,
+        batch,
+        lambda: autocast_for(dev, precision),
+        Clock(dev),
+        reps,
+        inner,
+    )
