@@ -86,6 +86,17 @@ def test_run_goes_through_both_stages(finished_run: Path) -> None:
     assert status.state == "completed" and status.step == 40
 
 
+def test_system_metrics_without_a_gpu(finished_run: Path) -> None:
+    from growcockpit.protocol.events import System, Warning
+
+    events = read_all(finished_run / "events.jsonl")
+    systems = of_type(events, System)
+    assert systems, "the system sampler reports CPU and RAM even without a GPU"
+    assert all(s.rss_bytes > 0 and s.ram_total > 0 for s in systems)
+    nvml = [w for w in of_type(events, Warning) if "NVML" in w.message]
+    assert len(nvml) == 1, "no GPU is said once, calmly"
+
+
 def test_stage_two_trains_only_new_layers(finished_run: Path) -> None:
     events = read_all(finished_run / "events.jsonl")
     stage2 = [e for e in of_type(events, LayerStats) if e.stage == 1]

@@ -50,8 +50,34 @@ class GpuProbe:
                 stat.temp_c = float(nv.nvmlDeviceGetTemperature(h, 0))  # type: ignore[union-attr]
             except Exception:
                 pass
+            stat.proc_mem = self._process_memory(i, h)
             out.append(stat)
         return out
+
+
+    def _process_memory(self, index: int, handle: object) -> int | None:
+        """This process's memory on GPU `index`.
+
+        NVML reports host PIDs; inside a container (its own PID namespace) our
+        `os.getpid()` never matches them, so fall back to what the CUDA caching
+        allocator holds for us, which is the same number seen from inside.
+        """
+        nv = getattr(self, "_nvml", None)
+        pid = os.getpid()
+        try:
+            for proc in nv.nvmlDeviceGetComputeRunningProcesses(handle):  # type: ignore[union-attr]
+                if proc.pid == pid and proc.usedGpuMemory is not None:
+                    return int(proc.usedGpuMemory)
+        except Exception:
+            pass
+        try:
+            import torch
+
+            if torch.cuda.is_initialized():
+                return int(torch.cuda.memory_reserved(index))
+        except Exception:
+            pass
+        return None
 
 
 class SystemSampler:

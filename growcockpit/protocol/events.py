@@ -145,6 +145,7 @@ class GpuStat:
     mem_total: int | None = None
     power_w: float | None = None
     temp_c: float | None = None
+    proc_mem: int | None = None  # this run's memory on the GPU
 
 
 @dataclass(kw_only=True)
