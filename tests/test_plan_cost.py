@@ -161,3 +161,40 @@ def test_format_plan() -> None:
     assert "0.65 × full-depth baseline" in text and "speedup 1.54×" in text
     demo = format_plan(load_plan(sample_plan("cpu-demo")))
     assert "stack(top)" in demo and "2-3" in demo
+
+
+# ---- refined model (bench/stage_cost.py checks it against measured steps) -------------
+def test_refined_matches_textbook_when_everything_trains() -> None:
+    for r in (1.0, 1.7, 2.0):
+        for h in (0.0, 0.5, 2.3):
+            full = step_cost(12, 12, r=r, h=h, embeddings_trainable=True, refined=True)
+            assert full == pytest.approx((1 + r) * (12 + h))
+            assert full == pytest.approx(step_cost(12, 12, r=r, h=h, embeddings_trainable=True))
+
+
+def test_refined_frozen_bottom_terms() -> None:
+    # 12 layers, top 3, r = 2, h = 1, frozen forwards at 0.75 of a training forward:
+    # 9 × 0.75 frozen + 3 × 3 trained − 1 (lowest: no input grad) + head (1 + r/2) · 1
+    cost = step_cost(12, 3, r=2.0, h=1.0, refined=True, frozen_fwd=0.75)
+    assert cost == pytest.approx(9 * 0.75 + 9 - 1 + 2)
+    # textbook: 9 + 9 + 3 · 1
+    assert step_cost(12, 3, r=2.0, h=1.0) == pytest.approx(21)
+    # embeddings train: gradients cross the frozen blocks; the tied decoder gets a weight grad
+    emb = step_cost(12, 3, r=2.0, h=1.0, embeddings_trainable=True, refined=True, frozen_fwd=0.75)
+    assert emb == pytest.approx(9 * (0.75 + 1) + 9 + 3)
+    # nothing trains at all: forward only
+    assert step_cost(12, 0, r=2.0, h=1.0, head_trainable=False, refined=True) == pytest.approx(13)
+
+
+def test_refined_estimate_is_cheaper_and_bounded() -> None:
+    plan = load_plan(sample_plan("mslt-bert-base"))
+    textbook = estimate_cost(plan, r=2.0)
+    refined = estimate_cost(plan, r=2.0, refined=True)
+    assert refined.baseline_step_cost == pytest.approx(textbook.baseline_step_cost)
+    assert refined.speedup > textbook.speedup
+    for a, b in zip(refined.stages, textbook.stages, strict=True):
+        assert a.step_cost <= b.step_cost + 1e-12
+    # with r = 2, h = 0, frozen forward = 1: top 1 of 12 gives 36 / (11 + 3 − 1)
+    assert estimate_cost(one_stage("top:1"), r=2.0, h=0.0, refined=True).speedup == pytest.approx(
+        36 / 13
+    )

@@ -37,6 +37,9 @@ async def _caught_up(pilot: Pilot[None]) -> None:
 
 
 async def _idle(pilot: Pilot[None]) -> None:
+    """Let the screen's loading workers finish (slow on a loaded CI box), then render."""
+    await pilot.pause(0.1)
+    await pilot.app.workers.wait_for_complete()
     await pilot.pause(0.3)
 
 

@@ -22,6 +22,26 @@ pass at full width (f = 1), per training step:
 Stage total = step cost × steps; the plan total sums the stages. ratio =
 total / baseline total, speedup = baseline total / total. Operator time
 (stacking, coalescing) is ignored.
+
+`refined=True` (what bench/stage_cost.py checks against measured steps) counts
+two things the textbook formula above misses, both measured on CPU to move the
+prediction by 10-40 % for small models (bench/README.md):
+
+- The decoder weight is tied to the token embedding, so when the embeddings
+  are frozen the head computes no weight gradient, only the gradient of its
+  input: it costs (1 + r/2)·h, not (1 + r)·h, even though the head transform
+  (BERT MLM dense/LayerNorm, GPT-2 ln_f: ~d/V of the head) trains. With
+  embeddings trainable it is (1 + r)·h. With nothing trainable, h.
+- With the embeddings frozen, nothing below the lowest trainable block needs a
+  gradient, so that block skips its input gradient: 1 + r/2 instead of 1 + r
+  (methods.md §6, "Refinement").
+- Frozen blocks run in eval mode (no dropout; on CPU SDPA then takes its fused
+  kernel instead of the dropout-capable math path), so their forward costs
+  `frozen_fwd` × a training forward (measured: 0.75 at 12 × 256 on CPU;
+  `measure_r_h(...)["frozen_over_grad_fwd"]`). Default 1.
+
+r/2 is the weight-gradient (or input-gradient) half of a backward: for every
+matmul y = xW both halves cost one forward matmul each.
 """
 
 from __future__ import annotations
@@ -105,6 +125,8 @@ def step_cost(
     width_fraction: float = 1.0,
     embeddings_trainable: bool = False,
     head_trainable: bool = True,
+    refined: bool = False,
+    frozen_fwd: float = 1.0,
 ) -> float:
     """Cost of one step of a stage (module doc), in full-width block-forward units."""
     k = max(0, min(trainable, layers))
@@ -114,6 +136,18 @@ def step_cost(
         frozen = (1 + r / 2) if embeddings_trainable else 1.0
         blocks = frozen * (layers - k) + (1 + r) * k
     head_fwd = h * width_fraction
+    if refined:
+        if k < layers:  # frozen blocks: eval-mode forward (module doc)
+            blocks -= (1.0 - frozen_fwd) * (layers - k)
+        if k > 0 and not embeddings_trainable:
+            blocks -= r / 2  # the lowest trainable block needs no input gradient
+        if embeddings_trainable:
+            head = (1 + r) * head_fwd  # tied decoder: weight and input gradient
+        elif k > 0 or head_trainable:
+            head = (1 + r / 2) * head_fwd  # input gradient only
+        else:
+            head = head_fwd
+        return blocks * width_fraction**2 + head
     if head_trainable:
         head = (1 + r) * head_fwd
     elif k > 0 or embeddings_trainable:
@@ -123,10 +157,18 @@ def step_cost(
     return blocks * width_fraction**2 + head
 
 
-def estimate_cost(plan: Plan, r: float = 2.0, h: float | None = None) -> PlanCost:
+def estimate_cost(
+    plan: Plan,
+    r: float = 2.0,
+    h: float | None = None,
+    *,
+    refined: bool = False,
+    frozen_fwd: float = 1.0,
+) -> PlanCost:
     """Estimated compute of `plan` vs. the full-depth baseline (module doc).
 
     `h` defaults to `default_head_cost(plan)`; pass h=0 to ignore the head.
+    `refined` adds the tied-decoder, lowest-block and `frozen_fwd` terms (module doc).
     Works on invalid plans too (best-effort shapes), for the editor.
     """
     head = default_head_cost(plan) if h is None else h
@@ -145,6 +187,8 @@ def estimate_cost(plan: Plan, r: float = 2.0, h: float | None = None) -> PlanCos
             width_fraction=frac,
             embeddings_trainable=stage.embeddings_trainable(),
             head_trainable=stage.head_trainable(),
+            refined=refined,
+            frozen_fwd=frozen_fwd,
         )
         steps = max(0, stage.steps)
         stages.append(

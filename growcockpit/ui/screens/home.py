@@ -41,6 +41,14 @@ runs/: each keeps training when you leave the cockpit; open one (Enter or a) to
 watch and steer it, or compare two or more (c)."""
 
 
+def _short(path: Path) -> str:
+    """Relative to the working directory when inside it (short, and stable in snapshots)."""
+    try:
+        return str(path.resolve().relative_to(Path.cwd().resolve()))
+    except (ValueError, OSError):
+        return str(path)
+
+
 class HomeScreen(Screen[None]):
     BINDINGS = [
         Binding("enter", "open", "Open", show=True, priority=False),
@@ -94,7 +102,7 @@ class HomeScreen(Screen[None]):
         for col in ("plan", "from", "stages", "steps", "layers", "about"):
             plans.add_column(col, key=col)
         runs = self.query_one("#runs-table", DataTable)
-        runs.border_title = f"runs in {self.runs_root}/ · Enter or a attaches · c compares"
+        runs.border_title = f"runs in {_short(self.runs_root)}/ · Enter or a attaches · c compares"
         for col in ("run", "status", "plan", "stage", "step", "loss", "age"):
             runs.add_column(col, key=col)
         self.load_plans()

@@ -31,17 +31,22 @@ class LayerHeatmap(Widget):
     def __init__(self, *, id: str | None = None) -> None:  # noqa: A002 - Textual's name
         super().__init__(id=id)
         self._key: tuple[object, ...] = ()
+        self._state: RunState | None = None
         self._text: Text = Text("waiting for layer stats")
         self.columns_drawn = 0
         self.rows_drawn = 0
 
     def on_resize(self, event: events.Resize) -> None:
+        """Redraw for the new size now, from the last state shown."""
         self._key = ()
+        if self._state is not None:
+            self.show_state(self._state)
 
     def render(self) -> RenderableType:
         return self._text
 
     def show_state(self, state: RunState) -> bool:
+        self._state = state
         w, h = self.content_region.width, self.content_region.height
         key = (state.heat.version, len(state.layers), w, h, self.app.theme)
         if key == self._key or w <= LABEL_W + 2 or h < 3:

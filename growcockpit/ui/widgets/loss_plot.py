@@ -39,16 +39,21 @@ class LossPlot(PlotextPlot):
     def __init__(self, *, id: str | None = None) -> None:  # noqa: A002 - Textual's name
         super().__init__(id=id)
         self._key: tuple[object, ...] = ()
+        self._state: RunState | None = None
         self.points_plotted = 0
 
     def on_resize(self, event: events.Resize) -> None:
-        self._key = ()  # re-downsample for the new width on the next flush
+        """Re-downsample for the new width now: plotext would otherwise stretch stale points."""
+        self._key = ()
+        if self._state is not None:
+            self.show_state(self._state)
 
     def watch_raw(self) -> None:
         self._key = ()
 
     def show_state(self, state: RunState) -> bool:
         """Replot if the plot data, width, mode or theme changed; True if it replotted."""
+        self._state = state
         width = max(10, self.size.width)
         key = (state.plot_version, width, self.raw, self.app.theme)
         if key == self._key:

@@ -81,11 +81,16 @@ class ThroughputPlot(PlotextPlot):
     def __init__(self, *, id: str | None = None) -> None:  # noqa: A002 - Textual's name
         super().__init__(id=id)
         self._key: tuple[object, ...] = ()
+        self._state: RunState | None = None
 
     def on_resize(self, event: events.Resize) -> None:
+        """Redraw for the new size now, from the last state shown."""
         self._key = ()
+        if self._state is not None:
+            self.show_state(self._state)
 
     def show_state(self, state: RunState) -> bool:
+        self._state = state
         width = max(10, self.size.width)
         key = (state.plot_version, width, self.app.theme)
         if key == self._key:

@@ -1,0 +1,353 @@
+"""Shared pieces of the benchmarks: model sizes, plan templates, FLOPs, run events.
+
+Plans are built as `growcockpit.plan.Plan` objects and written with
+`dump_plan`, so a benchmark trains exactly what a user's plan file would.
+
+Step schedules (fractions of the total steps N; every method sees the same
+N × batch tokens in the same order, since batches are a pure function of
+(seed, step)):
+
+- baseline: the final model (L layers) from scratch, all trained, N steps.
+- mslt: L/4 → L/2 → 3L/4 → L layers; each grow copies the current top L/4
+  layers onto the top (source = "top") and trains only those ("new") plus
+  the head transform, embeddings and tied decoder frozen; the frozen bottom
+  runs forward-only. A final all-layer stage. Fractions 3:3:3:3:2 of N, as
+  sample_plans/mslt-bert-base.toml. Variants: `MSLT_VARIANTS`.
+- gong: L/4 → L/2 → L by copying the whole stack (source = "bottom"), all
+  layers trained, fractions 12.5 : 17.5 : 70 % and stage LRs 1 : 0.68 : 0.38 of
+  the peak (gong-stacking-bert-base.toml scaled, as cpu-gong.toml).
+- vcycle: 5 % warm-up of the full model, coalesce width and depth by 2,
+  47.5 % at 2× (BERT) / 4× (GPT-2) the LR without warm-up, interpolate back
+  (α = 0.5 BERT, 0.25 GPT-2), 47.5 % without warm-up (cpu-vcycle-*.toml).
+
+All use the plan's global schedule (linear decay to 10 % over N) with the
+engine's short per-stage re-warmup unless a stage says otherwise.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import Any
+
+from growcockpit.plan import (
+    DataSpec,
+    MetricsSpec,
+    ModelSpec,
+    OptimSpec,
+    Plan,
+    Stage,
+    dump_plan,
+    resolve_shapes,
+    validate_plan,
+)
+from growcockpit.plan.cost import vocab_size
+
+REPO = Path(__file__).resolve().parent.parent
+GLIBC_TUNABLES = "glibc.malloc.mmap_threshold=4294967296:glibc.malloc.trim_threshold=4294967296"
+METHODS = ("baseline", "mslt", "gong", "vcycle")
+
+
+@dataclass(frozen=True)
+class Size:
+    """One model and batch shape, plus the recipe's step count and peak LR."""
+
+    family: str
+    layers: int
+    hidden: int
+    heads: int
+    seq: int
+    batch: int
+    vocab: int
+    steps: int
+    lr: float
+    eval_every: int
+    eval_batches: int = 4
+    dropout: float = 0.1
+
+    @property
+    def ffn(self) -> int:
+        return 4 * self.hidden
+
+
+# Time-to-quality sizes. "cpu": about 4 min for the baseline on a quiet 2-core box,
+# all four methods within ~12 min per family. GPT-2 at 1e-3 and BERT at 3e-4 both
+# leave the unigram plateau within a minute or two on this setup (NOTES.md).
+TTL_SIZES: dict[str, dict[str, Size]] = {
+    "quick": {
+        "gpt2": Size("gpt2", 4, 64, 4, 64, 8, 2000, 40, 2e-3, 10, 2),
+        "bert": Size("bert", 4, 64, 4, 64, 8, 2000, 40, 1e-3, 10, 2),
+    },
+    "cpu": {
+        "gpt2": Size("gpt2", 8, 128, 4, 128, 16, 4000, 480, 1e-3, 24),
+        "bert": Size("bert", 8, 128, 4, 128, 16, 4000, 480, 3e-4, 24),
+    },
+    "medium": {
+        "gpt2": Size("gpt2", 12, 256, 4, 128, 16, 8000, 1200, 1e-3, 50),
+        "bert": Size("bert", 12, 256, 4, 128, 16, 8000, 1200, 3e-4, 50),
+    },
+    "base": {  # BERT-Base / GPT-2 small shapes: a GPU run
+        "gpt2": Size("gpt2", 12, 768, 12, 512, 32, 8000, 6000, 6e-4, 250, 8),
+        "bert": Size("bert", 12, 768, 12, 128, 128, 30522, 6000, 1e-4, 250, 8),
+    },
+}
+
+
+def plan_for(size: Size, name: str, stages: list[Stage], seed: int = 0) -> Plan:
+    """A validated plan: `size`'s model, built-in corpus, AdamW, linear decay, evals."""
+    plan = Plan(
+        name=name,
+        description=f"bench plan ({size.family}, {size.layers}×{size.hidden})",
+        seed=seed,
+        model=ModelSpec(
+            family=size.family,  # type: ignore[arg-type]
+            hidden_size=size.hidden,
+            num_heads=size.heads,
+            intermediate_size=size.ffn,
+            max_seq_len=size.seq,
+            final_layers=size.layers,
+            dropout=size.dropout,
+        ),
+        data=DataSpec(source="builtin", tokenizer=f"train:{size.vocab}", seq_len=size.seq),
+        optim=OptimSpec(
+            lr=size.lr,
+            warmup_steps=max(1, min(100, size.steps // 20)),
+            batch_size=size.batch,
+            schedule="linear",
+            optimizer_reset=True,
+        ),
+        metrics=MetricsSpec(
+            every_steps=0,
+            timing_every_steps=0,
+            system_every_s=0.0,
+            eval_every_steps=size.eval_every,
+            eval_batches=size.eval_batches,
+        ),
+        stages=stages,
+    )
+    validate_plan(plan, source=name)
+    return plan
+
+
+def _split(total: int, weights: list[float]) -> list[int]:
+    """Integer step counts proportional to `weights`, summing to `total`."""
+    raw = [total * w / sum(weights) for w in weights]
+    out = [int(x) for x in raw]
+    for i in sorted(range(len(raw)), key=lambda i: raw[i] - out[i], reverse=True)[
+        : total - sum(out)
+    ]:
+        out[i] += 1
+    return out
+
+
+def baseline_stages(size: Size) -> list[Stage]:
+    return [Stage(f"full-{size.layers}", size.layers, size.steps, enter="init", train="all")]
+
+
+@dataclass(frozen=True)
+class MsltRecipe:
+    """An MSLT schedule over L layers in `grows` equal grows (see `mslt_stages`)."""
+
+    grows: int = 3  # depths L/(g+1) · (1 … g+1)
+    weights: tuple[float, ...] = (3, 3, 3, 3)  # per depth (first = shallow, all trained)
+    final: float = 2  # weight of the final all-layer stage (0: none)
+    train: str = "new"  # "new" or "top:K" for the grow stages
+    embeddings: str | None = None  # None: frozen after stage 1 (methods.md default)
+    final_warmup: int | None = None  # re-warmup steps of the final stage (None: engine default)
+    final_lr: float = 1.0  # LR factor of the final all-layer stage
+    grow_lr: float = 1.0  # LR factor of the grow stages
+
+
+MSLT_VARIANTS: dict[str, MsltRecipe] = {
+    # the prts / mslt-bert-base shape: 4 depths, equal stages, short all-layer stage
+    "paper": MsltRecipe(),
+    # no final all-layer stage: pure progressive training
+    "nofinal": MsltRecipe(final=0),
+    # train the top half at every grow (more capacity per stage, still detached)
+    "tophalf": MsltRecipe(train="top:half"),
+    # a long shallow stage: the cheap, fast-learning part gets more of the tokens
+    "longshallow": MsltRecipe(weights=(6, 2, 2, 2), final=2),
+    # long final all-layer stage
+    "longfinal": MsltRecipe(weights=(3, 2, 2, 2), final=5),
+    # two grows only: L/2 then L, top half new, long final stage
+    "half": MsltRecipe(grows=1, weights=(5, 4), final=5),
+}
+
+
+def mslt_stages(size: Size, recipe: MsltRecipe | None = None) -> list[Stage]:
+    rec = recipe or MSLT_VARIANTS["paper"]
+    L = size.layers
+    n = rec.grows + 1
+    depths = [max(1, round(L * (i + 1) / n)) for i in range(n)]
+    weights = list(rec.weights[:n]) + ([rec.final] if rec.final > 0 else [])
+    steps = _split(size.steps, weights)
+    stages = [Stage(f"shallow-{depths[0]}", depths[0], steps[0], enter="init", train="all")]
+    for i in range(1, n):
+        train = rec.train
+        if train == "top:half":
+            train = f"top:{max(1, depths[i] // 2)}"
+        stages.append(
+            Stage(
+                f"grow-{depths[i]}",
+                depths[i],
+                steps[i],
+                enter="stack",
+                source="top",
+                train=train,
+                embeddings=rec.embeddings,
+                lr=size.lr * rec.grow_lr if rec.grow_lr != 1.0 else None,
+            )
+        )
+    if rec.final > 0:
+        stages.append(
+            Stage(
+                "all-layers",
+                L,
+                steps[-1],
+                train="all",
+                warmup_steps=rec.final_warmup,
+                lr=size.lr * rec.final_lr if rec.final_lr != 1.0 else None,
+            )
+        )
+    return stages
+
+
+def gong_stages(size: Size) -> list[Stage]:
+    L = size.layers
+    depths = [max(1, L // 4), max(1, L // 2), L]
+    steps = _split(size.steps, [12.5, 17.5, 70])
+    lrs = [None, size.lr * 0.68, size.lr * 0.38]
+    out = [Stage(f"stack-{depths[0]}", depths[0], steps[0], enter="init", train="all")]
+    for d, n, lr in zip(depths[1:], steps[1:], lrs[1:], strict=True):
+        out.append(Stage(f"stack-{d}", d, n, enter="stack", source="bottom", train="all", lr=lr))
+    return out
+
+
+def vcycle_stages(size: Size) -> list[Stage]:
+    L, d = size.layers, size.hidden
+    steps = _split(size.steps, [5, 47.5, 47.5])
+    factor = 4.0 if size.family == "gpt2" else 2.0
+    return [
+        Stage(f"warmup-{L}", L, steps[0], enter="init", train="all"),
+        Stage(
+            "coalesced",
+            max(1, L // 2),
+            steps[1],
+            width=d // 2,
+            enter="coalesce",
+            pairing="adjacent",
+            train="all",
+            lr=size.lr * factor,
+            warmup_steps=0,
+        ),
+        Stage(
+            "interpolated",
+            L,
+            steps[2],
+            width=d,
+            enter="interpolate",
+            pairing="adjacent",
+            train="all",
+            warmup_steps=0,
+        ),
+    ]
+
+
+def method_plan(method: str, size: Size, seed: int = 0, mslt: str = "paper") -> Plan:
+    """The plan of one method at `size` (module doc)."""
+    if method == "baseline":
+        stages = baseline_stages(size)
+    elif method == "mslt":
+        stages = mslt_stages(size, MSLT_VARIANTS[mslt])
+    elif method == "gong":
+        stages = gong_stages(size)
+    elif method == "vcycle":
+        stages = vcycle_stages(size)
+    else:
+        raise ValueError(f"unknown method {method!r}; one of {', '.join(METHODS)}")
+    name = f"bench-{size.family}-{method}" + (f"-{mslt}" if method == "mslt" else "")
+    return plan_for(size, name, stages, seed)
+
+
+def plan_text(plan: Plan, header: str = "") -> str:
+    lines = "".join(f"# {line}\n" for line in header.splitlines()) if header else ""
+    return lines + dump_plan(plan)
+
+
+# ---- FLOPs -----------------------------------------------------------------------------
+def stage_step_flops(plan: Plan) -> list[float]:
+    """Model FLOPs of one training step of each stage (not hardware FLOPs).
+
+    Per token and block at width w (FFN scaled alike): forward
+    2·(4w² + 2w·FFN_w) for the matmuls + 4·seq·w for attention scores and
+    values (no causal halving). A trained block costs 3× its forward (6N);
+    a frozen block under no_grad 1× (2N); a frozen block that gradients must
+    cross (embeddings trainable) 2×; the lowest trained block when nothing
+    below it trains 2× (weight gradient, no input gradient). The head
+    (tied decoder, V·w per logit row; BERT: masked rows only, plus the w²
+    transform) costs 1× forward, +1× for its input gradient when anything
+    trains, +1× for the weight gradient when the embeddings (tied) train.
+    Embedding lookups, LayerNorms, softmax and the optimizer are not counted.
+    This is the §6 cost model with r = 2 and the `refined` terms, in FLOPs.
+    """
+    shapes = resolve_shapes(plan)
+    seq, batch = plan.data.seq_len, plan.optim.batch_size
+    tokens = seq * batch
+    d, ffn = plan.model.hidden_size, plan.model.intermediate_size
+    vocab = vocab_size(plan)
+    bert = plan.model.family == "bert"
+    rows = tokens * (plan.data.mlm_probability if bert else 1.0)
+    out = []
+    for stage, shape in zip(plan.stages, shapes, strict=True):
+        w = shape.width
+        f = w * ffn // d if d else ffn
+        block = tokens * (2 * (4 * w * w + 2 * w * f) + 4 * seq * w)
+        head = rows * 2 * (w * vocab + (w * w if bert else 0))
+        k = len(shape.trainable_layers)
+        emb = stage.embeddings_trainable()
+        frozen = shape.layers - k
+        if emb:
+            cost = block * (3 * k + 2 * frozen) + head * 3
+        else:
+            cost = block * (frozen + (3 * k - 1 if k else 0))
+            cost += head * (2 if k or stage.head_trainable() else 1)
+        out.append(float(cost))
+    return out
+
+
+def baseline_step_flops(plan: Plan) -> float:
+    """FLOPs of one step of the final model, all trained (the baseline's step)."""
+    base = replace(
+        plan,
+        stages=[Stage("b", plan.model.final_layers, 1, enter="init", train="all")],
+    )
+    return stage_step_flops(base)[0]
+
+
+# ---- runs ------------------------------------------------------------------------------
+def bench_env(threads: int | None = None) -> dict[str, str]:
+    """Environment for a `growcockpit train` subprocess (what the cockpit sets for CPU runs)."""
+    env = dict(os.environ)
+    env.setdefault("GLIBC_TUNABLES", GLIBC_TUNABLES)
+    env.setdefault("HF_HUB_OFFLINE", "1")
+    env.setdefault("TOKENIZERS_PARALLELISM", "false")
+    env["PYTHONUNBUFFERED"] = "1"
+    if threads:
+        env["OMP_NUM_THREADS"] = str(threads)
+    return env
+
+
+def read_events(run_dir: Path) -> list[dict[str, Any]]:
+    """events.jsonl as dicts (a torn last line is skipped)."""
+    out = []
+    path = run_dir / "events.jsonl"
+    if not path.exists():
+        return out
+    for line in path.read_text().splitlines():
+        try:
+            out.append(json.loads(line))
+        except json.JSONDecodeError:
+            continue
+    return out

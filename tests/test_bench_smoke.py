@@ -1,0 +1,149 @@
+"""bench/stage_cost.py and bench/time_to_loss.py: plan templates, FLOPs, and tiny end-to-end runs."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import subprocess
+import sys
+from dataclasses import replace
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(REPO / "bench"))
+
+import common  # noqa: E402
+
+from growcockpit.plan import loads_plan, resolve_shapes  # noqa: E402
+
+
+@pytest.mark.parametrize("scale", sorted(common.TTL_SIZES))
+@pytest.mark.parametrize("family", ["gpt2", "bert"])
+def test_method_plans_validate_and_see_the_same_tokens(scale: str, family: str) -> None:
+    size = common.TTL_SIZES[scale][family]
+    plans = [common.method_plan(m, size) for m in common.METHODS]
+    plans += [common.method_plan("mslt", size, mslt=v) for v in common.MSLT_VARIANTS]
+    for plan in plans:
+        assert plan.total_steps == size.steps, plan.name
+        assert resolve_shapes(plan)[-1].layers == size.layers
+        assert resolve_shapes(plan)[-1].width == size.hidden
+        assert size.steps % plan.metrics.eval_every_steps == 0
+        # the TOML the benchmark writes loads back to the same plan
+        again = loads_plan(common.plan_text(plan, "header"), plan.name)
+        assert again.stages == plan.stages and again.model == plan.model
+
+
+def test_mslt_paper_plan_freezes_the_bottom() -> None:
+    size = replace(common.TTL_SIZES["cpu"]["bert"], layers=12, steps=1400)
+    plan = common.method_plan("mslt", size)
+    shapes = resolve_shapes(plan)
+    assert [s.layers for s in plan.stages] == [3, 6, 9, 12, 12]
+    assert [len(s.trainable_layers) for s in shapes] == [3, 3, 3, 3, 12]
+    assert [s.steps for s in plan.stages] == [300, 300, 300, 300, 200]
+    assert [s.embeddings_trainable() for s in plan.stages] == [True, False, False, False, True]
+
+
+def test_step_flops_follow_6n_2n() -> None:
+    size = replace(common.TTL_SIZES["cpu"]["gpt2"], layers=8, steps=100)
+    plan = common.method_plan("mslt", size, mslt="nofinal")  # 2 → 4 → 6 → 8, top 2 new
+    flops = common.stage_step_flops(plan)
+    base = common.baseline_step_flops(plan)
+    d, seq, tokens, vocab = size.hidden, size.seq, size.seq * size.batch, size.vocab
+    block = tokens * (2 * 12 * d * d + 4 * seq * d)
+    head = tokens * 2 * d * vocab
+    assert base == pytest.approx(3 * (8 * block + head))
+    assert flops[0] == pytest.approx(3 * (2 * block + head))  # shallow, all trained
+    # depth 8, top 2: 6 frozen forwards, 2 trained (the lowest without input grad), head fwd + input grad
+    assert flops[3] == pytest.approx(6 * block + 5 * block + 2 * head)
+    assert all(a < b for a, b in zip(flops[1:], flops[2:], strict=False))
+
+
+def test_first_reach_interpolates() -> None:
+    sys.path.insert(0, str(REPO / "bench"))
+    import time_to_loss
+
+    pts = [
+        {"step": 10, "wall_s": 1.0, "flops": 10.0, "val_loss": 6.0},
+        {"step": 20, "wall_s": 2.0, "flops": 20.0, "val_loss": 5.0},
+    ]
+    assert time_to_loss.first_reach(pts, 5.5) == {"wall_s": 1.5, "flops": 15.0, "step": 15.0}
+    assert time_to_loss.first_reach(pts, 4.0) is None
+    assert time_to_loss.eval_every(480, 20) == 24
+    assert 40 % time_to_loss.eval_every(40, 20) == 0
+
+
+def _env(gc_cache: Path) -> dict[str, str]:
+    return {
+        **os.environ,
+        "GROWCOCKPIT_CACHE": str(gc_cache),
+        "HF_HUB_OFFLINE": "1",
+        "CUDA_VISIBLE_DEVICES": "",
+        "PYTHONUNBUFFERED": "1",
+    }
+
+
+@pytest.mark.slow
+def test_stage_cost_quick(gc_cache: Path, tmp_path: Path) -> None:
+    out = tmp_path / "sc.json"
+    cmd = [sys.executable, str(REPO / "bench" / "stage_cost.py"), "--quick", "--threads", "1"]
+    cmd += ["--extra", "4:2:emb", "--json", str(out)]
+    proc = subprocess.run(
+        cmd, cwd=tmp_path, env=_env(gc_cache), capture_output=True, text=True, timeout=120
+    )
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    last = proc.stdout.splitlines()[-1]
+    assert re.match(
+        r"stage_cost: stage4_step_speedup=\d+\.\d\dx \(model \d+\.\d\dx, textbook \d+\.\d\dx\) "
+        r"worst_error=[+-]\d+% .* within_10pct=(yes|no) r=\d",
+        last,
+    ), proc.stdout
+    result = json.loads(out.read_text())
+    names = [row["config"] for row in result["rows"]]
+    assert names == [
+        "baseline/1 full",
+        "mslt/1 shallow-1",
+        "mslt/2 grow-2",
+        "mslt/3 grow-3",
+        "mslt/4 grow-4",
+        "mslt/5 top2+emb",
+    ]
+    assert all(row["step_ms"] > 0 for row in result["rows"])
+    assert result["rows"][-1]["embeddings_trainable"] is True
+
+
+@pytest.mark.slow
+def test_time_to_loss_quick(gc_cache: Path, tmp_path: Path) -> None:
+    out = tmp_path / "ttl.json"
+    cmd = [sys.executable, str(REPO / "bench" / "time_to_loss.py"), "--quick", "--family", "gpt2"]
+    cmd += ["--threads", "1", "--steps", "24", "--evals", "6", "--json", str(out)]
+    cmd += ["--runs-dir", str(tmp_path / "runs"), "--plot"]
+    proc = subprocess.run(
+        cmd, cwd=tmp_path, env=_env(gc_cache), capture_output=True, text=True, timeout=240
+    )
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    last = proc.stdout.splitlines()[-1]
+    for method in ("mslt", "gong", "vcycle"):
+        assert re.search(rf"gpt2\.{method}_speedup_to_baseline_loss=(\d+\.\d\dx|n/r)", last), last
+    data = json.loads(out.read_text())
+    run = data["families"]["gpt2"]["runs"][0]
+    assert sorted(run) == ["baseline", "gong", "mslt", "vcycle"]
+    for name, res in run.items():
+        assert res["rc"] == 0 and res["status"] == "completed", name
+        assert res["steps"] == 24
+        assert [p["step"] for p in res["evals"]] == [4, 8, 12, 16, 20, 24]
+        assert res["wall_s"] > 0 and res["flops"] > 0
+    assert run["baseline"]["speedup_wall"] == pytest.approx(1.0)
+    assert run["mslt"]["flops"] < run["baseline"]["flops"]
+    assert (tmp_path / "runs" / "gpt2" / "seed0" / "mslt.toml").exists()
+    assert "validation loss vs training wall time" in proc.stdout
+    replot = subprocess.run(
+        [sys.executable, str(REPO / "bench" / "time_to_loss.py"), "--replot", str(out)],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert replot.returncode == 0 and "gpt2: validation loss" in replot.stdout
+    assert "\x1b[" not in replot.stdout
