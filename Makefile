@@ -8,7 +8,7 @@ PIP     = $(PY) -m pip --disable-pip-version-check
 
 ## make run: create .venv, install growcockpit + the offline demo corpus, open the cockpit on the CPU demo plan
 run: setup
-	$(VENV)/bin/growcockpit
+	$(VENV)/bin/growcockpit sample_plans/cpu-demo.toml
 
 setup: $(VENV)/.setup-done
 
@@ -33,7 +33,7 @@ lint: test-setup
 	$(VENV)/bin/ruff check growcockpit tests bench
 
 typecheck: test-setup
-	$(VENV)/bin/mypy growcockpit/plan growcockpit/protocol growcockpit/grow
+	$(VENV)/bin/mypy growcockpit/plan growcockpit/protocol growcockpit/grow growcockpit/ui
 
 ## make gpu-check: time every stage of the BERT-Base MSLT plan against the full-depth baseline
 gpu-check: setup
