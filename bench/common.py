@@ -72,17 +72,19 @@ class Size:
         return 4 * self.hidden
 
 
-# Time-to-quality sizes. "cpu": about 4 min for the baseline on a quiet 2-core box,
-# all four methods within ~12 min per family. GPT-2 at 1e-3 and BERT at 3e-4 both
-# leave the unigram plateau within a minute or two on this setup (NOTES.md).
+# Time-to-quality sizes. "cpu": 8 × 128, vocab 4000 (a small vocab keeps the GPT-2 head,
+# which computes logits at every position, from dominating the step: h ≈ 2.6 blocks).
+# Estimated from FLOPs, not yet timed on a quiet box: ~0.5 s/step, so ~3.5 min for the
+# baseline and ~10 min for all four methods per family. GPT-2 at 1e-3 and BERT at 3e-4
+# both leave the unigram plateau on this setup (NOTES.md).
 TTL_SIZES: dict[str, dict[str, Size]] = {
     "quick": {
         "gpt2": Size("gpt2", 4, 64, 4, 64, 8, 2000, 40, 2e-3, 10, 2),
         "bert": Size("bert", 4, 64, 4, 64, 8, 2000, 40, 1e-3, 10, 2),
     },
     "cpu": {
-        "gpt2": Size("gpt2", 8, 128, 4, 128, 16, 4000, 480, 1e-3, 24),
-        "bert": Size("bert", 8, 128, 4, 128, 16, 4000, 480, 3e-4, 24),
+        "gpt2": Size("gpt2", 8, 128, 4, 128, 16, 4000, 400, 1e-3, 20),
+        "bert": Size("bert", 8, 128, 4, 128, 16, 4000, 400, 3e-4, 20),
     },
     "medium": {
         "gpt2": Size("gpt2", 12, 256, 4, 128, 16, 8000, 1200, 1e-3, 50),
@@ -173,6 +175,11 @@ MSLT_VARIANTS: dict[str, MsltRecipe] = {
     "longfinal": MsltRecipe(weights=(3, 2, 2, 2), final=5),
     # two grows only: L/2 then L, top half new, long final stage
     "half": MsltRecipe(grows=1, weights=(5, 4), final=5),
+    # the token embeddings (= the tied decoder) keep training: gradients cross the frozen
+    # blocks (frozen blocks cost φ + r/2, not φ), but the early, embedding-driven loss
+    # drop keeps going (NOTES.md: with them frozen, grow stages barely move the loss)
+    "emb": MsltRecipe(embeddings="train"),
+    "longshallow-emb": MsltRecipe(weights=(6, 2, 2, 2), final=2, embeddings="train"),
 }
 
 

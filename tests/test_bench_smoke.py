@@ -97,7 +97,7 @@ def test_stage_cost_quick(gc_cache: Path, tmp_path: Path) -> None:
     last = proc.stdout.splitlines()[-1]
     assert re.match(
         r"stage_cost: stage4_step_speedup=\d+\.\d\dx \(model \d+\.\d\dx, textbook \d+\.\d\dx\) "
-        r"worst_error=[+-]\d+% .* within_10pct=(yes|no) r=\d",
+        r"worst_error=[+-]\d+% .* within_10pct=(yes|no) worst_fast_error=\d+% r=\d",
         last,
     ), proc.stdout
     result = json.loads(out.read_text())

@@ -90,3 +90,25 @@ def test_gradient_accumulation_counts_every_micro_batch(tmp_path: Path) -> None:
     steps = [e for e in read_all(tmp_path / "events.jsonl") if isinstance(e, Step)]
     assert [s.tokens for s in steps] == [k * 2 * 4 * 64 for k in range(1, 5)]
     assert all(math.isfinite(s.loss) for s in steps)
+
+
+@pytest.mark.parametrize("optim", ['name = "lamb"', 'precision = "bf16"'])
+def test_lamb_and_bf16_autocast_train(tmp_path: Path, optim: str) -> None:
+    text = re.sub(r"^steps = 20$", "steps = 3", TINY, flags=re.M)
+    text = text.replace("[optim]\n", f"[optim]\n{optim}\n")
+    trainer = make_trainer(tmp_path, text)
+    assert trainer.run() == "completed"
+    steps = [e for e in read_all(tmp_path / "events.jsonl") if isinstance(e, Step)]
+    assert len(steps) == 6 and all(math.isfinite(s.loss) for s in steps)
+    assert type(trainer.optimizer).__name__ == ("Lamb" if "lamb" in optim else "AdamW")
+
+
+def test_lamb_update_is_trust_ratio_scaled_adam() -> None:
+    from growcockpit.backend.lamb import Lamb
+
+    w = torch.nn.Parameter(torch.tensor([3.0, 4.0]))
+    w.grad = torch.tensor([0.5, -1.0])
+    Lamb([w], lr=0.1, weight_decay=0.0).step()
+    # first step: m̂ = g, v̂ = g², update = g/|g| = sign(g) (eps aside); trust = |w| / |update| = 5/√2
+    expected = torch.tensor([3.0, 4.0]) - 0.1 * (5 / 2**0.5) * torch.tensor([1.0, -1.0])
+    torch.testing.assert_close(w.detach(), expected, atol=1e-5, rtol=0)

@@ -11,6 +11,7 @@ import math
 import torch
 from torch import nn
 
+from growcockpit.backend.lamb import Lamb
 from growcockpit.plan.types import OptimSpec, Plan
 
 
@@ -30,9 +31,9 @@ def build_optimizer(model: nn.Module, spec: OptimSpec, lr: float) -> torch.optim
         groups = [{"params": [torch.nn.Parameter(torch.zeros(1))], "weight_decay": 0.0}]
     if spec.name == "adamw":
         return torch.optim.AdamW(groups, lr=lr, betas=(0.9, 0.98), eps=1e-6)
-    raise ValueError(
-        f'optim.name = "{spec.name}" is not supported by this backend yet; use "adamw"'
-    )
+    if spec.name == "lamb":
+        return Lamb(groups, lr=lr, betas=(0.9, 0.999), eps=1e-6)
+    raise ValueError(f'optim.name = "{spec.name}" is unknown; use "adamw" or "lamb"')
 
 
 def lr_at(
