@@ -106,3 +106,18 @@ def test_mlm_masking_80_10_10() -> None:
     assert abs(masked.sum().item() / n - 0.8) < 0.03
     assert abs(kept.sum().item() / n - 0.1) < 0.03
     assert torch.equal(batch.input_ids[~picked], ids[~picked])
+
+
+def test_trained_tokenizer_is_identical_across_fresh_caches(
+    text_dir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Same corpus, same vocabulary size, two machines: the same ids (runs stay reproducible)."""
+    files = []
+    for name in ("one", "two"):
+        monkeypatch.setenv("GROWCOCKPIT_CACHE", str(tmp_path / name))
+        for family in ("bert", "gpt2"):
+            load_blocks(DataSpec(source=str(text_dir), tokenizer="train:700", seq_len=32), family, 0)
+        files.append(sorted((tmp_path / name / "tokenizers").glob("*/tokenizer.json")))
+    assert len(files[0]) == 2
+    for a, b in zip(files[0], files[1], strict=True):
+        assert a.read_bytes() == b.read_bytes(), a.parent.name

@@ -6,9 +6,11 @@ result is cached by corpus fingerprint so every later launch reuses it.
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 from pathlib import Path
+from typing import Any
 
 from transformers import PreTrainedTokenizerBase, PreTrainedTokenizerFast
 
@@ -44,7 +46,7 @@ def build_tokenizer(
             raise DataError(
                 f'data.tokenizer = {spec!r}: expected "train:<vocab size>", e.g. "train:8000"'
             ) from None
-        cache = cache_root() / "tokenizers" / f"{family}-{vocab}-{corpus.fingerprint()}"
+        cache = cache_root() / "tokenizers" / f"v2-{family}-{vocab}-{corpus.fingerprint()}"
         if (cache / "tokenizer.json").exists():
             return _load_local(cache, family)
         if texts is None:
@@ -103,7 +105,7 @@ def _train(vocab: int, family: str, texts: list[list[str]]) -> PreTrainedTokeniz
             vocab_size=vocab, special_tokens=list(BERT_SPECIALS.values()), show_progress=False
         )
         core.train_from_iterator(lines, trainer)
-        return PreTrainedTokenizerFast(tokenizer_object=core, **BERT_SPECIALS)
+        return PreTrainedTokenizerFast(tokenizer_object=_canonical_ids(core), **BERT_SPECIALS)
     core = Tokenizer(models.BPE())
     core.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
     core.decoder = decoders.ByteLevel()
@@ -114,4 +116,27 @@ def _train(vocab: int, family: str, texts: list[list[str]]) -> PreTrainedTokeniz
         show_progress=False,
     )
     core.train_from_iterator((line + "\n" for line in lines), trainer)
-    return PreTrainedTokenizerFast(tokenizer_object=core, **GPT2_SPECIALS)
+    return PreTrainedTokenizerFast(tokenizer_object=_canonical_ids(core), **GPT2_SPECIALS)
+
+
+def _canonical_ids(core: Any) -> Any:
+    """Renumber the vocabulary deterministically.
+
+    `tokenizers` learns the same vocabulary every time, but numbers the initial
+    alphabet in hash-set order, so two machines would give the same text
+    different ids (and a resumed run on a fresh cache different batches).
+    Special tokens keep their leading ids; everything else is numbered in
+    sorted order, which neither WordPiece (longest match) nor BPE (merge
+    ranks) depends on.
+    """
+    from tokenizers import Tokenizer
+
+    spec = json.loads(core.to_str())
+    vocab: dict[str, int] = spec["model"]["vocab"]
+    specials = sorted((t["id"], t["content"]) for t in spec.get("added_tokens", []))
+    special_names = [name for _, name in specials]
+    order = special_names + sorted(t for t in vocab if t not in set(special_names))
+    spec["model"]["vocab"] = {tok: i for i, tok in enumerate(order)}
+    for entry in spec.get("added_tokens", []):
+        entry["id"] = spec["model"]["vocab"][entry["content"]]
+    return Tokenizer.from_str(json.dumps(spec))
