@@ -62,14 +62,18 @@ def _renumber(layer: nn.Module, idx: int) -> None:
 
 
 def embedding_modules(model: nn.Module) -> list[nn.Module]:
-    """Input embeddings (token, position, token-type, and BERT's embedding LayerNorm).
+    """Input embeddings (token, position, token-type, BERT's embedding LayerNorm, the dropout after them).
 
     The LM decoder weight is tied to the token embedding, so freezing these
     freezes the decoder matrix too (methods.md: what MSLT wants).
     """
     if family_of(model) == "bert":
         return [part(model, "bert.embeddings")]
-    return [part(model, "transformer.wte"), part(model, "transformer.wpe")]
+    return [
+        part(model, "transformer.wte"),
+        part(model, "transformer.wpe"),
+        part(model, "transformer.drop"),
+    ]
 
 
 def head_parameters(model: nn.Module) -> Iterator[nn.Parameter]:
