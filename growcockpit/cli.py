@@ -212,7 +212,7 @@ def cmd_plan_show(args: argparse.Namespace) -> int:
     from growcockpit.plan import estimate_cost, format_plan
 
     plan = _load(args.plan)
-    r, h = args.r, None
+    r, h, frozen_fwd = args.r, None, 1.0
     if args.calibrate:
         from growcockpit.backend.calibrate import calibrate_plan
         from growcockpit.backend.corpus import DataError
@@ -221,12 +221,12 @@ def cmd_plan_show(args: argparse.Namespace) -> int:
             measured = calibrate_plan(plan)
         except DataError as exc:
             raise UserError(str(exc)) from None
-        r, h = measured["r"], measured["h"]
+        r, h, frozen_fwd = measured["r"], measured["h"], measured["frozen_over_grad_fwd"]
         print(
             f"calibrated on this machine: r = {r:.2f} (backward/forward of a block), "
             f"h = {h:.2f} blocks (head forward), frozen-block forward {measured['frozen_over_grad_fwd']:.2f}× a training forward"
         )
-    print(format_plan(plan, estimate_cost(plan, r=r, h=h)))
+    print(format_plan(plan, estimate_cost(plan, r=r, h=h, frozen_fwd=frozen_fwd)))
     return EXIT_OK
 
 

@@ -162,7 +162,7 @@ def estimate_cost(
     r: float = 2.0,
     h: float | None = None,
     *,
-    refined: bool = False,
+    refined: bool = True,
     frozen_fwd: float = 1.0,
 ) -> PlanCost:
     """Estimated compute of `plan` vs. the full-depth baseline (module doc).
