@@ -63,6 +63,7 @@ from growcockpit.plan import estimate_cost  # noqa: E402
 from growcockpit.plan.types import Plan  # noqa: E402
 
 MARKERS = {"baseline": "b", "mslt": "m", "gong": "g", "vcycle": "v"}
+SPARE_MARKERS = "MxoXs+#@"
 
 
 def eval_every(steps: int, target: int) -> int:
@@ -249,12 +250,16 @@ def plot(data: dict[str, Any], x: str = "wall_s", width: int = 100, height: int 
         plt.clear_figure()
         plt.theme("clear")
         plt.plotsize(width, height)
+        used: set[str] = set()
         for name, res in run.items():
             pts = res.get("evals") or []
             if not pts:
                 continue
             xs = [p[x] / (1e15 if x == "flops" else 1.0) for p in pts]
-            marker = MARKERS.get(name.split("-")[0], "*")
+            marker = MARKERS.get(name, MARKERS.get(name.split("-")[0], "*"))
+            if marker in used:  # a second variant of one method gets its own symbol
+                marker = next(c for c in SPARE_MARKERS if c not in used)
+            used.add(marker)
             plt.plot(xs, [p["val_loss"] for p in pts], label=name, marker=marker)
         if "baseline" in run and run["baseline"].get("evals"):
             plt.hline(run["baseline"]["evals"][-1]["val_loss"])
