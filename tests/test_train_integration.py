@@ -260,9 +260,12 @@ def test_resume_mid_stage_is_bit_for_bit(tmp_path: Path, gc_cache: Path) -> None
     cut = tmp_path / "cut"
     shutil.copytree(full, cut)
     shutil.rmtree(cut / "checkpoints" / "step-40")
-    res = growcockpit("resume", str(cut), cache=gc_cache)
+    # A fresh tokenizer cache, as on another machine: the run's own tokenizer/ must be used.
+    res = growcockpit("resume", str(cut), cache=tmp_path / "empty-cache")
     assert res.returncode == 0, res.stderr
     assert "step-30" in res.stdout
+    assert (cut / "tokenizer" / "tokenizer.json").exists()
+    assert not list((tmp_path / "empty-cache").glob("tokenizers/*")), "resume retrained a tokenizer"
 
     reference = {e.step: e.loss for e in of_type(read_all(full / "events.jsonl"), Step)}
     events = read_all(cut / "events.jsonl")

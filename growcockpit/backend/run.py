@@ -7,6 +7,7 @@ is removed, so a cockpit never shows a run as live when it is not.
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import platform
 import signal
@@ -107,7 +108,7 @@ def run_training(
     trainer: Trainer | None = None
     try:
         torch.manual_seed(plan.seed)
-        data = _load_data(plan, dist)
+        data = _load_data(plan, dist, paths.root / "tokenizer")
         trainer = Trainer(plan, paths.root, data, reporter, dev, dist)
         if resume_from is not None:
             trainer.restore(resume_from)
@@ -138,14 +139,25 @@ def run_training(
         dist.close()
 
 
-def _load_data(plan: Plan, dist: DistContext) -> TokenBlocks:
-    """Rank 0 trains/caches the tokenizer and token ids first; the others then read the cache."""
-    if dist.is_main:
-        data = load_blocks(plan.data, plan.model.family, plan.seed)
+def _load_data(plan: Plan, dist: DistContext, run_tokenizer: Path) -> TokenBlocks:
+    """The run's data, with the run's own tokenizer.
+
+    The tokenizer a run trained is kept in `runs/<id>/tokenizer/` and reused on
+    resume: `tokenizers` breaks merge ties in hash order, so retraining on
+    another machine (or after the cache is cleared) could give other ids.
+    Rank 0 trains/caches first; the other ranks then read its results.
+    """
+    spec = plan.data
+    if run_tokenizer.is_dir():
+        spec = dataclasses.replace(spec, tokenizer=str(run_tokenizer))
+    if not dist.is_main:
         dist.barrier()
-        return data
+        return load_blocks(spec, plan.model.family, plan.seed)
+    data = load_blocks(spec, plan.model.family, plan.seed)
+    if not run_tokenizer.is_dir():
+        data.tokenizer.save_pretrained(run_tokenizer)
     dist.barrier()
-    return load_blocks(plan.data, plan.model.family, plan.seed)
+    return data
 
 
 def _crash(
