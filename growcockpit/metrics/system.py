@@ -54,7 +54,6 @@ class GpuProbe:
             out.append(stat)
         return out
 
-
     def _process_memory(self, index: int, handle: object) -> int | None:
         """This process's memory on GPU `index`.
 
