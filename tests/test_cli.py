@@ -104,3 +104,12 @@ def test_plan_show_calibrates_r_and_h(gc_cache: Path) -> None:
     r = float(first.split("r = ")[1].split()[0])
     assert r > 0  # a measured ratio; its value depends on the machine and its load
     assert f"(r = {r:.2f}, head h" in res.stdout, "the estimate must use the measured r"
+
+
+def test_train_with_a_missing_corpus_fails_before_creating_the_run(tmp_path: Path) -> None:
+    tiny = (ROOT / "tests" / "plans" / "tiny.toml").read_text()
+    plan = tmp_path / "plan.toml"
+    plan.write_text(tiny.replace('source = "builtin"', f'source = "{tmp_path}/none/*.txt"'))
+    res = run("train", str(plan), "--run-dir", str(tmp_path / "r"))
+    assert_one_line_error(res, "plan.toml", "data.source", "no .txt/.jsonl/.parquet files")
+    assert not (tmp_path / "r").exists()
