@@ -251,17 +251,20 @@ def cmd_train(args: argparse.Namespace) -> int:
         )
     forwarded = ["train", str(args.plan), "--run-dir", str(run_dir)] + _device_args(args)
     prefix = _torchrun_prefix(args)
+    from growcockpit.backend.corpus import DataError, resolve_corpus
+
+    try:
+        resolve_corpus(plan.data.source)
+    except DataError as exc:
+        raise UserError(f"{args.plan}: {exc}") from None
     if args.detach:
         return _detach(forwarded + _distributed_args(args), run_dir)
     from growcockpit.backend.run import LaunchError, check_supported, run_training
 
-    from growcockpit.backend.corpus import DataError, resolve_corpus
-
     try:
         check_supported(plan, str(args.plan))
-        resolve_corpus(plan.data.source)
-    except (LaunchError, DataError) as exc:
-        raise UserError(f"{args.plan}: {exc}" if isinstance(exc, DataError) else str(exc)) from None
+    except LaunchError as exc:
+        raise UserError(str(exc)) from None
     if prefix is not None:
         return _run_torchrun(prefix, forwarded)
     if os.environ.get("RANK", "0") == "0":
