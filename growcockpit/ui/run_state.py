@@ -58,12 +58,9 @@ def minmax_downsample(
         hi = (b + 1) * n // buckets
         if hi <= lo:
             continue
-        i_min = i_max = lo
-        for i in range(lo + 1, hi):
-            if ys[i] < ys[i_min]:
-                i_min = i
-            if ys[i] > ys[i_max]:
-                i_max = i
+        span = range(lo, hi)
+        i_min = min(span, key=ys.__getitem__)
+        i_max = max(span, key=ys.__getitem__)
         first, second = sorted((i_min, i_max))
         out_x.append(xs[first])
         out_y.append(ys[first])
@@ -85,11 +82,12 @@ class Series:
         return len(self.xs)
 
     def append(self, x: float, y: float) -> None:
-        if y is None or (isinstance(y, float) and math.isnan(y)):
+        if y is None or y != y:  # None or NaN: nothing to plot
             return
-        self.xs.append(x)
+        xs = self.xs
+        xs.append(x)
         self.ys.append(y)
-        if len(self.xs) > self.cap:
+        if len(xs) > self.cap:
             self.xs, self.ys = minmax_downsample(self.xs, self.ys, self.cap // 2)
 
     def last(self) -> float | None:
