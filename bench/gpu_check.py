@@ -55,8 +55,7 @@ from growcockpit.backend.engine import resolve_precision  # noqa: E402
 from growcockpit.backend.forward import StagedForward  # noqa: E402
 from growcockpit.backend.model import build_model  # noqa: E402
 from growcockpit.backend.optim import build_optimizer  # noqa: E402
-from growcockpit.grow import apply_freeze, get_layers, stack_layers  # noqa: E402
-from growcockpit.grow.model_parts import embedding_modules  # noqa: E402
+from growcockpit.grow import apply_freeze, get_layers, set_train_modes, stack_layers  # noqa: E402
 from growcockpit.plan import estimate_cost, load_plan, validate_plan  # noqa: E402
 from growcockpit.plan.cost import default_head_cost  # noqa: E402
 from growcockpit.plan.shapes import resolve_shapes  # noqa: E402
@@ -117,17 +116,6 @@ class Config:
     util: list[float] = field(default_factory=list)
     power: list[float] = field(default_factory=list)
     parts: dict[str, float] = field(default_factory=dict)
-
-
-def set_train_modes(model: nn.Module) -> None:
-    """Same as `Trainer.set_train_modes`: frozen layers/embeddings run in eval mode (no dropout)."""
-    model.train()
-    for layer in get_layers(model):
-        if not any(p.requires_grad for p in layer.parameters()):
-            layer.eval()
-    for module in embedding_modules(model):
-        if not any(p.requires_grad for p in module.parameters()):
-            module.eval()
 
 
 def build_configs(tag: str, plan: Plan, data: TokenBlocks, device: torch.device) -> list[Config]:

@@ -33,9 +33,9 @@ from growcockpit.grow import (
     decoalesce_model,
     get_layers,
     interpolate_model,
+    set_train_modes,
     stack_layers,
 )
-from growcockpit.grow.model_parts import embedding_modules
 from growcockpit.metrics import LayerStatsSampler, LayerTimer
 from growcockpit.plan import plan_from_dict, plan_to_dict, resolve_shapes
 from growcockpit.plan.types import Plan, Stage, trainable_layer_ids
@@ -389,14 +389,7 @@ class Trainer:
         self.stats = LayerStatsSampler(self.model)
 
     def set_train_modes(self) -> None:
-        """Frozen layers run in eval mode: fixed feature extractors, no dropout noise."""
-        self.model.train()
-        for layer in get_layers(self.model):
-            if not any(p.requires_grad for p in layer.parameters()):
-                layer.eval()
-        for module in embedding_modules(self.model):
-            if not any(p.requires_grad for p in module.parameters()):
-                module.eval()
+        set_train_modes(self.model)
 
     def wait_for_advance(self) -> None:
         if not self.waiting:

@@ -12,7 +12,7 @@ Knows torch and transformers, never Textual or the training loop.
 
 from growcockpit.grow.coalesce import RECIPES, ModelShape, coalesce_model, model_shape
 from growcockpit.grow.decoalesce import decoalesce_model
-from growcockpit.grow.freeze import FreezeResult, apply_freeze
+from growcockpit.grow.freeze import FreezeResult, apply_freeze, set_train_modes
 from growcockpit.grow.interpolate import interpolate_model
 from growcockpit.grow.model_parts import (
     embedding_modules,
@@ -52,5 +52,6 @@ __all__ = [
     "model_shape",
     "paired_groups",
     "set_layers",
+    "set_train_modes",
     "stack_layers",
 ]

@@ -44,3 +44,14 @@ def apply_freeze(
             p.requires_grad_(True)
     params = [p for p in model.parameters() if p.requires_grad]
     return FreezeResult(sorted(trainable_layers), embeddings, head, params)
+
+
+def set_train_modes(model: nn.Module) -> None:
+    """Train mode, except frozen layers and embeddings: fixed feature extractors, no dropout noise."""
+    model.train()
+    for layer in get_layers(model):
+        if not any(p.requires_grad for p in layer.parameters()):
+            layer.eval()
+    for module in embedding_modules(model):
+        if not any(p.requires_grad for p in module.parameters()):
+            module.eval()

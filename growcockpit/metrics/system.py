@@ -110,8 +110,11 @@ class SystemSampler:
         )
 
     def _run(self) -> None:
-        while not self._stop.wait(self.interval_s):
+        """A first sample at once (even a short run shows its system), then every interval."""
+        while True:
             try:
                 self.emit(self.sample())
             except Exception:
+                return
+            if self._stop.wait(self.interval_s):
                 return
