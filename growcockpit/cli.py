@@ -15,7 +15,6 @@ import json
 import os
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
@@ -232,13 +231,13 @@ def cmd_plan_show(args: argparse.Namespace) -> int:
 
 # ---- training --------------------------------------------------------------------
 def default_run_dir(plan_name: str, runs_root: Path) -> Path:
-    stamp = time.strftime("%Y%m%d-%H%M%S")
-    path = runs_root / f"{plan_name}-{stamp}"
-    n = 1
-    while path.exists():
-        n += 1
-        path = runs_root / f"{plan_name}-{stamp}-{n}"
-    return path
+    """A new run directory under `runs_root`, never outside it whatever the plan's name."""
+    from growcockpit.protocol.rundir import RunDirError, new_run_dir
+
+    try:
+        return new_run_dir(runs_root, plan_name)
+    except (RunDirError, OSError) as exc:
+        raise UserError(f"{runs_root}: cannot create a run directory ({exc})") from None
 
 
 def cmd_train(args: argparse.Namespace) -> int:
@@ -291,7 +290,7 @@ def cmd_resume(args: argparse.Namespace) -> int:
     prefix = _torchrun_prefix(args)
     if prefix is not None:
         return _run_torchrun(prefix, ["resume", str(run_dir)] + _device_args(args))
-    from growcockpit.backend.checkpoint import latest_checkpoint
+    from growcockpit.backend.checkpoint import CheckpointError, latest_checkpoint, load_checkpoint
     from growcockpit.backend.run import run_training
 
     ckpt = latest_checkpoint(run_dir / "checkpoints")
@@ -299,6 +298,10 @@ def cmd_resume(args: argparse.Namespace) -> int:
         raise UserError(
             f"{run_dir}/checkpoints: no checkpoint to resume from; start a new run with `growcockpit train`"
         )
+    try:
+        load_checkpoint(ckpt, mmap=True)
+    except CheckpointError as exc:
+        raise UserError(str(exc)) from None
     plan = _load(run_dir / "plan.toml")
     print(f"resuming {run_dir} from {ckpt.name}", flush=True)
     return run_training(plan, "", run_dir, device=args.device, resume_from=ckpt)

@@ -8,8 +8,10 @@ that looks complete but is not.
 from __future__ import annotations
 
 import os
+import pickle
 import random
 import shutil
+import zipfile
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -84,6 +86,36 @@ def latest_checkpoint(root: Path) -> Path | None:
     return max(done, key=lambda p: int(p.name[5:])) if done else None
 
 
-def load_checkpoint(path: Path) -> dict[str, Any]:
-    state: dict[str, Any] = torch.load(path / "state.pt", map_location="cpu", weights_only=False)
+class CheckpointError(Exception):
+    """A checkpoint that cannot be used; the message names the file and what to do."""
+
+
+def load_checkpoint(path: Path, mmap: bool = False) -> dict[str, Any]:
+    """Load `path/state.pt` as data only.
+
+    `weights_only=True` refuses any pickle that would build objects other than
+    tensors and plain containers, so a checkpoint copied from someone else can
+    never run code on `resume`. Everything `save_checkpoint` writes (state
+    dicts, plan dict, RNG states as tensors and tuples of ints) is such data.
+    `mmap=True` checks a checkpoint cheaply before a run directory is touched.
+    """
+    file = path / "state.pt"
+    try:
+        state = torch.load(file, map_location="cpu", weights_only=True, mmap=mmap)
+    except pickle.UnpicklingError:
+        raise CheckpointError(
+            f"{file}: refused to load: it holds objects other than tensors and plain data "
+            "(a checkpoint not written by growcockpit, possibly hostile); "
+            "resume from a checkpoint this tool wrote, or delete this one"
+        ) from None
+    except (RuntimeError, EOFError, zipfile.BadZipFile, OSError) as exc:
+        reason = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+        raise CheckpointError(
+            f"{file}: cannot be read ({reason}); resume from an earlier checkpoint"
+        ) from None
+    if not isinstance(state, dict) or not {"config", "model", "position", "rng"} <= state.keys():
+        raise CheckpointError(
+            f"{file}: not a growcockpit checkpoint (missing its config, model, position or rng); "
+            "resume from a checkpoint this tool wrote"
+        )
     return state

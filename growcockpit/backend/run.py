@@ -20,6 +20,7 @@ from types import FrameType
 import torch
 
 from growcockpit import __version__
+from growcockpit.backend.checkpoint import CheckpointError
 from growcockpit.backend.corpus import DataError
 from growcockpit.backend.data import TokenBlocks, load_blocks
 from growcockpit.backend.distributed import DistContext
@@ -118,7 +119,7 @@ def run_training(
         final = trainer.run()
         dist.barrier()
         return 0 if final in ("completed", "stopped") else 1
-    except DataError as exc:
+    except (DataError, CheckpointError) as exc:
         _crash(reporter, trainer, status, exc)
         print(f"growcockpit: {exc}", file=sys.stderr)
         return 2

@@ -14,6 +14,7 @@ from collections.abc import Callable
 
 from growcockpit.plan.errors import PlanError
 from growcockpit.plan.locate import TomlLocator
+from growcockpit.plan.names import name_problem
 from growcockpit.plan.shapes import walk_shapes
 from growcockpit.plan.types import (
     FAMILIES,
@@ -79,8 +80,8 @@ class _Checks:
 
 
 def _check_sections(plan: Plan, c: _Checks) -> None:
-    if not plan.name.strip():
-        c.add("name", 'is empty; give the plan a name, e.g. name = "mslt-bert-tiny"')
+    if (problem := name_problem(plan.name)) is not None:
+        c.add("name", problem)
     c.at_least("seed", plan.seed, 0, "a non-negative integer")
 
     m = plan.model

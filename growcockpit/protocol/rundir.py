@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import tempfile
 import time
 from dataclasses import asdict, dataclass, fields
@@ -53,6 +54,55 @@ class RunPaths:
     @property
     def log(self) -> Path:
         return self.root / "backend.log"
+
+
+_UNSAFE = re.compile(r"[^A-Za-z0-9._-]+")
+MAX_RUN_NAME = 64
+
+
+def run_dir_name(name: str) -> str:
+    """`name` as one safe path component: ASCII letters, digits, ".", "_", "-".
+
+    Plans are validated to such names already; this also covers names that
+    never went through validation (a raw TOML read, a file stem).
+    """
+    return _UNSAFE.sub("-", name).strip("-.")[:MAX_RUN_NAME].strip("-.") or "run"
+
+
+def inside_runs(runs_root: Path, path: Path) -> Path:
+    """`path` resolved, or a RunDirError when it resolves outside `runs_root`.
+
+    Checked after resolution, so neither "..", an absolute path nor a
+    symlink inside `runs/` can place a run elsewhere.
+    """
+    root = Path(runs_root).resolve()
+    resolved = Path(path).resolve()
+    if resolved == root or not resolved.is_relative_to(root):
+        raise RunDirError(
+            f"{path}: resolves to {resolved}, outside the runs directory {root}; "
+            "give the plan a plain name (letters, digits, '.', '_', '-')"
+        )
+    return resolved
+
+
+def new_run_dir(runs_root: Path, name: str, now: float | None = None) -> Path:
+    """Create and return `runs_root/<name>-<YYYYmmdd-HHMMSS>[-N]/`, always inside `runs_root`.
+
+    Created with `exist_ok=False`, so two launches in the same second (or a
+    directory planted in advance) never share a run directory.
+    """
+    root = Path(runs_root)
+    root.mkdir(parents=True, exist_ok=True)
+    stamp = time.strftime("%Y%m%d-%H%M%S", time.localtime(time.time() if now is None else now))
+    base = f"{run_dir_name(name)}-{stamp}"
+    n = 1
+    while True:
+        path = inside_runs(root, root / (base if n == 1 else f"{base}-{n}"))
+        try:
+            path.mkdir(exist_ok=False)
+            return path
+        except FileExistsError:
+            n += 1
 
 
 @dataclass

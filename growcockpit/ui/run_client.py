@@ -8,7 +8,6 @@ closing one never touches training.
 from __future__ import annotations
 
 import os
-import re
 import subprocess
 import sys
 import time
@@ -19,7 +18,13 @@ from pathlib import Path
 from growcockpit.protocol import ControlError, EventTail, send_command
 from growcockpit.protocol.commands import CommandAck, CommandRequest
 from growcockpit.protocol.events import Event
-from growcockpit.protocol.rundir import RunDirError, RunPaths, read_status
+from growcockpit.protocol.rundir import (
+    RunDirError,
+    RunPaths,
+    new_run_dir,
+    read_status,
+    run_dir_name,
+)
 
 # NOTES.md: cuts malloc churn (sys time 29.9 s -> 6.2 s) in the training process.
 GLIBC_TUNABLES = "glibc.malloc.mmap_threshold=4294967296:glibc.malloc.trim_threshold=4294967296"
@@ -41,7 +46,7 @@ def plan_name(plan_path: Path) -> str:
     except (OSError, tomllib.TOMLDecodeError):
         name = ""
     name = name or Path(plan_path).stem
-    return re.sub(r"[^A-Za-z0-9._-]+", "-", name).strip("-") or "run"
+    return run_dir_name(name)
 
 
 def backend_command(
@@ -103,18 +108,10 @@ class RunClient:
         plan_path = Path(plan_path)
         if not plan_path.is_file():
             raise LaunchError(f"{plan_path}: no such plan file")
-        stamp = time.strftime("%Y%m%d-%H%M%S", time.localtime(now()))
-        base = Path(runs_root) / f"{plan_name(plan_path)}-{stamp}"
-        run_dir = base
-        n = 2
-        while True:
-            try:
-                run_dir.mkdir(parents=True, exist_ok=False)
-                break
-            except FileExistsError:
-                run_dir = base.with_name(f"{base.name}-{n}")
-                n += 1
-        run_dir = run_dir.resolve()
+        try:
+            run_dir = new_run_dir(Path(runs_root), plan_name(plan_path), now())
+        except (RunDirError, OSError) as exc:
+            raise LaunchError(f"{runs_root}: cannot create a run directory ({exc})") from None
         log_path = RunPaths(run_dir).log
         try:
             with open(log_path, "ab") as log:
