@@ -22,7 +22,7 @@ from growcockpit.backend.checkpoint import TrainerPosition, load_checkpoint, sav
 from growcockpit.backend.data import Batch, BatchPrefetcher, TokenBlocks
 from growcockpit.backend.distributed import DistContext
 from growcockpit.backend.forward import LossModule, StagedForward
-from growcockpit.backend.model import build_model
+from growcockpit.backend.init_from import initial_model
 from growcockpit.backend.optim import build_optimizer, lr_at, set_lr
 from growcockpit.backend.reporter import RunReporter
 from growcockpit.grow import (
@@ -80,9 +80,10 @@ class Trainer:
         self.report = reporter
         self.device = device
         self.pos = TrainerPosition(plan=plan_to_dict(plan))
-        self.model: nn.Module = build_model(plan.model, plan.stages[0].layers, data.tokenizer).to(
-            device
-        )
+        model, notes = initial_model(plan, data.tokenizer)
+        self.model: nn.Module = model.to(device)
+        for note in notes:
+            reporter.warn(note)
         self.optimizer: torch.optim.Optimizer | None = None
         self.forward = StagedForward(0, True)
         self.train_module: nn.Module = LossModule(self.model, self.forward)

@@ -25,6 +25,7 @@ from growcockpit.backend.corpus import DataError
 from growcockpit.backend.data import TokenBlocks, load_blocks
 from growcockpit.backend.distributed import DistContext
 from growcockpit.backend.engine import SUPPORTED_OPERATORS, Trainer
+from growcockpit.backend.init_from import data_spec_for
 from growcockpit.backend.reporter import RunReporter
 from growcockpit.metrics import SystemSampler
 from growcockpit.plan import plan_to_dict
@@ -148,7 +149,7 @@ def _load_data(plan: Plan, dist: DistContext, run_tokenizer: Path) -> TokenBlock
     another machine (or after the cache is cleared) could give other ids.
     Rank 0 trains/caches first; the other ranks then read its results.
     """
-    spec = plan.data
+    spec = data_spec_for(plan)
     if run_tokenizer.is_dir():
         spec = dataclasses.replace(spec, tokenizer=str(run_tokenizer))
     if not dist.is_main:

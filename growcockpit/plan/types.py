@@ -28,7 +28,12 @@ DEFAULT_ALPHA: dict[str, float] = {"bert": 0.5, "gpt2": 0.25}
 
 @dataclass
 class ModelSpec:
-    """Architecture of the model at its final (largest) size."""
+    """Architecture of the model at its final (largest) size.
+
+    `init_from` names a local `save_pretrained` directory (BERT or GPT-2, e.g.
+    a run's `final/`): stage 1 starts from its weights instead of random ones,
+    so a trained small model can be grown (plan/init_from.py).
+    """
 
     family: Family = "bert"
     hidden_size: int = 128
@@ -37,6 +42,7 @@ class ModelSpec:
     max_seq_len: int = 128
     final_layers: int = 4
     dropout: float = 0.1
+    init_from: str | None = None
 
 
 @dataclass

@@ -13,6 +13,7 @@ import re
 from collections.abc import Callable
 
 from growcockpit.plan.errors import PlanError
+from growcockpit.plan.init_from import init_from_problems
 from growcockpit.plan.locate import TomlLocator
 from growcockpit.plan.names import name_problem
 from growcockpit.plan.shapes import walk_shapes
@@ -251,6 +252,8 @@ def collect_problems(plan: Plan) -> list[Problem]:
     """(key path, problem) pairs for everything wrong with `plan`, in document order."""
     c = _Checks()
     _check_sections(plan, c)
+    for key, problem in init_from_problems(plan):
+        c.add(key, problem)
     if not plan.stages:
         c.add("stages", "no stages; add at least one [[stages]] table with name, layers and steps")
     shapes, shape_problems = walk_shapes(plan)

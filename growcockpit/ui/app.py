@@ -114,7 +114,7 @@ class GrowCockpitApp(App[None]):
 
     # ---- routing ----------------------------------------------------------------
     def on_home_screen_open_plan(self, message: HomeScreen.OpenPlan) -> None:
-        self.push_screen(DesignerScreen(message.path, runs_root=self.runs_root))
+        self.push_screen(DesignerScreen(message.path, runs_root=self.runs_root, draft=message.plan))
 
     def on_home_screen_open_run(self, message: HomeScreen.OpenRun) -> None:
         self.run_dir = message.path

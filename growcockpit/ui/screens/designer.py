@@ -171,9 +171,11 @@ class DesignerScreen(Screen[list[dict[str, Any]] | None]):
         *,
         locked_stages: int | None = None,
         runs_root: Path = Path("runs"),
+        draft: Plan | None = None,
     ) -> None:
         super().__init__()
         self.plan_path = Path(plan_path) if plan_path is not None else None
+        self.draft = draft
         self.locked = locked_stages or 0
         self.remaining = locked_stages is not None
         self.runs_root = runs_root
@@ -189,7 +191,7 @@ class DesignerScreen(Screen[list[dict[str, Any]] | None]):
 
     def _load(self) -> None:
         if self.plan_path is None:
-            self.plan = new_plan(unique_name("my-plan", set()))
+            self.plan = self.draft or new_plan(unique_name("my-plan", set()))
             self.dirty = True
             return
         try:

@@ -19,6 +19,9 @@ from textual.message import Message
 from textual.screen import Screen
 from textual.widgets import DataTable, Footer, Static
 
+from growcockpit.plan import PlanError, load_plan
+from growcockpit.plan.init_from import SourceError, grow_plan_from
+from growcockpit.plan.types import Plan
 from growcockpit.ui.catalog import PlanEntry, RunEntry, format_age, list_plans, list_runs
 from growcockpit.ui.screens.prompt import HelpScreen, keys_of
 
@@ -55,15 +58,19 @@ class HomeScreen(Screen[None]):
         Binding("n", "new_plan", "New plan"),
         Binding("a", "attach", "Attach"),
         Binding("c", "compare", "Compare"),
+        Binding("g", "grow_run", "Grow run"),
         Binding("r", "refresh", "Refresh", show=False),
         Binding("question_mark", "help", "Help", key_display="?"),
         Binding("q", "app.quit", "Quit"),
     ]
 
     class OpenPlan(Message):
-        def __init__(self, path: Path | None) -> None:
+        """Open a plan file (None: a new plan; `plan`: this unsaved draft)."""
+
+        def __init__(self, path: Path | None, plan: Plan | None = None) -> None:
             super().__init__()
             self.path = path
+            self.plan = plan
 
     class OpenRun(Message):
         def __init__(self, path: Path) -> None:
@@ -102,7 +109,9 @@ class HomeScreen(Screen[None]):
         for col in ("plan", "from", "stages", "steps", "layers", "about"):
             plans.add_column(col, key=col)
         runs = self.query_one("#runs-table", DataTable)
-        runs.border_title = f"runs in {_short(self.runs_root)}/ · Enter or a attaches · c compares"
+        runs.border_title = (
+            f"runs in {_short(self.runs_root)}/ · Enter or a attaches · c compares · g grows"
+        )
         for col in ("run", "status", "plan", "stage", "step", "loss", "age"):
             runs.add_column(col, key=col)
         self.load_plans()
@@ -224,5 +233,27 @@ class HomeScreen(Screen[None]):
         run = self._selected_run()
         self.post_message(self.OpenCompare([run.path] if run else []))
 
+    def action_grow_run(self) -> None:
+        """A new plan that starts from the highlighted run's final model (model.init_from)."""
+        run = self._selected_run()
+        if run is None:
+            self.notify("No runs yet: launch a plan first.", title="Nothing to grow")
+            return
+        try:
+            plan = grow_plan_from_run(run.path)
+        except (PlanError, SourceError, OSError) as exc:
+            self.notify(str(exc).splitlines()[0], title="Cannot grow this run", severity="warning")
+            return
+        self.post_message(self.OpenPlan(None, plan))
+
     def action_help(self) -> None:
         self.app.push_screen(HelpScreen("growcockpit", HELP, keys_of(self)))
+
+
+def grow_plan_from_run(run_dir: Path) -> Plan:
+    """The "grow this" plan of a finished run: its plan, starting from its `final/` model."""
+    final = run_dir / "final"
+    if not (final / "config.json").is_file():
+        raise SourceError(f"{run_dir.name} has no final model yet: grow a run once it has finished")
+    run_plan = load_plan(run_dir / "plan.toml", validate=False)
+    return grow_plan_from(run_plan, _short(final), run_dir.name)

@@ -27,7 +27,7 @@ from growcockpit.plan.validate import ADVANCES, PAIRINGS, STACK_SOURCES
 class Field:
     key: str  # attribute name (stage) or key path suffix (section)
     label: str
-    kind: str  # str | int | float | opt_int | opt_float | choice | bool
+    kind: str  # str | int | float | opt_int | opt_float | opt_str | choice | bool
     choices: tuple[str, ...] = ()
     help: str = ""
 
@@ -59,6 +59,9 @@ SECTION_CHOICES: dict[str, tuple[str, ...]] = {
     "optim.name": OPTIMIZERS,
     "optim.schedule": SCHEDULES,
 }
+SECTION_HELP: dict[str, str] = {
+    "model.init_from": "a save_pretrained dir, e.g. runs/<id>/final; empty: fresh weights",
+}
 
 
 def convert(field: Field, raw: Any) -> tuple[Any, str]:
@@ -72,6 +75,8 @@ def convert(field: Field, raw: Any) -> tuple[Any, str]:
         return str(raw), ""
     if field.kind.startswith("opt_") and text == "":
         return None, ""
+    if field.kind == "opt_str":
+        return text, ""
     base = field.kind.removeprefix("opt_")
     try:
         if base == "int":
@@ -321,7 +326,10 @@ def _section_fields(section: str, spec: Any) -> tuple[Field, ...]:
             kind = "opt_int"
         elif tp == float | None:
             kind = "opt_float"
+        elif tp == str | None:
+            kind = "opt_str"
         else:
             kind = "str"
-        out.append(Field(f.name, f.name.replace("_", " "), kind, choices or ()))
+        help_ = SECTION_HELP.get(f"{section}.{f.name}", "")
+        out.append(Field(f.name, f.name.replace("_", " "), kind, choices or (), help_))
     return tuple(out)

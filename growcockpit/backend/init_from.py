@@ -1,0 +1,83 @@
+"""The model stage 1 starts from: fresh weights, or a trained model (`model.init_from`).
+
+A trained model comes with its own tokenizer: its embedding rows only mean
+something for those ids, so when the plan would train a new vocabulary
+("train:<vocab>") the source's tokenizer is used instead. A plan that names a
+tokenizer path or hub name keeps it, and its size must match the model.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from pathlib import Path
+
+from torch import nn
+from transformers import BertForMaskedLM, GPT2LMHeadModel, PreTrainedTokenizerBase
+
+from growcockpit.backend.corpus import DataError
+from growcockpit.backend.model import build_model
+from growcockpit.plan.init_from import KEY, SourceError, init_from_problems, read_source
+from growcockpit.plan.types import DataSpec, Plan
+
+_CLASSES: dict[str, type[nn.Module]] = {"bert": BertForMaskedLM, "gpt2": GPT2LMHeadModel}
+# the plan's dropout replaces the source's: dropout is a training choice, not part of the model
+_DROPOUT_KEYS = {
+    "bert": ("hidden_dropout_prob", "attention_probs_dropout_prob"),
+    "gpt2": ("resid_pdrop", "embd_pdrop", "attn_pdrop"),
+}
+_TOKENIZER_FILES = ("tokenizer.json", "vocab.txt", "vocab.json")
+
+
+def data_spec_for(plan: Plan) -> DataSpec:
+    """The plan's data spec, with the init_from model's tokenizer when the plan would train one."""
+    spec = plan.data
+    path = plan.model.init_from
+    if path is None or not spec.tokenizer.startswith("train:"):
+        return spec
+    root = Path(path).expanduser()
+    if any((root / name).exists() for name in _TOKENIZER_FILES):
+        return dataclasses.replace(spec, tokenizer=str(root))
+    return spec
+
+
+def initial_model(plan: Plan, tokenizer: PreTrainedTokenizerBase) -> tuple[nn.Module, list[str]]:
+    """Stage 1's model and notes worth a warning (weights the source did not have).
+
+    Raises DataError with a one-line message when the source does not fit.
+    """
+    first_layers = plan.stages[0].layers
+    path = plan.model.init_from
+    if path is None:
+        return build_model(plan.model, first_layers, tokenizer), []
+    problems = init_from_problems(plan)
+    if problems:
+        key, problem = problems[0]
+        raise DataError(f"{key}: {problem}")
+    try:
+        source = read_source(path)
+    except SourceError as exc:  # pragma: no cover - init_from_problems saw it first
+        raise DataError(f"{KEY}: {exc}") from None
+    if source.vocab_size != len(tokenizer):
+        raise DataError(
+            f"{KEY}: the model has a vocabulary of {source.vocab_size} but the tokenizer has "
+            f'{len(tokenizer)} tokens; leave data.tokenizer as "train:…" to use the model\'s '
+            "own tokenizer, or point data.tokenizer at it"
+        )
+    family = plan.model.family
+    overrides = {key: plan.model.dropout for key in _DROPOUT_KEYS[family]}
+    try:
+        model, info = _CLASSES[family].from_pretrained(  # type: ignore[attr-defined]
+            str(Path(path).expanduser()),
+            attn_implementation="sdpa",
+            output_loading_info=True,
+            **overrides,
+        )
+    except (OSError, ValueError, RuntimeError) as exc:
+        first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        raise DataError(f"{KEY}: cannot load the weights in {path} ({first})") from None
+    missing = [k for k in info.get("missing_keys", []) if "position_ids" not in k]
+    notes = []
+    if missing:
+        shown = ", ".join(sorted(missing)[:3]) + (" …" if len(missing) > 3 else "")
+        notes.append(f"{KEY}: {len(missing)} weight(s) not in {path} start fresh: {shown}")
+    return model, notes

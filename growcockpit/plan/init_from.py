@@ -1,0 +1,163 @@
+"""`model.init_from`: start stage 1 from a trained model instead of random weights.
+
+The source is a local `save_pretrained` directory (a run's `final/`, or any
+BERT/GPT-2 checkout). Only its `config.json` is read here (stdlib), so the
+designer and `plan validate` can say at once whether the plan fits the model;
+the backend loads the weights. `grow_plan_from` is Home's "grow this": a plan
+that starts from a finished run and doubles its depth.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+from dataclasses import dataclass
+from pathlib import Path
+
+from growcockpit.plan.types import Plan, Stage
+
+KEY = "model.init_from"
+
+
+@dataclass(frozen=True)
+class SourceShape:
+    """The architecture a `save_pretrained` directory holds, in plan terms."""
+
+    family: str
+    layers: int
+    hidden_size: int
+    num_heads: int
+    intermediate_size: int
+    max_seq_len: int
+    vocab_size: int
+
+
+# config.json key of each shape field, per family (GPT-2's n_inner may be null: 4 × n_embd)
+_CONFIG_KEYS: dict[str, dict[str, str]] = {
+    "bert": {
+        "layers": "num_hidden_layers",
+        "hidden_size": "hidden_size",
+        "num_heads": "num_attention_heads",
+        "intermediate_size": "intermediate_size",
+        "max_seq_len": "max_position_embeddings",
+        "vocab_size": "vocab_size",
+    },
+    "gpt2": {
+        "layers": "n_layer",
+        "hidden_size": "n_embd",
+        "num_heads": "n_head",
+        "intermediate_size": "n_inner",
+        "max_seq_len": "n_positions",
+        "vocab_size": "vocab_size",
+    },
+}
+# (plan field, what the fix is called in the message) for each compared size
+_PLAN_FIELDS: tuple[tuple[str, str], ...] = (
+    ("hidden_size", "model.hidden_size"),
+    ("num_heads", "model.num_heads"),
+    ("intermediate_size", "model.intermediate_size"),
+    ("max_seq_len", "model.max_seq_len"),
+)
+
+
+class SourceError(ValueError):
+    """The directory is not a usable model; the message says why and what to give instead."""
+
+
+def read_source(path: str) -> SourceShape:
+    """The shape of the model saved in `path`; raises SourceError."""
+    root = Path(path).expanduser()
+    if not root.is_dir():
+        raise SourceError(
+            f"{path}: no such directory; give a save_pretrained directory, e.g. runs/<id>/final"
+        )
+    config_file = root / "config.json"
+    try:
+        config = json.loads(config_file.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise SourceError(
+            f"{path}: no config.json; give a save_pretrained directory, e.g. runs/<id>/final"
+        ) from None
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise SourceError(f"{config_file}: unreadable config.json ({exc})") from None
+    if not isinstance(config, dict):
+        raise SourceError(f"{config_file}: expected a JSON object")
+    family = config.get("model_type")
+    keys = _CONFIG_KEYS.get(str(family))
+    if keys is None:
+        raise SourceError(
+            f'{path}: model_type "{family}" is not supported; give a BERT or GPT-2 model'
+        )
+    values: dict[str, int] = {}
+    for field, key in keys.items():
+        value = config.get(key)
+        if value is None and key == "n_inner":
+            value = 4 * int(config.get("n_embd") or 0)
+        if not isinstance(value, int) or isinstance(value, bool) or value < 1:
+            raise SourceError(f"{config_file}: {key} = {value!r} is not a positive integer")
+        values[field] = value
+    return SourceShape(family=str(family), **values)
+
+
+def init_from_problems(plan: Plan) -> list[tuple[str, str]]:
+    """(key, problem) pairs when `plan` does not fit the model it starts from."""
+    path = plan.model.init_from
+    if path is None:
+        return []
+    if not path.strip():
+        return [(KEY, "is empty; give a save_pretrained directory, or remove init_from")]
+    try:
+        source = read_source(path)
+    except SourceError as exc:
+        return [(KEY, str(exc))]
+    problems: list[tuple[str, str]] = []
+    if source.family != plan.model.family:
+        problems.append(
+            (
+                "model.family",
+                f'"{plan.model.family}" but init_from holds a {source.family} model; set family = "{source.family}"',
+            )
+        )
+    for field, name in _PLAN_FIELDS:
+        want, have = getattr(plan.model, field), getattr(source, field)
+        if want != have:
+            problems.append(
+                (name, f"{want} but the init_from model has {have}; set {name} = {have}")
+            )
+    if plan.stages and plan.stages[0].layers != source.layers:
+        problems.append(
+            (
+                "stages[0].layers",
+                f"{plan.stages[0].layers} but the init_from model has {source.layers} layers; "
+                f"set layers = {source.layers} (later stages grow it)",
+            )
+        )
+    return problems
+
+
+def grow_plan_from(run_plan: Plan, final_dir: str, run_name: str) -> Plan:
+    """A plan that starts from a finished run's model and doubles its depth.
+
+    Stage 1 keeps training the model as it is, stage 2 stacks it to twice the
+    depth and trains the new layers, stage 3 trains everything: a starting
+    point for the designer, not a recipe.
+    """
+    source = read_source(final_dir)
+    plan = copy.deepcopy(run_plan)
+    plan.name = f"{run_name}-grown"
+    plan.description = f"grows the final model of run {run_name} ({source.layers} layers)"
+    depth = 2 * source.layers
+    m = plan.model
+    m.family = source.family  # type: ignore[assignment]
+    m.hidden_size, m.num_heads = source.hidden_size, source.num_heads
+    m.intermediate_size, m.max_seq_len = source.intermediate_size, source.max_seq_len
+    m.final_layers = depth
+    m.init_from = final_dir
+    plan.data.seq_len = min(plan.data.seq_len, source.max_seq_len)
+    steps = max(1, run_plan.total_steps // max(1, len(run_plan.stages)))
+    plan.stages = [
+        Stage(name=f"from-{source.layers}", layers=source.layers, steps=steps, enter="init"),
+        Stage(name=f"grow-{depth}", layers=depth, steps=steps, enter="stack", train="new"),
+        Stage(name="all-layers", layers=depth, steps=steps, train="all"),
+    ]
+    return plan
