@@ -135,6 +135,11 @@ def build_parser() -> argparse.ArgumentParser:
     sv.add_argument(
         "--runs", type=Path, default=Path("runs"), help="where runs live (default: ./runs)"
     )
+    sv.add_argument(
+        "--no-token",
+        action="store_true",
+        help="serve without the per-launch token (any local user can then open your cockpit)",
+    )
     sv.set_defaults(func=cmd_serve)
     return p
 
@@ -464,17 +469,19 @@ def serve_command(target: Path | None, runs: Path) -> list[str]:
 def cmd_serve(args: argparse.Namespace) -> int:
     import shlex
 
-    from textual_serve.server import Server
+    from growcockpit.ui.web_serve import new_token, serve
 
     command = shlex.join(serve_command(args.target, args.runs))
     if args.host not in ("localhost", "127.0.0.1", "::1"):
         print(
             f"growcockpit: serving on {args.host}: anyone who can reach port {args.port} "
-            "can steer your runs (there is no login)",
+            "and has the URL can steer your runs (the traffic is not encrypted)",
             file=sys.stderr,
         )
-    print(
-        f"growcockpit: open http://{args.host}:{args.port} in a browser (ctrl+c stops)", flush=True
-    )
-    Server(command, host=args.host, port=args.port, title="growcockpit").serve()
+    if args.no_token:
+        print(
+            "growcockpit: --no-token: any user of this machine can open the cockpit and steer your runs",
+            file=sys.stderr,
+        )
+    serve(command, args.host, args.port, None if args.no_token else new_token())
     return EXIT_OK

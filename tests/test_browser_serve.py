@@ -110,6 +110,13 @@ def test_serve_shows_the_dashboard_in_chromium(tmp_path: Path) -> None:
     )
     browser = None
     try:
+        assert server.stdout is not None
+        printed = b""
+        while b"open http" not in printed:
+            printed = server.stdout.readline()
+            assert printed, "serve ended without printing its URL"
+        url = printed.decode().split("open ", 1)[1].split()[0]
+        assert "?token=" in url
         wait_port(port)
         assert CHROMIUM is not None
         browser = subprocess.Popen(
@@ -128,7 +135,7 @@ def test_serve_shows_the_dashboard_in_chromium(tmp_path: Path) -> None:
             start_new_session=True,
         )
         want = ["mslt-demo", "finished", "stage 2/2", "grow-4"]
-        seen = asyncio.run(browse(f"http://localhost:{port}/", devtools, want))
+        seen = asyncio.run(browse(url, devtools, want))
         missing = [w for w in want if w not in seen]
         assert not missing, f"not on the page: {missing}; got {seen[-2000:]!r}"
     finally:

@@ -52,7 +52,9 @@ def test_plain_names_pass() -> None:
         assert name_problem(name) is None, name
 
 
-@pytest.mark.parametrize("raw", ["../x/escaped", "/etc/passwd", "a\x00b", "x" * 300, "\u202e..", ""])
+@pytest.mark.parametrize(
+    "raw", ["../x/escaped", "/etc/passwd", "a\x00b", "x" * 300, "\u202e..", ""]
+)
 def test_new_run_dir_stays_inside_runs(tmp_path: Path, raw: str) -> None:
     runs = tmp_path / "runs"
     made = new_run_dir(runs, raw, now=0.0)
