@@ -30,6 +30,7 @@ class TrainerPosition:
     tokens: int = 0
     lr_scale: float = 1.0
     stage_entered: bool = False
+    gated_layers: list[int] = field(default_factory=list)  # ramp_steps: the stage's gated blocks
     plan: dict[str, Any] = field(default_factory=dict)
 
 

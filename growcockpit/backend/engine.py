@@ -24,6 +24,7 @@ from growcockpit.backend.distributed import DistContext
 from growcockpit.backend.forward import LossModule, StagedForward
 from growcockpit.backend.init_from import initial_model
 from growcockpit.backend.optim import build_optimizer, lr_at, set_lr
+from growcockpit.backend.recipes import StageRecipes, gated_layer_ids
 from growcockpit.backend.reporter import RunReporter
 from growcockpit.grow import (
     GrowResult,
@@ -106,6 +107,7 @@ class Trainer:
         self.stopping = False
         self.stop_requested = False
         self.levels: list[LevelSnapshot] = []
+        self.recipes = StageRecipes()
 
     # ---- the run -----------------------------------------------------------------
     def run(self) -> str:
@@ -237,6 +239,7 @@ class Trainer:
 
     def after_step(self, loss: float) -> None:
         self.last_loss = loss
+        self.recipes.after_step(self.pos.step_in_stage)
         self.report.status_step(self)
         if not math.isfinite(loss):
             self.paused = True
@@ -266,11 +269,13 @@ class Trainer:
         index = self.pos.stage_index
         stage = self.stage
         depth_before = len(get_layers(self.model)) if index > 0 else 0
+        self.recipes.clear()  # a stage advanced mid-ramp leaves its gates behind
         started = time.perf_counter()
         loss_before = self.probe_loss() if stage.enter not in ("init", "continue") else None
         grow = self.apply_operator(stage, depth_before)
         op_seconds = time.perf_counter() - started
         trainable = trainable_layer_ids(stage, depth_before)
+        self.pos.gated_layers = gated_layer_ids(stage, grow)
         self.configure_training(stage, trainable, grow)
         self.pos.stage_entered = True
         self.waiting = False
@@ -388,6 +393,7 @@ class Trainer:
         if previous is not None and not self.plan.optim.optimizer_reset:
             carry_optimizer_state(previous, self.optimizer, self.model, grow)
         self.stats = LayerStatsSampler(self.model)
+        self.recipes.install(self.model, stage, self.pos.gated_layers, self.pos.step_in_stage)
 
     def set_train_modes(self) -> None:
         set_train_modes(self.model)

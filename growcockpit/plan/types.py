@@ -106,6 +106,8 @@ class Stage:
     transformer layers get gradients: "all", "new" (the ones this stage's
     operator added), "top:K", or "none". `embeddings`/`head` default per
     methods.md: embeddings train only when every layer trains; the head trains.
+    Growth recipes (methods.md §8): `ramp_steps` gates the blocks the operator
+    adds, y = x + m·(block(x) − x) with m rising 0 → 1 over that many steps.
     """
 
     name: str
@@ -122,6 +124,7 @@ class Stage:
     lr: float | None = None
     warmup_steps: int | None = None
     advance: str = "auto"
+    ramp_steps: int | None = None
 
     def embeddings_trainable(self) -> bool:
         if self.embeddings is not None:

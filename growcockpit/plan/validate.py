@@ -16,6 +16,7 @@ from growcockpit.plan.errors import PlanError
 from growcockpit.plan.init_from import init_from_problems
 from growcockpit.plan.locate import TomlLocator
 from growcockpit.plan.names import name_problem
+from growcockpit.plan.recipe_checks import recipe_problems
 from growcockpit.plan.shapes import walk_shapes
 from growcockpit.plan.types import (
     FAMILIES,
@@ -260,6 +261,7 @@ def collect_problems(plan: Plan) -> list[Problem]:
     names: dict[str, int] = {}
     for index, stage in enumerate(plan.stages):
         _check_stage(index, stage, shapes[index].prev_layers, names, c)
+    c.problems += recipe_problems(plan, shapes)
     seen = {key for key, _ in c.problems}
     problems = c.problems + [(key, problem) for key, problem in shape_problems if key not in seen]
     return [p for _, p in sorted(enumerate(problems), key=_order)]

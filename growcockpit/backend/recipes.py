@@ -1,0 +1,55 @@
+"""Per-step state that a stage's growth recipes add to training (methods.md §8).
+
+- `ramp_steps = K`: the blocks the stage's operator added are gated,
+  y = x + m·(block(x) − x), m = min(1, t/K) at the stage's t-th step
+  (`grow.gates`). m is a pure function of the step in the stage, and which
+  blocks are gated is kept in the trainer position, so a resume inside the
+  ramp rebuilds exactly the same gates: no extra checkpoint state.
+
+The engine calls `install` when a stage's training is configured (entering
+it, or restoring into it) and `after_step` after every optimizer step, so the
+state always describes the *next* training step.
+"""
+
+from __future__ import annotations
+
+from torch import nn
+
+from growcockpit.grow.gates import BlockGates, ramp_value
+from growcockpit.grow.model_parts import get_layers
+from growcockpit.grow.stack import GrowResult
+from growcockpit.plan.types import Stage
+
+
+def gated_layer_ids(stage: Stage, grow: GrowResult | None) -> list[int]:
+    """The blocks a `ramp_steps` stage gates: the ones its operator added."""
+    if stage.ramp_steps is None or grow is None:
+        return []
+    return sorted(grow.new_layer_ids)
+
+
+class StageRecipes:
+    """The ramp's gates of the current stage (none when it has no ramp)."""
+
+    def __init__(self) -> None:
+        self.gates: BlockGates | None = None
+        self.ramp_steps = 0
+
+    def install(self, model: nn.Module, stage: Stage, gated: list[int], step_in_stage: int) -> None:
+        self.clear()
+        if stage.ramp_steps is not None and gated:
+            self.ramp_steps = stage.ramp_steps
+            value = ramp_value(step_in_stage, stage.ramp_steps)
+            if value < 1.0:
+                self.gates = BlockGates(get_layers(model), gated, value)
+
+    def after_step(self, step_in_stage: int) -> None:
+        if self.gates is not None:
+            self.gates.set(ramp_value(step_in_stage, self.ramp_steps))
+            if not self.gates.active:
+                self.gates = None
+
+    def clear(self) -> None:
+        if self.gates is not None:
+            self.gates.remove()
+            self.gates = None

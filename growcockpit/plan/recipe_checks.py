@@ -1,0 +1,66 @@
+"""Validation of the growth-recipe options of a stage (methods.md §8).
+
+Kept apart from `validate` so each recipe's rules read as one table of
+"where it applies, and the fix when it does not". Every problem is a
+(key path, message) pair like the rest of validation.
+"""
+
+from __future__ import annotations
+
+from growcockpit.plan.shapes import StageShape
+from growcockpit.plan.types import Plan, Stage
+
+Problem = tuple[str, str]
+
+# operators whose new blocks a ramp can gate (decoalesce: only with depth growth)
+RAMP_OPERATORS: tuple[str, ...] = ("stack", "decoalesce")
+
+
+def recipe_problems(plan: Plan, shapes: list[StageShape]) -> list[Problem]:
+    problems: list[Problem] = []
+    for index, (stage, shape) in enumerate(zip(plan.stages, shapes, strict=False)):
+        problems += _ramp(f"stages[{index}].ramp_steps", stage, shape)
+    return problems
+
+
+def _ramp(key: str, stage: Stage, shape: StageShape) -> list[Problem]:
+    k = stage.ramp_steps
+    if k is None:
+        return []
+    if k < 1:
+        return [
+            (key, f"must be ≥ 1, got {k}; set the number of steps over which new blocks fade in")
+        ]
+    if stage.enter == "interpolate":
+        return [
+            (
+                key,
+                "interpolate mixes in the saved level's weights, so no gate can keep the function; "
+                'use enter = "decoalesce" with ramp_steps, or remove ramp_steps',
+            )
+        ]
+    if stage.enter not in RAMP_OPERATORS:
+        return [
+            (
+                key,
+                f'gates the blocks a growing operator adds, but enter = "{stage.enter}" adds none; '
+                'use it on an enter = "stack" or "decoalesce" stage, or remove ramp_steps',
+            )
+        ]
+    if stage.enter == "decoalesce" and shape.layers == shape.prev_layers:
+        return [
+            (
+                key,
+                "this decoalesce only widens, which already keeps the function (methods.md §5) "
+                "and adds no blocks to gate; remove ramp_steps",
+            )
+        ]
+    if k > stage.steps:
+        return [
+            (
+                key,
+                f"the ramp ({k} steps) must end within the stage's {stage.steps} steps; "
+                f"set ramp_steps ≤ {stage.steps}",
+            )
+        ]
+    return []
