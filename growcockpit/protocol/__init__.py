@@ -6,16 +6,8 @@ socket), `rundir` (the layout of `runs/<id>/` and its `status.json`).
 """
 
 from .commands import COMMANDS, CommandAck, CommandError, CommandRequest
-from .control import (
-    MAX_SOCKET_PATH,
-    ControlError,
-    ControlServer,
-    PendingCommand,
-    connect_path,
-    needs_short_path,
-    send_command,
-    short_socket_path,
-)
+from .control import ControlError, ControlServer
+from .control_client import send_command
 from .eventlog import EventLog, EventTail, read_all
 from .events import (
     EVENT_TYPES,
@@ -43,6 +35,7 @@ from .events import (
     encode_event,
     event_from_dict,
 )
+from .pending import PendingCommand
 from .rundir import (
     FINAL_STATES,
     LIVE_STATES,
@@ -52,6 +45,13 @@ from .rundir import (
     pid_alive,
     read_status,
     write_status,
+)
+from .socket_path import (
+    MAX_SOCKET_PATH,
+    connect_path,
+    needs_short_path,
+    peer_uid,
+    private_socket_path,
 )
 
 __all__ = [
@@ -100,6 +100,7 @@ __all__ = [
     "read_all",
     "read_status",
     "send_command",
-    "short_socket_path",
+    "peer_uid",
+    "private_socket_path",
     "write_status",
 ]

@@ -55,6 +55,8 @@ class CommandRequest:
             data = json.loads(line)
         except json.JSONDecodeError as exc:
             raise CommandError(f"command is not valid JSON: {exc.msg}") from None
+        except RecursionError:
+            raise CommandError("command JSON is nested too deeply; send a flat object") from None
         if not isinstance(data, dict) or not isinstance(data.get("command"), str):
             raise CommandError('command must be a JSON object with a "command" string')
         args = data.get("args") or {}

@@ -9,9 +9,13 @@ paused) and answers with `pending.reply(ack)`, which the connection thread
 writes back. The socket only carries commands: everything a cockpit shows
 comes from `events.jsonl`.
 
-Unix socket paths are limited to about 107 bytes. For a longer path the real
-socket lives at a short path in the temp dir and `control.sock` is a symlink
-to it; clients follow the symlink (`connect_path`).
+Where the socket lives for long run paths, and the peer-uid check, are in
+`socket_path`; `send_command` (the client) is in `control_client`.
+
+A connection is served by its own thread, so the server bounds them: at
+most `max_clients` at once (more are told "busy" and closed), each closed
+after `idle_timeout` seconds without a request, and a listen backlog of
+`socket.SOMAXCONN`, so a burst of connects does not time clients out.
 
 Every connection gets a number (`PendingCommand.client`), so a later
 "one controller, many read-only viewers" role can be decided per connection
@@ -21,25 +25,27 @@ in `ControlServer._handle` without changing the wire format of commands.
 from __future__ import annotations
 
 import contextlib
-import dataclasses
-import hashlib
 import json
 import os
 import queue
 import selectors
 import socket
 import stat
-import tempfile
 import threading
 import time
 from pathlib import Path
 from types import TracebackType
 
 from .commands import CommandAck, CommandError, CommandRequest
-from .rundir import RunPaths
-
-MAX_SOCKET_PATH = 100
-"""Longest socket path (bytes) bound directly; longer ones go through a symlink."""
+from .pending import PendingCommand
+from .socket_path import (
+    connect_path,
+    listening,
+    needs_short_path,
+    peer_uid,
+    private_socket_path,
+    remove_private_socket,
+)
 
 _RECV = 65536
 
@@ -48,79 +54,8 @@ class ControlError(Exception):
     """The control socket cannot be reached or did not answer; one line, with the fix."""
 
 
-def short_socket_path(path: Path) -> Path:
-    """Where the real socket lives when `path` is too long to bind."""
-    digest = hashlib.sha1(str(Path(path).absolute()).encode()).hexdigest()[:16]
-    name = f"growcockpit-{digest}.sock"
-    short = Path(tempfile.gettempdir()) / name
-    if len(str(short).encode()) > MAX_SOCKET_PATH:  # e.g. a long $TMPDIR on macOS
-        short = Path("/tmp") / name
-    return short
-
-
-def needs_short_path(path: Path) -> bool:
-    return len(str(path).encode()) > MAX_SOCKET_PATH
-
-
-def connect_path(path: Path) -> str:
-    """The address a client connects to: `path`, or the target of its symlink."""
-    path = Path(path)
-    if path.is_symlink():
-        target = Path(os.readlink(path))
-        return str(target if target.is_absolute() else path.parent / target)
-    return str(path)
-
-
-def _one_line(text: str) -> str:
+def one_line(text: str) -> str:
     return text.replace("\r", " ").replace("\n", " ")
-
-
-class PendingCommand:
-    """A decoded request waiting for the training loop's answer.
-
-    The first `reply` wins; later ones (and replies after the request expired
-    or the server closed) are ignored and return False.
-    """
-
-    def __init__(self, request: CommandRequest, client: int = 0) -> None:
-        self.request = request
-        self.client = client
-        self.received = time.time()
-        self._lock = threading.Lock()
-        self._done = threading.Event()
-        self._ack: CommandAck | None = None
-
-    def reply(self, ack: CommandAck) -> bool:
-        """Answer the client; returns False when it was already answered."""
-        with self._lock:
-            if self._ack is not None:
-                return False
-            if ack.id != self.request.id:
-                ack = dataclasses.replace(ack, id=self.request.id)
-            self._ack = ack
-        self._done.set()
-        return True
-
-    def accept(self, step: int = 0, reason: str = "") -> bool:
-        return self.reply(CommandAck(self.request.id, accepted=True, reason=reason, step=step))
-
-    def refuse(self, reason: str, step: int = 0) -> bool:
-        return self.reply(CommandAck(self.request.id, accepted=False, reason=reason, step=step))
-
-    @property
-    def replied(self) -> bool:
-        return self._done.is_set()
-
-    @property
-    def ack(self) -> CommandAck | None:
-        return self._ack
-
-    def wait_reply(self, timeout: float | None = None) -> CommandAck | None:
-        self._done.wait(timeout)
-        return self._ack
-
-    def __repr__(self) -> str:
-        return f"PendingCommand({self.request!r}, client={self.client}, replied={self.replied})"
 
 
 class ControlServer:
@@ -134,14 +69,22 @@ class ControlServer:
     """
 
     def __init__(
-        self, path: Path, ack_timeout: float = 300.0, max_request_bytes: int = 1 << 20
+        self,
+        path: Path,
+        ack_timeout: float = 300.0,
+        max_request_bytes: int = 1 << 20,
+        *,
+        idle_timeout: float = 30.0,
+        max_clients: int = 256,
+        owner_uid: int | None = None,
     ) -> None:
         self.path = Path(path)
-        self.socket_path = (
-            short_socket_path(self.path) if needs_short_path(self.path) else self.path
-        )
+        self.socket_path = self.path
         self.ack_timeout = ack_timeout
         self.max_request_bytes = max_request_bytes
+        self.idle_timeout = idle_timeout
+        self.max_clients = max_clients
+        self.owner_uid = os.getuid() if owner_uid is None else owner_uid
         self._queue: queue.Queue[PendingCommand] = queue.Queue()
         self._lock = threading.Lock()
         self._sock: socket.socket | None = None
@@ -167,6 +110,8 @@ class ControlServer:
         sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
         linked = False
         try:
+            if needs_short_path(self.path):
+                self.socket_path = private_socket_path()
             sock.bind(str(self.socket_path))
             # chmod before listen(): nobody can connect before the mode is 0600.
             os.chmod(self.socket_path, 0o600)
@@ -174,13 +119,13 @@ class ControlServer:
             if self.socket_path != self.path:
                 os.symlink(self.socket_path, self.path)
                 linked = True
-            sock.listen(16)
+            sock.listen(socket.SOMAXCONN)
             sock.setblocking(False)
         except OSError as exc:
             sock.close()
             self._unlink_own(linked)
             raise ControlError(
-                _one_line(
+                one_line(
                     f"{self.path}: cannot listen ({exc.strerror or exc}); "
                     "check that the run directory exists and is writable"
                 )
@@ -280,13 +225,16 @@ class ControlServer:
             except FileNotFoundError:
                 continue
             if stat.S_ISLNK(st.st_mode) or stat.S_ISSOCK(st.st_mode):
-                if _listening(connect_path(p)):
+                target = connect_path(p)
+                if listening(target):
                     raise ControlError(
                         f"{self.path}: another backend is already listening on this run; "
                         f"stop it first (`growcockpit ctl {self.path.parent} stop`)"
                     )
                 with contextlib.suppress(FileNotFoundError):
                     os.unlink(p)
+                if stat.S_ISLNK(st.st_mode):
+                    remove_private_socket(Path(target))
             else:
                 raise ControlError(f"{p}: exists and is not a socket; remove it and start again")
 
@@ -297,7 +245,10 @@ class ControlServer:
                     os.unlink(self.path)
         with contextlib.suppress(OSError):
             if self._ino is not None and os.lstat(self.socket_path).st_ino == self._ino:
-                os.unlink(self.socket_path)
+                if self.socket_path == self.path:
+                    os.unlink(self.socket_path)
+                else:
+                    remove_private_socket(self.socket_path)
 
     def _serve(self) -> None:
         assert self._sock is not None and self._wake is not None
@@ -325,6 +276,9 @@ class ControlServer:
                 return
             for cid in [c for c, w in self._workers.items() if not w.is_alive()]:
                 del self._workers[cid]
+            if len(self._conns) >= self.max_clients:
+                _refuse_now(conn, f"busy: {self.max_clients} connections open; try again")
+                return
             self._clients += 1
             client = self._clients
             worker = threading.Thread(
@@ -338,6 +292,9 @@ class ControlServer:
     def _handle(self, conn: socket.socket, client: int) -> None:
         buf = b""
         try:
+            uid = peer_uid(conn)
+            stranger = uid is not None and uid != self.owner_uid
+            conn.settimeout(self.idle_timeout)
             while True:
                 nl = buf.find(b"\n")
                 if nl < 0:
@@ -357,7 +314,15 @@ class ControlServer:
                 line, buf = buf[:nl], buf[nl + 1 :]
                 if not line.strip():
                     continue
-                ack = self._answer(line, client)
+                if stranger:  # answered, not applied: the loop never sees it
+                    ack = CommandAck(
+                        _guess_id(line),
+                        False,
+                        f"refused: uid {uid} is not the run's owner (uid {self.owner_uid}); "
+                        "run growcockpit as the user who launched the run",
+                    )
+                else:
+                    ack = self._answer(line, client)
                 conn.sendall((ack.encode() + "\n").encode())
         except OSError:
             pass  # the client went away; the command (if any) was still applied
@@ -374,6 +339,8 @@ class ControlServer:
             return CommandAck("", False, "command is not UTF-8 text")
         except CommandError as exc:
             return CommandAck(_guess_id(line), False, str(exc))
+        except Exception as exc:  # a decoder gap must cost one refusal, not the connection
+            return CommandAck("", False, one_line(f"unreadable command ({type(exc).__name__})"))
         pending = PendingCommand(request, client)
         with self._lock:
             if self._closed.is_set():
@@ -399,81 +366,15 @@ class ControlServer:
 def _guess_id(line: bytes) -> str:
     try:
         data = json.loads(line)
-    except ValueError:
+    except (ValueError, RecursionError):
         return ""
     return str(data.get("id") or "") if isinstance(data, dict) else ""
 
 
-def _listening(address: str) -> bool:
-    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as probe:
-        probe.settimeout(1.0)
-        try:
-            probe.connect(address)
-        except OSError:
-            return False
-    return True
-
-
-def send_command(run_dir: Path, request: CommandRequest, timeout: float = 60.0) -> CommandAck:
-    """Send one command to the backend of `run_dir` and wait for its ack.
-
-    Raises CommandError for a request that is invalid before sending, and
-    ControlError (one line: the place and the fix) when the backend cannot be
-    reached or does not answer within `timeout` seconds.
-    """
-    request.validate()
-    run_dir = Path(run_dir)
-    path = RunPaths(run_dir).control
-    status_hint = f"see `growcockpit status {run_dir}`"
-    not_listening = (
-        f"{path}: no backend is listening (the run has finished or crashed); {status_hint}"
-    )
-    if not os.path.lexists(path):
-        raise ControlError(not_listening)
-    deadline = time.monotonic() + timeout
-    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as sock:
-        try:
-            sock.settimeout(max(0.001, timeout))
-            sock.connect(connect_path(path))
-            sock.sendall((request.encode() + "\n").encode())
-            buf = b""
-            while b"\n" not in buf:
-                remaining = deadline - time.monotonic()
-                if remaining <= 0:
-                    raise TimeoutError
-                sock.settimeout(remaining)
-                data = sock.recv(_RECV)
-                if not data:
-                    raise ControlError(
-                        f"{path}: the backend closed the connection without answering "
-                        f"(it may have crashed); see {RunPaths(run_dir).log}"
-                    )
-                buf += data
-        except (FileNotFoundError, ConnectionRefusedError):
-            raise ControlError(not_listening) from None
-        except TimeoutError:
-            raise ControlError(
-                f"{path}: no answer within {timeout:g} s (the backend may be busy in a long "
-                f"step or checkpoint; the command may still be applied); {status_hint}"
-            ) from None
-        except PermissionError:
-            raise ControlError(
-                f"{path}: permission denied (the socket is mode 0600: run as the user "
-                "who launched the run)"
-            ) from None
-        except OSError as exc:
-            raise ControlError(
-                _one_line(
-                    f"{path}: cannot talk to the backend ({exc.strerror or exc}); {status_hint}"
-                )
-            ) from None
-    line = buf.split(b"\n", 1)[0]
-    try:
-        return CommandAck.decode(line.decode("utf-8"))
-    except ValueError as exc:
-        raise ControlError(
-            _one_line(
-                f"{path}: unreadable answer from the backend ({exc}); "
-                "are the cockpit and the backend the same growcockpit version?"
-            )
-        ) from None
+def _refuse_now(conn: socket.socket, reason: str) -> None:
+    """Answer a connection the server will not serve, without blocking the accept loop."""
+    with contextlib.suppress(OSError):
+        conn.setblocking(False)
+        conn.send((CommandAck("", False, reason).encode() + "\n").encode())
+    with contextlib.suppress(OSError):
+        conn.close()

@@ -1,0 +1,82 @@
+"""Where a run's control socket lives, and who is on the other end of it.
+
+Unix socket paths are limited to about 107 bytes. For a longer run path the
+real socket lives in a fresh private directory (mode 0700, random name, made
+by `mkdtemp`) in the temp dir, and `control.sock` is a symlink to it; clients
+follow the symlink (`connect_path`). A predictable name in /tmp would let
+another user bind it first and receive the commands.
+
+The socket file is mode 0600, and the server also asks the kernel who
+connected (`SO_PEERCRED`), so a socket reached some other way (a copied
+symlink, a loosened mode) still only answers its owner.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import socket
+import struct
+import tempfile
+from pathlib import Path
+
+MAX_SOCKET_PATH = 100
+"""Longest socket path (bytes) bound directly; longer ones go through a symlink."""
+
+PRIVATE_PREFIX = "growcockpit-"
+SOCKET_NAME = "control.sock"
+
+
+def needs_short_path(path: Path) -> bool:
+    return len(str(path).encode()) > MAX_SOCKET_PATH
+
+
+def private_socket_path() -> Path:
+    """A socket path inside a new directory only this user can enter (mode 0700)."""
+    base = tempfile.gettempdir()
+    if len(base.encode()) > MAX_SOCKET_PATH - 40:  # e.g. a long $TMPDIR on macOS
+        base = "/tmp"
+    return Path(tempfile.mkdtemp(prefix=PRIVATE_PREFIX, dir=base)) / SOCKET_NAME
+
+
+def remove_private_socket(path: Path) -> None:
+    """Remove a socket made by `private_socket_path` and its directory, if it is ours."""
+    with contextlib.suppress(OSError):
+        os.unlink(path)
+    parent = path.parent
+    if parent.name.startswith(PRIVATE_PREFIX) and path.name == SOCKET_NAME:
+        with contextlib.suppress(OSError):
+            if os.lstat(parent).st_uid == os.getuid():
+                os.rmdir(parent)
+
+
+def connect_path(path: Path) -> str:
+    """The address a client connects to: `path`, or the target of its symlink."""
+    path = Path(path)
+    if path.is_symlink():
+        target = Path(os.readlink(path))
+        return str(target if target.is_absolute() else path.parent / target)
+    return str(path)
+
+
+def peer_uid(conn: socket.socket) -> int | None:
+    """The uid of the process at the other end of a Unix socket; None where the OS cannot say."""
+    if not hasattr(socket, "SO_PEERCRED"):
+        return None
+    fmt = "3i"  # struct ucred: pid, uid, gid
+    try:
+        raw = conn.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, struct.calcsize(fmt))
+    except OSError:
+        return None
+    _, uid, _ = struct.unpack(fmt, raw)
+    return int(uid)
+
+
+def listening(address: str) -> bool:
+    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as probe:
+        probe.settimeout(1.0)
+        try:
+            probe.connect(address)
+        except OSError:
+            return False
+    return True
