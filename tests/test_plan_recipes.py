@@ -32,6 +32,7 @@ steps = 20
 VALID = {
     "ramp on stack": ("gpt2", 'enter = "stack"\nramp_steps = 5'),
     "ramp on bert stack": ("bert", 'enter = "stack"\nramp_steps = 20'),
+    "zero init on gpt2 stack": ("gpt2", 'enter = "stack"\ninit = "zero"'),
 }
 
 INVALID = {
@@ -42,6 +43,13 @@ INVALID = {
         "stages[1].ramp_steps",
         "set ramp_steps ≤ 20",
     ),
+    "zero init on bert": (
+        "bert",
+        'enter = "stack"\ninit = "zero"',
+        "stages[1].init",
+        "use ramp_steps",
+    ),
+    "zero init unknown": ("gpt2", 'enter = "stack"\ninit = "ones"', "stages[1].init", '"zero"'),
     "ramp on continue": ("gpt2", "ramp_steps = 3", "stages[1].ramp_steps", "adds none"),
 }
 

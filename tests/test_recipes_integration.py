@@ -91,3 +91,13 @@ def test_ramp_keeps_the_function_at_growth_and_resumes_inside_the_ramp(
     assert of_type(events, StageStarted)[1].layers == 4
     # step 12 is the grown stage's step 2 of a 6-step ramp
     resume_replays(tmp_path, gc_cache, run, 12)
+
+
+def test_zero_init_gpt2_keeps_the_function_at_growth(tmp_path: Path, gc_cache: Path) -> None:
+    text = tiny_plan("gpt2", 'init = "zero"\ntrain = "new"').replace(
+        "batch_size = 8", "batch_size = 8\noptimizer_reset = false"
+    )
+    run = train(tmp_path, gc_cache, "zero", text)
+    (grow,) = of_type(read_all(run / "events.jsonl"), Grow)
+    assert grow.loss_before is not None and grow.loss_after == grow.loss_before
+    assert "init=zero" in grow.detail

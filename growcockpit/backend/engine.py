@@ -24,7 +24,7 @@ from growcockpit.backend.distributed import DistContext
 from growcockpit.backend.forward import LossModule, StagedForward
 from growcockpit.backend.init_from import initial_model
 from growcockpit.backend.optim import build_optimizer, lr_at, set_lr
-from growcockpit.backend.recipes import StageRecipes, gated_layer_ids
+from growcockpit.backend.recipes import StageRecipes, fresh_state_layers, gated_layer_ids
 from growcockpit.backend.reporter import RunReporter
 from growcockpit.grow import (
     GrowResult,
@@ -324,7 +324,7 @@ class Trainer:
         if op in ("init", "continue"):
             return None
         if op == "stack":
-            return stack_layers(self.model, stage.layers - depth_before, stage.source)
+            return stack_layers(self.model, stage.layers - depth_before, stage.source, stage.init)
         shape = resolve_shapes(self.plan)[self.pos.stage_index]
         width = shape.width != shape.prev_width
         depth = shape.layers != shape.prev_layers
@@ -391,7 +391,8 @@ class Trainer:
         previous = self.optimizer
         self.optimizer = build_optimizer(self.model, self.plan.optim, lr)
         if previous is not None and not self.plan.optim.optimizer_reset:
-            carry_optimizer_state(previous, self.optimizer, self.model, grow)
+            fresh = fresh_state_layers(stage, grow)
+            carry_optimizer_state(previous, self.optimizer, self.model, grow, fresh)
         self.stats = LayerStatsSampler(self.model)
         self.recipes.install(self.model, stage, self.pos.gated_layers, self.pos.step_in_stage)
 

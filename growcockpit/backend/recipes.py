@@ -28,6 +28,14 @@ def gated_layer_ids(stage: Stage, grow: GrowResult | None) -> list[int]:
     return sorted(grow.new_layer_ids)
 
 
+def fresh_state_layers(stage: Stage, grow: GrowResult | None) -> list[int]:
+    """New blocks whose Adam moments start at zero when the optimizer carries over:
+    gated and zero-initialised ones (copies otherwise take their source's)."""
+    if grow is None or (stage.ramp_steps is None and stage.init != "zero"):
+        return []
+    return sorted(grow.new_layer_ids)
+
+
 class StageRecipes:
     """The ramp's gates of the current stage (none when it has no ramp)."""
 

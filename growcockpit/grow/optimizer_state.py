@@ -10,6 +10,10 @@ stage; with `optimizer_reset = false` it then calls `carry_optimizer_state`:
   source's state, tensor by tensor (Gong et al.'s optional carry-over
   duplicates the moments the same way; we keep the step count with them so
   Adam's bias correction stays consistent);
+- blocks listed in `fresh_layers` start fresh even when they are copies: a
+  gated (`ramp_steps`) or zero-initialised (`init = "zero"`) block starts
+  from zero moments (methods.md §8), since its source's moments describe
+  gradients it does not get yet;
 - everything else starts fresh. That includes every parameter of a model
   built by coalesce / decoalesce / interpolate: those are new tensors of new
   shapes, and the multi-level repo uses a fresh optimizer for each phase.
@@ -18,6 +22,8 @@ State is cloned, never shared, so the two optimizers never alias.
 """
 
 from __future__ import annotations
+
+from collections.abc import Collection
 
 import torch
 from torch import nn
@@ -32,6 +38,7 @@ def carry_optimizer_state(
     new: torch.optim.Optimizer,
     model: nn.Module,
     result: GrowResult | None = None,
+    fresh_layers: Collection[int] = (),
 ) -> dict[str, int]:
     """Copy `old`'s per-parameter state into `new` (see the module doc).
 
@@ -44,7 +51,7 @@ def carry_optimizer_state(
     if result is not None and result.operator == "stack":
         layers = get_layers(model)
         for dst, src in result.source_of.items():
-            if src is None:
+            if src is None or dst in fresh_layers:
                 continue
             sources = dict(layers[src].named_parameters())
             for name, p in layers[dst].named_parameters():

@@ -9,9 +9,12 @@ from __future__ import annotations
 import copy
 from dataclasses import dataclass, field
 
+import torch
 from torch import nn
 
 from growcockpit.grow.model_parts import family_of, get_layers, part, set_layers
+
+INITS = ("copy", "zero")
 
 
 @dataclass
@@ -37,7 +40,7 @@ class GrowResult:
     layer_sources: dict[int, list[int]] = field(default_factory=dict)
 
 
-def stack_layers(model: nn.Module, k: int, source: str = "top") -> GrowResult:
+def stack_layers(model: nn.Module, k: int, source: str = "top", init: str = "copy") -> GrowResult:
     """Append `k` blocks on top of `model`, in place.
 
     source="top": new block L+i copies old block (L-k+i) mod L (MSLT: the current
@@ -45,7 +48,18 @@ def stack_layers(model: nn.Module, k: int, source: str = "top") -> GrowResult:
     block copies the old top: e.g. L=2, k=5 copies 1,0,1,0,1.
     source="bottom": new block L+i copies old block i (Gong; k = L doubles the depth).
     source="random": fresh blocks initialised like the model's own.
+    init="zero" (pre-LN GPT-2 only, methods.md §8): the new blocks' residual
+    output projections (attention and MLP `c_proj`, weight and bias) are
+    zeroed, so each new block adds nothing and the grown model computes
+    exactly the old function; gradients still reach those projections.
     """
+    if init not in INITS:
+        raise ValueError(f"unknown stack init {init!r}: expected one of {', '.join(INITS)}")
+    if init == "zero" and family_of(model) != "gpt2":
+        raise ValueError(
+            'init="zero" cannot make a post-LN BERT block the identity (its LayerNorm follows '
+            "the residual sum); use ramp_steps (a gated block) instead"
+        )
     layers = list(get_layers(model))
     depth = len(layers)
     if k < 1:
@@ -71,6 +85,9 @@ def stack_layers(model: nn.Module, k: int, source: str = "top") -> GrowResult:
             copy.deepcopy(layers[src]) if src is not None else _fresh_layer(model, depth + i)
         )
         source_of[depth + i] = src
+    if init == "zero":
+        for layer in new_layers:
+            zero_residual_outputs(layer)
     set_layers(model, layers + new_layers)
     layer_sources = {i: [i] for i in range(depth)}
     layer_sources.update({dst: [] if src is None else [src] for dst, src in source_of.items()})
@@ -83,9 +100,17 @@ def stack_layers(model: nn.Module, k: int, source: str = "top") -> GrowResult:
         to_width=width,
         new_layer_ids=list(range(depth, depth + k)),
         source_of=source_of,
-        detail=f"source={source}: {detail}",
+        detail=f"source={source}{', init=zero' if init == 'zero' else ''}: {detail}",
         layer_sources=layer_sources,
     )
+
+
+@torch.no_grad()
+def zero_residual_outputs(block: nn.Module) -> None:
+    """Zero a GPT-2 block's attention and MLP output projections (weight and bias)."""
+    for proj in (part(block, "attn.c_proj"), part(block, "mlp.c_proj")):
+        proj.weight.zero_()
+        proj.bias.zero_()
 
 
 def _fresh_layer(model: nn.Module, idx: int) -> nn.Module:

@@ -12,6 +12,7 @@ from growcockpit.plan.types import Plan, Stage
 
 Problem = tuple[str, str]
 
+INITS: tuple[str, ...] = ("copy", "zero")
 # operators whose new blocks a ramp can gate (decoalesce: only with depth growth)
 RAMP_OPERATORS: tuple[str, ...] = ("stack", "decoalesce")
 
@@ -20,6 +21,7 @@ def recipe_problems(plan: Plan, shapes: list[StageShape]) -> list[Problem]:
     problems: list[Problem] = []
     for index, (stage, shape) in enumerate(zip(plan.stages, shapes, strict=False)):
         problems += _ramp(f"stages[{index}].ramp_steps", stage, shape)
+        problems += _init(f"stages[{index}].init", stage, plan.model.family)
     return problems
 
 
@@ -61,6 +63,29 @@ def _ramp(key: str, stage: Stage, shape: StageShape) -> list[Problem]:
                 key,
                 f"the ramp ({k} steps) must end within the stage's {stage.steps} steps; "
                 f"set ramp_steps ≤ {stage.steps}",
+            )
+        ]
+    return []
+
+
+def _init(key: str, stage: Stage, family: str) -> list[Problem]:
+    if stage.init == "copy":
+        return []
+    if stage.init not in INITS:
+        return [(key, f'unknown value "{stage.init}"; use "copy" or "zero"')]
+    if stage.enter != "stack":
+        return [
+            (
+                key,
+                f'"zero" only applies to enter = "stack", not "{stage.enter}"; remove init',
+            )
+        ]
+    if family != "gpt2":
+        return [
+            (
+                key,
+                '"zero" cannot make a post-LN BERT block the identity (its LayerNorm follows the '
+                "residual sum); use ramp_steps = K (a gated block) instead",
             )
         ]
     return []

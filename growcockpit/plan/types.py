@@ -107,7 +107,8 @@ class Stage:
     operator added), "top:K", or "none". `embeddings`/`head` default per
     methods.md: embeddings train only when every layer trains; the head trains.
     Growth recipes (methods.md §8): `ramp_steps` gates the blocks the operator
-    adds, y = x + m·(block(x) − x) with m rising 0 → 1 over that many steps.
+    adds, y = x + m·(block(x) − x) with m rising 0 → 1 over that many steps;
+    `init = "zero"` (stack, GPT-2) zeroes the new blocks' output projections.
     """
 
     name: str
@@ -125,6 +126,7 @@ class Stage:
     warmup_steps: int | None = None
     advance: str = "auto"
     ramp_steps: int | None = None
+    init: str = "copy"
 
     def embeddings_trainable(self) -> bool:
         if self.embeddings is not None:
