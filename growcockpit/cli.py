@@ -199,6 +199,7 @@ def _load(path: Path):  # type: ignore[no-untyped-def]
 
 def cmd_plan_validate(args: argparse.Namespace) -> int:
     from growcockpit.plan import PlanError, load_plan
+    from growcockpit.plan.show import budget_lines
 
     failed = 0
     for path in args.plans:
@@ -209,6 +210,8 @@ def cmd_plan_validate(args: argparse.Namespace) -> int:
             failed += 1
             continue
         print(f"{path}: ok ({len(plan.stages)} stages, {plan.total_steps} steps)")
+        for line in budget_lines(plan):
+            print(f"  {line}")
     return EXIT_USAGE if failed else EXIT_OK
 
 
@@ -230,8 +233,23 @@ def cmd_plan_show(args: argparse.Namespace) -> int:
             f"calibrated on this machine: r = {r:.2f} (backward/forward of a block), "
             f"h = {h:.2f} blocks (head forward), frozen-block forward {measured['frozen_over_grad_fwd']:.2f}× a training forward"
         )
+        print(
+            f"for [budget] minutes = M on this machine: unit_ms = {_unit_ms(plan, measured):.4g} "
+            "(calibrated full-depth step time ÷ its cost units)"
+        )
     print(format_plan(plan, estimate_cost(plan, r=r, h=h, frozen_fwd=frozen_fwd)))
     return EXIT_OK
+
+
+def _unit_ms(plan, measured: dict[str, float]) -> float:  # type: ignore[no-untyped-def]
+    """Wall ms of one cost unit: the calibrated full-depth step, (1 + r)(L + h) block
+    forwards, divided by that step's units under the plan's (uncalibrated) cost model."""
+    from growcockpit.plan import estimate_cost
+
+    L = plan.model.final_layers
+    step_ms = (1 + measured["r"]) * (L + measured["h"]) * measured["block_fwd_ms"]
+    units = estimate_cost(plan).baseline_step_cost
+    return step_ms / units if units > 0 else 0.0
 
 
 # ---- training --------------------------------------------------------------------

@@ -112,3 +112,18 @@ def test_lamb_update_is_trust_ratio_scaled_adam() -> None:
     # first step: m̂ = g, v̂ = g², update = g/|g| = sign(g) (eps aside); trust = |w| / |update| = 5/√2
     expected = torch.tensor([3.0, 4.0]) - 0.1 * (5 / 2**0.5) * torch.tensor([1.0, -1.0])
     torch.testing.assert_close(w.detach(), expected, atol=1e-5, rtol=0)
+
+
+def test_budget_fill_stage_trains_the_fitted_steps(tmp_path: Path) -> None:
+    from growcockpit.plan import fit_budget
+
+    text = re.sub(r"^steps = 20$", "steps = 3", TINY, count=1, flags=re.M)
+    text = text.replace("\n[[stages]]", "\n[budget]\nbaseline_steps = 5\n\n[[stages]]", 1)
+    text = text.replace('train = "new"\nsteps = 20', 'train = "new"')  # fitted, not written
+    trainer = make_trainer(tmp_path, text)
+    fit = fit_budget(trainer.plan)
+    assert fit is not None and fit.ok and fit.fitted_steps > 1
+    assert trainer.run() == "completed"
+    steps = [e for e in read_all(tmp_path / "events.jsonl") if isinstance(e, Step)]
+    assert len(steps) == 3 + fit.fitted_steps == trainer.plan.total_steps
+    assert sum(1 for s in steps if s.stage == 1) == fit.fitted_steps

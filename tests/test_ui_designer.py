@@ -297,3 +297,43 @@ async def test_backend_that_dies_at_start_is_reported(
         assert "cpu-demo" in head and "no backend" in head
         (line,) = log.shown
         assert "backend is not running (exit code 3)" in line and "no module named boom" in line
+
+
+async def test_budget_fit_shown_and_refitted_live(tmp_path: Path) -> None:
+    from growcockpit.plan import fit_budget
+
+    path = tmp_path / "p.toml"
+    text = (
+        write_plan(tmp_path / "x.toml")
+        .read_text()
+        .replace("[[stages]]", "[budget]\nbaseline_steps = 300\n\n[[stages]]", 1)
+    )
+    path.write_text(text.replace('train = "all"\nsteps = 50', 'train = "all"'))
+    fitted = load_plan(path).stages[3].steps
+    app = GrowCockpitApp(plan_path=path)
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.pause()
+        screen = designer(app)
+        table = screen.query_one(StageTable)
+        assert table.get_row_at(3)[5] == f"{fitted}*"
+        cost = str(screen.query_one("#plan-cost").render())
+        assert "budget: 300 baseline steps" in cost and f"fitted to {fitted} steps" in cost
+        assert "┃" in screen_text(app) and "× budget" in screen_text(app)  # timeline budget line
+        await type_into(pilot, "sf-steps", "50")  # shorter first stage: the fill stage gets more
+        assert screen.plan is not None
+        refit = fit_budget(screen.plan)
+        assert refit is not None and refit.fitted_steps > fitted
+        assert table.get_row_at(3)[5] == f"{refit.fitted_steps}*"
+        assert f"fitted to {refit.fitted_steps} steps" in str(
+            screen.query_one("#plan-cost").render()
+        )
+        await pilot.press("escape", "down", "down", "down")  # the fill stage: steps follow the fit
+        await pilot.pause()
+        steps = screen.query_one("#sf-steps")
+        assert steps.disabled and steps.value == str(refit.fitted_steps)  # type: ignore[attr-defined]
+        assert screen.query_one("#sf-fill-cell").display
+        await pilot.press("ctrl+s")
+        await pilot.pause()
+        saved = path.read_text()
+        assert "[budget]" in saved and f"steps = {refit.fitted_steps}" not in saved
+        assert load_plan(path).stages[3].steps == refit.fitted_steps

@@ -5,6 +5,7 @@ Pure stdlib + tomlkit: never imports torch, transformers or textual.
 
 from __future__ import annotations
 
+from growcockpit.plan.budget import FittedBudget, fill_index, fit_budget, fitted_plan
 from growcockpit.plan.cost import PlanCost, StageCost, default_head_cost, estimate_cost, step_cost
 from growcockpit.plan.edit import replace_remaining_stages
 from growcockpit.plan.errors import PlanError
@@ -20,6 +21,7 @@ from growcockpit.plan.save import dump_plan, plan_to_dict, save_plan
 from growcockpit.plan.shapes import StageShape, resolve_shapes
 from growcockpit.plan.show import format_plan
 from growcockpit.plan.types import (
+    BudgetSpec,
     CheckpointSpec,
     DataSpec,
     MetricsSpec,
@@ -32,8 +34,10 @@ from growcockpit.plan.types import (
 from growcockpit.plan.validate import plan_problems, validate_plan
 
 __all__ = [
+    "BudgetSpec",
     "CheckpointSpec",
     "DataSpec",
+    "FittedBudget",
     "MetricsSpec",
     "ModelSpec",
     "OptimSpec",
@@ -47,6 +51,9 @@ __all__ = [
     "dict_problems",
     "dump_plan",
     "estimate_cost",
+    "fill_index",
+    "fit_budget",
+    "fitted_plan",
     "format_plan",
     "load_plan",
     "loads_plan",

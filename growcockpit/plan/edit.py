@@ -5,6 +5,7 @@ from __future__ import annotations
 import copy
 import dataclasses
 
+from growcockpit.plan.budget import apply_fit, fit_budget
 from growcockpit.plan.errors import PlanError
 from growcockpit.plan.types import Plan, Stage
 from growcockpit.plan.validate import validate_plan
@@ -16,7 +17,7 @@ def replace_remaining_stages(
     """A new plan: stages[:started] of `plan`, then `new_stages`.
 
     `started` counts the stages that have begun (the running one included);
-    they are kept as they are. The result is validated as a whole and a
+    they are kept as they are. With a budget, the fill stage is refitted. The result is validated as a whole and a
     `PlanError` raised if it is invalid; `plan` is never modified.
     """
     if not 0 <= started <= len(plan.stages):
@@ -28,5 +29,6 @@ def replace_remaining_stages(
         )
     stages = copy.deepcopy(plan.stages[:started]) + copy.deepcopy(list(new_stages))
     result = dataclasses.replace(copy.deepcopy(plan), stages=stages)
+    apply_fit(result, fit_budget(result))  # the fill stage absorbs the edit
     validate_plan(result, source=source)
     return result

@@ -17,9 +17,11 @@ import typing
 from pathlib import Path
 from typing import Any, Literal
 
+from growcockpit.plan.budget import apply_fit, fit_budget
 from growcockpit.plan.errors import PlanError
 from growcockpit.plan.locate import TomlLocator
 from growcockpit.plan.types import (
+    BudgetSpec,
     CheckpointSpec,
     DataSpec,
     MetricsSpec,
@@ -37,7 +39,7 @@ SECTIONS: dict[str, type[Any]] = {
     "checkpoint": CheckpointSpec,
 }
 _TOP_SCALARS = ("name", "description", "seed")
-TOP_KEYS: tuple[str, ...] = ("name", "description", "seed", *SECTIONS, "stages")
+TOP_KEYS: tuple[str, ...] = ("name", "description", "seed", *SECTIONS, "budget", "stages")
 REQUIRED_STAGE_KEYS: tuple[str, ...] = ("name", "layers", "steps")
 _STAGE_HINTS = {
     "name": 'add name = "<unique stage name>"',
@@ -158,8 +160,20 @@ def _convert_table(
     return cls(**kwargs)
 
 
+def _raw_fill_indices(data: dict[str, Any]) -> set[int]:
+    """Which raw stage tables fill the budget (their `steps` may be left out): those
+    with fill = true, else the last one; none without a [budget]."""
+    items = data.get("stages")
+    if "budget" not in data or not isinstance(items, list) or not items:
+        return set()
+    marked = {
+        i for i, item in enumerate(items) if isinstance(item, dict) and item.get("fill") is True
+    }
+    return marked or {len(items) - 1}
+
+
 def _convert_stages(
-    items: object, path: str, start_index: int, problems: _Problems
+    items: object, path: str, start_index: int, problems: _Problems, fill: set[int] | None = None
 ) -> list[Stage] | None:
     if not isinstance(items, list):
         problems.append(
@@ -173,13 +187,17 @@ def _convert_stages(
     ok = True
     for offset, item in enumerate(items):
         index = start_index + offset
-        defaults = {"enter": "init"} if index == 0 else None
+        defaults: dict[str, Any] = {"enter": "init"} if index == 0 else {}
+        required = REQUIRED_STAGE_KEYS
+        if fill and index in fill:  # steps are fitted to the budget
+            defaults["steps"] = 0
+            required = tuple(k for k in required if k != "steps")
         stage = _convert_table(
             Stage,
             item,
             f"{path}[{index}]",
             problems,
-            required=REQUIRED_STAGE_KEYS,
+            required=required,
             hints=_STAGE_HINTS,
             defaults=defaults,
         )
@@ -222,6 +240,9 @@ def _plan_or_problems(data: object) -> tuple[Plan | None, _Problems]:
     for key, cls in SECTIONS.items():
         if key in data:
             sections[key] = _convert_table(cls, data[key], key, problems)
+    budget: BudgetSpec | None = None
+    if "budget" in data:
+        budget = _convert_table(BudgetSpec, data["budget"], "budget", problems)
     stages: list[Stage] | None = None
     if "stages" not in data:
         problems.append(
@@ -231,7 +252,7 @@ def _plan_or_problems(data: object) -> tuple[Plan | None, _Problems]:
             )
         )
     else:
-        stages = _convert_stages(data["stages"], "stages", 0, problems)
+        stages = _convert_stages(data["stages"], "stages", 0, problems, _raw_fill_indices(data))
         if stages is not None and not data["stages"]:
             problems.append(
                 (
@@ -241,7 +262,9 @@ def _plan_or_problems(data: object) -> tuple[Plan | None, _Problems]:
             )
     if problems or stages is None or any(v is None for v in sections.values()):
         return None, problems
-    return Plan(stages=stages, **top, **sections), problems
+    plan = Plan(stages=stages, budget=budget, **top, **sections)
+    apply_fit(plan, fit_budget(plan))
+    return plan, problems
 
 
 def _validate(plan: Plan, source: str, text: str | None) -> list[PlanError]:
@@ -348,10 +371,16 @@ def parse_stages(
     Only conversion is checked here (keys, types, required keys); the stages
     are validated in context by `replace_remaining_stages`. `start_index` is
     the plan index of the first item, used in key paths ("stages[2].layers")
-    and so that only a stage at index 0 defaults to enter = "init".
+    and so that only a stage at index 0 defaults to enter = "init". A stage
+    with fill = true may leave out `steps` (they are fitted to the budget).
     """
     problems: _Problems = []
-    stages = _convert_stages(items, "stages", start_index, problems)
+    fill = {
+        start_index + i
+        for i, item in enumerate(items)
+        if isinstance(item, dict) and item.get("fill") is True
+    }
+    stages = _convert_stages(items, "stages", start_index, problems, fill)
     if problems or stages is None:
         raise _errors(problems, source, None)[0]
     return stages

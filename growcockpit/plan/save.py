@@ -4,7 +4,9 @@
 not depend on defaults) and, per stage, the keys that say what the stage does
 (name, enter, layers, train, steps) plus any other key that differs from its
 default. `save_plan(..., original_text=...)` edits the existing file in place
-with tomlkit so its comments and layout survive.
+with tomlkit so its comments and layout survive. `[budget]` and `fill` are
+saved as written; the fill stage's fitted steps never are (they follow the
+budget when the plan is loaded again).
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ from typing import Any
 import tomlkit
 from tomlkit.items import AoT, Table
 
+from growcockpit.plan.budget import fill_index
 from growcockpit.plan.load import SECTIONS
 from growcockpit.plan.types import Plan, Stage
 
@@ -43,6 +46,13 @@ def _stage_dict(stage: Stage) -> dict[str, Any]:
     return _drop_none(dataclasses.asdict(stage))
 
 
+def _event_stage_dict(stage: Stage) -> dict[str, Any]:
+    out = _stage_dict(stage)
+    if not stage.fill:  # plans without a budget keep their pre-budget dict
+        del out["fill"]
+    return out
+
+
 def _stage_defaults(index: int) -> dict[str, Any]:
     return {**_STAGE_DEFAULTS, "enter": "init"} if index == 0 else _STAGE_DEFAULTS
 
@@ -52,14 +62,19 @@ def plan_to_dict(plan: Plan) -> dict[str, Any]:
     out: dict[str, Any] = {"name": plan.name, "description": plan.description, "seed": plan.seed}
     for key in SECTIONS:
         out[key] = _drop_none(dataclasses.asdict(getattr(plan, key)))
-    out["stages"] = [_stage_dict(s) for s in plan.stages]
+    if plan.budget is not None:
+        out["budget"] = _drop_none(dataclasses.asdict(plan.budget))
+    out["stages"] = [_event_stage_dict(s) for s in plan.stages]
     return out
 
 
-def _compact_stage(index: int, stage: Stage) -> dict[str, Any]:
+def _compact_stage(index: int, stage: Stage, fitted: bool = False) -> dict[str, Any]:
+    """The stage's keys for a fresh file; a fitted (fill) stage's steps are left out."""
     full = _stage_dict(stage)
+    if fitted:
+        del full["steps"]
     defaults = _stage_defaults(index)
-    ordered = {k: full[k] for k in _ALWAYS_STAGE_KEYS}
+    ordered = {k: full[k] for k in _ALWAYS_STAGE_KEYS if k in full}
     for key in _OPERATOR_OPTIONS.get(stage.enter, ()):
         if key in full:
             ordered[key] = full[key]
@@ -80,10 +95,14 @@ def dump_plan(plan: Plan) -> str:
             table.add(name, value)
         doc.add(tomlkit.nl())
         doc.add(key, table)
+    if plan.budget is not None:
+        doc.add(tomlkit.nl())
+        doc.add("budget", _table_of(_drop_none(dataclasses.asdict(plan.budget))))
     stages = tomlkit.aot()
+    fill = fill_index(plan)
     for index, stage in enumerate(plan.stages):
         table = tomlkit.table()
-        for name, value in _compact_stage(index, stage).items():
+        for name, value in _compact_stage(index, stage, index == fill).items():
             table.add(name, value)
         stages.append(table)
     doc.add(tomlkit.nl())
@@ -91,12 +110,25 @@ def dump_plan(plan: Plan) -> str:
     return tomlkit.dumps(doc)
 
 
-def _merge(table: Any, new: dict[str, Any], defaults: dict[str, Any]) -> None:
-    """Update a tomlkit table in place: change, add (if not default), drop."""
+def _table_of(data: dict[str, Any]) -> Any:
+    table = tomlkit.table()
+    for name, value in data.items():
+        table.add(name, value)
+    return table
+
+
+def _merge(
+    table: Any, new: dict[str, Any], defaults: dict[str, Any], keep: tuple[str, ...] = ()
+) -> None:
+    """Update a tomlkit table in place: change, add (if not default), drop.
+
+    Keys in `keep` stay exactly as written (a fill stage's steps: fitted, not saved)."""
     for key in list(table.keys()):
-        if key not in new:
+        if key not in new and key not in keep:
             del table[key]
     for key, value in new.items():
+        if key in keep:
+            continue
         if key in table:
             if table[key] != value:
                 table[key] = value
@@ -138,17 +170,28 @@ def update_text(original_text: str, plan: Plan) -> str:
             for name, value in data[key].items():
                 table.add(name, value)
             doc.add(key, table)
+    if plan.budget is None:
+        if "budget" in doc:
+            del doc["budget"]
+    elif isinstance(doc.get("budget"), Table):
+        _merge(doc["budget"], data["budget"], {})
+    elif "budget" in doc:
+        return dump_plan(plan)
+    else:
+        doc.add("budget", _table_of(data["budget"]))
     stages = doc.get("stages")
     if not isinstance(stages, AoT):
         return dump_plan(plan)
     while len(stages) > len(plan.stages):
         del stages[len(stages) - 1]
+    fill = fill_index(plan)
     for index, stage in enumerate(plan.stages):
         if index < len(stages):
-            _merge(stages[index], _stage_dict(stage), _stage_defaults(index))
+            keep = ("steps",) if index == fill else ()
+            _merge(stages[index], _stage_dict(stage), _stage_defaults(index), keep)
         else:
             table = tomlkit.table()
-            for name, value in _compact_stage(index, stage).items():
+            for name, value in _compact_stage(index, stage, index == fill).items():
                 table.add(name, value)
             stages.append(table)
     text = tomlkit.dumps(doc)

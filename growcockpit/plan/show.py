@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from growcockpit.plan.budget import FittedBudget, fit_budget
 from growcockpit.plan.cost import PlanCost, estimate_cost
 from growcockpit.plan.shapes import resolve_shapes
 from growcockpit.plan.types import Plan, Stage
@@ -58,8 +59,31 @@ def _table(rows: list[list[str]], right: set[int]) -> list[str]:
     return out
 
 
+def budget_lines(plan: Plan, fit: FittedBudget | None = None) -> list[str]:
+    """The budget, the fill stage's fitted steps and the equivalent baseline ([] without a budget)."""
+    fit = fit if fit is not None else fit_budget(plan)
+    b = plan.budget
+    if fit is None or b is None:
+        return []
+    given = (
+        f"{b.baseline_steps} baseline steps"
+        if b.baseline_steps is not None
+        else f"{b.minutes:g} min at {b.unit_ms:g} ms/unit"
+    )
+    wall = f", ≈ {fit.minutes:.1f} min" if fit.minutes is not None else ""
+    steps = f"{fit.fitted_steps} steps" if fit.ok else "cannot be met"
+    return [
+        f"budget: {given} = {fit.budget_units:,.0f} cost units "
+        f"(≈ {fit.baseline_steps:.1f} steps of the full-depth baseline{wall})",
+        f'fill:   stage {fit.fill_index} "{fit.fill_name}" fitted to {steps}; '
+        f"plan estimate {fit.total_units:,.0f} units ({fit.total_units / fit.budget_units:.3f} × budget)"
+        if fit.budget_units > 0
+        else f'fill:   stage {fit.fill_index} "{fit.fill_name}"',
+    ]
+
+
 def format_plan(plan: Plan, cost: PlanCost | None = None) -> str:
-    """Name, model/data/optim summary, the stage table and the cost estimate."""
+    """Name, model/data/optim summary, the stage table, the budget and the cost estimate."""
     if cost is None:
         cost = estimate_cost(plan)
     m, d, o = plan.model, plan.data, plan.optim
@@ -92,6 +116,7 @@ def format_plan(plan: Plan, cost: PlanCost | None = None) -> str:
         "rel.cost",
     ]
     rows = [header]
+    fit = fit_budget(plan)
     for stage, shape in zip(plan.stages, shapes, strict=True):
         sc = costs.get(shape.index)
         rows.append(
@@ -107,19 +132,22 @@ def format_plan(plan: Plan, cost: PlanCost | None = None) -> str:
                 else str(shape.width),
                 _train_label(stage),
                 format_ids(shape.trainable_layers),
-                str(stage.steps),
+                f"{stage.steps}*"
+                if fit is not None and fit.fill_index == shape.index
+                else str(stage.steps),
                 f"{stage.lr:g}" if stage.lr is not None else "·",
                 stage.advance,
                 f"{sc.rel_step_cost:.2f}" if sc else "?",
             ]
         )
     lines += _table(rows, right={0, 3, 4, 7, 10})
+    lines += ["", *budget_lines(plan, fit)]
     lines += [
-        "",
         f"total steps: {plan.total_steps}",
         f"estimated compute: {cost.ratio:.2f} × full-depth baseline ({m.final_layers} layers, all trained) "
         f"→ speedup {cost.speedup:.2f}×  (r = {cost.r:.2f}, head h = {cost.h:.2f} blocks)",
         "rel.cost: one step's cost relative to one baseline step (layers a→b: grown by the stage's operator;"
-        " +emb: embeddings train; ·: optim.lr)",
+        " +emb: embeddings train; ·: optim.lr"
+        + ("; *: fitted to the budget)" if fit is not None else ")"),
     ]
     return "\n".join(lines)

@@ -96,6 +96,23 @@ class CheckpointSpec:
 
 
 @dataclass
+class BudgetSpec:
+    """`[budget]`: the compute a plan may spend, so plans compare at equal cost.
+
+    Exactly one of `baseline_steps` (the estimated cost of that many steps of
+    the final model trained at full depth, under the plan's cost model) and
+    `minutes` (wall time: cost units × `unit_ms`, the measured milliseconds of
+    one cost unit that `plan show --calibrate` prints). The `fill` stage's
+    steps are fitted so the plan's estimated cost equals the budget
+    (`growcockpit.plan.budget`).
+    """
+
+    baseline_steps: int | None = None
+    minutes: float | None = None
+    unit_ms: float | None = None
+
+
+@dataclass
 class Stage:
     """One stage of a plan: the operator that enters it, then training.
 
@@ -109,6 +126,8 @@ class Stage:
     Growth recipes (methods.md §8): `ramp_steps` gates the blocks the operator
     adds, y = x + m·(block(x) − x) with m rising 0 → 1 over that many steps;
     `init = "zero"` (stack, GPT-2) zeroes the new blocks' output projections.
+    `fill` marks the stage whose `steps` are fitted to the plan's `[budget]`
+    (by default the last stage, when the plan has a budget).
     """
 
     name: str
@@ -127,6 +146,7 @@ class Stage:
     advance: str = "auto"
     ramp_steps: int | None = None
     init: str = "copy"
+    fill: bool = False
 
     def embeddings_trainable(self) -> bool:
         if self.embeddings is not None:
@@ -154,6 +174,7 @@ class Plan:
     stages: list[Stage] = field(default_factory=list)
     seed: int = 0
     description: str = ""
+    budget: BudgetSpec | None = None
 
     @property
     def total_steps(self) -> int:

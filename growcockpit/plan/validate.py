@@ -12,6 +12,7 @@ import math
 import re
 from collections.abc import Callable
 
+from growcockpit.plan.budget import budget_problems, fill_index, fit_budget
 from growcockpit.plan.errors import PlanError
 from growcockpit.plan.init_from import init_from_problems
 from growcockpit.plan.locate import TomlLocator
@@ -34,7 +35,17 @@ PAIRINGS: tuple[str, ...] = ("adjacent", "half")
 ADVANCES: tuple[str, ...] = ("auto", "manual")
 TOGGLES: tuple[str, ...] = ("train", "frozen")
 _PAIRING_OPS = ("coalesce", "decoalesce", "interpolate")
-_ORDER = ("name", "description", "seed", "model", "data", "optim", "metrics", "checkpoint")
+_ORDER = (
+    "name",
+    "description",
+    "seed",
+    "model",
+    "data",
+    "optim",
+    "metrics",
+    "checkpoint",
+    "budget",
+)
 _STAGE_KEY = re.compile(r"^stages\[(\d+)\]")
 
 Problem = tuple[str, str]
@@ -172,7 +183,13 @@ def _check_train(key: str, stage: Stage, prev_layers: int, c: _Checks) -> None:
 
 
 def _check_stage(
-    index: int, stage: Stage, prev_layers: int, names: dict[str, int], c: _Checks
+    index: int,
+    stage: Stage,
+    prev_layers: int,
+    names: dict[str, int],
+    c: _Checks,
+    *,
+    fitted: bool = False,
 ) -> None:
     key = f"stages[{index}]"
     if not stage.name.strip():
@@ -185,7 +202,8 @@ def _check_stage(
     else:
         names[stage.name] = index
     c.positive(f"{key}.layers", stage.layers)
-    c.positive(f"{key}.steps", stage.steps)
+    if not fitted:  # a fill stage's steps come from the budget, checked there
+        c.positive(f"{key}.steps", stage.steps)
     if stage.width is not None:
         c.positive(f"{key}.width", stage.width)
     known_op = c.one_of(f"{key}.enter", stage.enter, OPERATORS)
@@ -259,9 +277,16 @@ def collect_problems(plan: Plan) -> list[Problem]:
         c.add("stages", "no stages; add at least one [[stages]] table with name, layers and steps")
     shapes, shape_problems = walk_shapes(plan)
     names: dict[str, int] = {}
+    fill = fill_index(plan)
     for index, stage in enumerate(plan.stages):
-        _check_stage(index, stage, shapes[index].prev_layers, names, c)
+        fitted = index == fill or (stage.fill and plan.budget is not None)
+        _check_stage(index, stage, shapes[index].prev_layers, names, c, fitted=fitted)
     c.problems += recipe_problems(plan, shapes)
+    for key, problem in budget_problems(plan):
+        c.add(key, problem)
+    fit = fit_budget(plan)
+    if fit is not None and fit.problem is not None and not shape_problems:
+        c.add(fit.problem_key, fit.problem)
     seen = {key for key, _ in c.problems}
     problems = c.problems + [(key, problem) for key, problem in shape_problems if key not in seen]
     return [p for _, p in sorted(enumerate(problems), key=_order)]

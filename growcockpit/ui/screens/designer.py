@@ -26,7 +26,16 @@ from textual.message import Message
 from textual.screen import Screen
 from textual.widgets import Button, DataTable, Footer, Input, Select, Static, TabbedContent, TabPane
 
-from growcockpit.plan import PlanError, load_plan, plan_problems, plan_to_dict, save_plan
+from growcockpit.plan import (
+    PlanError,
+    fit_budget,
+    load_plan,
+    plan_problems,
+    plan_to_dict,
+    save_plan,
+)
+from growcockpit.plan.budget import apply_fit
+from growcockpit.plan.show import budget_lines
 from growcockpit.plan.types import Plan, Stage
 from growcockpit.resources import sample_plans_dir
 from growcockpit.ui.screens.confirm import ConfirmScreen
@@ -253,6 +262,13 @@ class DesignerScreen(Screen[list[dict[str, Any]] | None]):
         plan = self.plan
         if plan is None:
             return
+        fit = fit_budget(plan)
+        apply_fit(plan, fit)  # every edit refits the fill stage
+        self.query_one(StageForm).show_budget(
+            plan.budget is not None,
+            fit is not None and fit.fill_index == self.selected,
+            fit.fitted_steps if fit is not None else 0,
+        )
         self.problems = plan_problems(plan, source=display_path(self.plan_path))
         by_key: dict[str, str] = {}
         for err in self.problems:
@@ -275,7 +291,9 @@ class DesignerScreen(Screen[list[dict[str, Any]] | None]):
             plan, self.cost, bad, self.locked if self.remaining else 0
         )
         self.query_one(StageTimeline).show_plan(plan)
-        self.query_one("#plan-cost", Static).update(cost_line)
+        self.query_one("#plan-cost", Static).update(
+            "\n".join([cost_line, *budget_lines(plan, fit)])
+        )
         self._show_problems(by_key)
         self._show_title()
 

@@ -46,6 +46,7 @@ STAGE_FIELDS: tuple[Field, ...] = (
     Field("embeddings", "embed", "choice", (DEFAULT_CHOICE, "train", "frozen")),
     Field("head", "head", "choice", ("train", "frozen")),
     Field("steps", "steps", "int"),
+    Field("fill", "fill", "bool", help="fit this stage's steps to the [budget]"),
     Field("lr", "lr", "opt_float", help="empty: the optimizer's lr"),
     Field("advance", "advance", "choice", ADVANCES, "manual: wait for `g` at the end"),
 )
@@ -229,7 +230,11 @@ class StageForm(_Form):
                     field, self.prefix, _editor(field, f"{self.prefix}{_safe(field.key)}", None)
                 )
 
-    def load(self, index: int, stage: Stage, locked: bool = False) -> None:
+    def load(
+        self, index: int, stage: Stage, locked: bool = False, fitted: int | None = None
+    ) -> None:
+        """Show stage `index`; `fitted` is the stage's budget-fitted steps when the plan has
+        a budget (the fill field shows then) and this stage fills it (steps read-only)."""
         self.index, self.locked = index, locked
         title = f"stage {index + 1}: {stage.name}"
         if locked:
@@ -240,6 +245,13 @@ class StageForm(_Form):
             self._set(key, getattr(stage, key))
             self.editor(key).disabled = locked
         self.show_operator(stage.enter)
+
+    def show_budget(self, has_budget: bool, fills: bool, steps: int) -> None:
+        """The fill field shows only under a budget; a fill stage's steps follow the fit."""
+        self.query_one("#sf-fill-cell").display = has_budget
+        if fills:
+            self._set("steps", steps)
+        self.editor("steps").disabled = self.locked or fills
 
     def _train_choices(self, layers: int) -> None:
         choices = ["all", "new", "none"] + [f"top:{k}" for k in range(1, max(1, min(layers, 64)))]

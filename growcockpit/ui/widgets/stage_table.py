@@ -7,6 +7,7 @@ from typing import Any
 from rich.text import Text
 from textual.widgets import DataTable
 
+from growcockpit.plan.budget import fill_index
 from growcockpit.plan.types import Plan, Stage, trainable_layer_ids
 from growcockpit.ui.run_state import layer_ranges
 
@@ -48,6 +49,7 @@ def stage_rows(plan: Plan, cost: Any = None) -> list[tuple[str, ...]]:
     previous = 0
     cost_stages = list(getattr(cost, "stages", None) or [])
     baseline = getattr(cost, "baseline_total", 0.0) or 0.0
+    fill = fill_index(plan)
     for i, stage in enumerate(plan.stages):
         layers = str(stage.layers) if stage.width is None else f"{stage.layers} × w{stage.width}"
         lr = f"{stage.lr:g}" if stage.lr is not None else f"{plan.optim.lr:g}"
@@ -61,7 +63,7 @@ def stage_rows(plan: Plan, cost: Any = None) -> list[tuple[str, ...]]:
                 operator_text(stage),
                 layers,
                 freeze_text(stage, previous),
-                str(stage.steps),
+                f"{stage.steps}*" if i == fill else str(stage.steps),  # *: fitted to the budget
                 lr,
                 stage.advance,
                 "–" if rel is None else f"{rel:.2f}×",

@@ -8,7 +8,7 @@ import math
 from rich.text import Text
 from textual.widgets import Static
 
-from growcockpit.plan import resolve_shapes
+from growcockpit.plan import estimate_cost, fit_budget, resolve_shapes
 from growcockpit.plan.types import Plan
 from growcockpit.ui.widgets.text_bits import colour
 
@@ -53,7 +53,29 @@ def timeline_text(plan: Plan, widget: Static, width: int) -> Text:
     text.append(" new  ")
     text.append("▒", style=c_frozen)
     text.append(f" frozen   {unit}", style="")
+    _budget_row(plan, text, bar_w)
     return text
+
+
+def _budget_row(plan: Plan, text: Text, bar_w: int) -> None:
+    """Under a budget: each stage's share of the estimated cost as a run of its number,
+    and ┃ where the budget ends (the fill stage's run reaches it when the fit is met)."""
+    fit = fit_budget(plan)
+    if fit is None or fit.budget_units <= 0:
+        return
+    cost = estimate_cost(plan)
+    scale = max(fit.budget_units, cost.total) / bar_w
+    text.append(f"\n{'budget':<{NAME_W}}")
+    used = 0
+    for sc in cost.stages:
+        n = round(sc.total / scale) if scale > 0 else 0
+        style = "bold" if sc.index == fit.fill_index else "dim"
+        text.append(str(sc.index + 1)[-1] * n, style=style)
+        used += n
+    mark = round(fit.budget_units / scale) if scale > 0 else 0
+    text.append(" " * max(0, mark - used))
+    text.append("┃", style="bold")
+    text.append(f" {cost.total / fit.budget_units:.2f}× budget", style="dim")
 
 
 class StageTimeline(Static):
