@@ -11,7 +11,6 @@ and a non-zero exit code: 2 for bad input, 1 for a failed run.
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import subprocess
 import sys
@@ -406,11 +405,17 @@ def _stages_from_file(value: str | None) -> list[dict[str, object]]:
         raise UserError("ctl edit_stages needs a TOML file holding [[stages]] tables")
     path = Path(value)
     try:
-        data = tomllib.loads(path.read_text())
+        data = tomllib.loads(path.read_bytes().decode("utf-8"))
     except OSError as exc:
         raise UserError(f"{path}: cannot read ({exc.strerror})") from None
+    except UnicodeDecodeError as exc:
+        raise UserError(
+            f"{path}: not UTF-8 text (byte {exc.start}); give a TOML file holding [[stages]] tables"
+        ) from None
     except tomllib.TOMLDecodeError as exc:
         raise UserError(f"{path}: invalid TOML ({exc})") from None
+    except RecursionError:
+        raise UserError(f"{path}: invalid TOML (nested too deeply)") from None
     stages = data.get("stages")
     if not isinstance(stages, list) or not stages:
         raise UserError(f"{path}: no [[stages]] tables; write the remaining stages as [[stages]]")
@@ -418,8 +423,6 @@ def _stages_from_file(value: str | None) -> list[dict[str, object]]:
 
 
 def cmd_status(args: argparse.Namespace) -> int:
-    from dataclasses import asdict
-
     from growcockpit.protocol import RunDirError, read_status
 
     try:
@@ -427,11 +430,13 @@ def cmd_status(args: argparse.Namespace) -> int:
     except RunDirError as exc:
         raise UserError(str(exc)) from None
     if args.json:
-        print(json.dumps(asdict(status), indent=2))
+        print(status.to_json())
         return EXIT_OK
     loss = f"{status.loss:.4f}" if status.loss is not None else "-"
+    # A finished run's stage index is one past the last stage; show the last one.
+    stage = min(status.stage + 1, status.num_stages) if status.num_stages else status.stage + 1
     print(
-        f"{status.run_id}: {status.state}  plan {status.plan_name}  stage {status.stage + 1}/{status.num_stages} "
+        f"{status.run_id}: {status.state}  plan {status.plan_name}  stage {stage}/{status.num_stages} "
         f"({status.stage_name})  step {status.step}/{status.total_steps}  loss {loss}  pid {status.pid}"
     )
     return EXIT_OK

@@ -86,6 +86,15 @@ def test_run_goes_through_both_stages(finished_run: Path) -> None:
     assert status.state == "completed" and status.step == 40
 
 
+def test_completed_status_names_the_last_stage(finished_run: Path) -> None:
+    """Not one past it: `growcockpit status` once printed "stage 3/2" for a finished run."""
+    status = read_status(finished_run)
+    assert status.state == "completed"
+    assert (status.stage, status.num_stages, status.stage_name) == (1, 2, "grow")
+    res = growcockpit("status", str(finished_run), cache=finished_run)
+    assert "stage 2/2 (grow)" in res.stdout, res.stdout
+
+
 def test_system_metrics_without_a_gpu(finished_run: Path) -> None:
     from growcockpit.protocol.events import System, Warning
 

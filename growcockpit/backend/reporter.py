@@ -89,10 +89,9 @@ class RunReporter:
             return
         self._last_status = now
         s = self.status
-        s.stage = trainer.pos.stage_index
-        s.stage_name = trainer.plan.stages[
-            min(trainer.pos.stage_index, len(trainer.plan.stages) - 1)
-        ].name
+        # A finished run's position is one past the last stage: report the last stage.
+        s.stage = min(trainer.pos.stage_index, len(trainer.plan.stages) - 1)
+        s.stage_name = trainer.plan.stages[s.stage].name
         s.num_stages = len(trainer.plan.stages)
         s.step = trainer.pos.step
         s.total_steps = trainer.plan.total_steps

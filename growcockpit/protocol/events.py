@@ -12,6 +12,9 @@ import json
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
+from . import finite_json
+from .finite_json import restore_floats
+
 
 @dataclass(kw_only=True)
 class Event:
@@ -282,8 +285,10 @@ def _field_names(cls: type) -> frozenset[str]:
     return names
 
 
-def _build(cls: type, data: dict[str, Any]) -> Any:
+def _build(cls: type, data: dict[str, Any], nonfinite: bool = True) -> Any:
     names = _field_names(cls)
+    if nonfinite:
+        data = restore_floats(cls, data)
     try:
         if names.issuperset(data):
             return cls(**data)
@@ -301,11 +306,13 @@ def _header(data: dict[str, Any]) -> tuple[int, float]:
     return seq, float(t)
 
 
-def event_from_dict(data: dict[str, Any]) -> Event:
+def event_from_dict(data: dict[str, Any], nonfinite: bool = True) -> Event:
     """Decode one event; unknown types and fields never raise.
 
     Raises ValueError only when the object cannot be an event at all: `seq` or
     `t` of the wrong type, or a required field of a nested record missing.
+    Number fields written as "NaN"/"Infinity"/"-Infinity" come back as floats
+    (`nonfinite=False` skips that look when the line holds no such string).
     """
     seq, t = _header(data)
     etype = str(data.get("type", ""))
@@ -317,14 +324,16 @@ def event_from_dict(data: dict[str, Any]) -> Event:
     kwargs["seq"], kwargs["t"] = seq, t
     for (owner, key), nested in _NESTED.items():
         if owner == etype and isinstance(kwargs.get(key), list):
-            kwargs[key] = [_build(nested, item) for item in kwargs[key] if isinstance(item, dict)]
-    event: Event = _build(cls, kwargs)
+            kwargs[key] = [
+                _build(nested, item, nonfinite) for item in kwargs[key] if isinstance(item, dict)
+            ]
+    event: Event = _build(cls, kwargs, nonfinite)
     return event
 
 
 def encode_event(event: Event) -> str:
     """One JSON line, without the trailing newline."""
-    return json.dumps(event.to_dict(), separators=(",", ":"), allow_nan=True)
+    return finite_json.dumps(event.to_dict(), separators=(",", ":"))
 
 
 def decode_event(line: str | bytes) -> Event:
@@ -332,4 +341,5 @@ def decode_event(line: str | bytes) -> Event:
     data = json.loads(line)
     if not isinstance(data, dict):
         raise ValueError("event line is not a JSON object")
-    return event_from_dict(data)
+    marks = ('NaN"', 'Infinity"') if isinstance(line, str) else (b'NaN"', b'Infinity"')
+    return event_from_dict(data, nonfinite=any(m in line for m in marks))  # type: ignore[operator]

@@ -15,6 +15,8 @@ import time
 from dataclasses import asdict, dataclass, fields
 from pathlib import Path
 
+from . import finite_json
+
 LIVE_STATES = ("starting", "running", "paused", "waiting")
 FINAL_STATES = ("completed", "stopped", "crashed")
 
@@ -124,20 +126,45 @@ class RunStatus:
     last_checkpoint: str | None = None
 
     def to_json(self) -> str:
-        return json.dumps(asdict(self), indent=2)
+        return finite_json.dumps(asdict(self), indent=2)
 
     @classmethod
     def from_dict(cls, data: dict[str, object]) -> RunStatus:
-        names = {f.name for f in fields(cls)}
-        return cls(**{k: v for k, v in data.items() if k in names})  # type: ignore[arg-type]
+        """Known fields, each checked against its type; ValueError names the first bad one."""
+        out: dict[str, object] = {}
+        for f in fields(cls):
+            if f.name in data:
+                out[f.name] = _checked(f.name, str(f.type), data[f.name])
+        return cls(**out)  # type: ignore[arg-type]
 
     def is_live(self) -> bool:
         """True when the state says live *and* the backend process still exists."""
         return self.state in LIVE_STATES and pid_alive(self.pid)
 
 
+MAX_PID = 1 << 22
+"""Linux's largest pid (`pid_max` cannot exceed 2^22)."""
+
+
+def _checked(name: str, hint: str, value: object) -> object:
+    """`value` if it fits the field's type (non-finite floats restored); else ValueError."""
+    value = finite_json.as_float(value)
+    if value is None and "None" in hint:
+        return None
+    ok = {
+        "str": isinstance(value, str),
+        "int": isinstance(value, int) and not isinstance(value, bool),
+        "float": isinstance(value, int | float) and not isinstance(value, bool),
+    }[hint.split(" ")[0]]
+    if not ok:
+        shown = repr(value)
+        shown = shown if len(shown) <= 40 else shown[:37] + "..."
+        raise ValueError(f"{name} = {shown} is not a valid {hint.split(' ')[0]}")
+    return float(value) if hint.startswith("float") else value  # type: ignore[arg-type]
+
+
 def pid_alive(pid: int) -> bool:
-    if pid <= 0:
+    if not 0 < pid < MAX_PID:
         return False
     try:
         os.kill(pid, 0)
@@ -175,17 +202,21 @@ def read_status(run_dir: Path) -> RunStatus:
             f"{paths.status}: missing; this is not a growcockpit run directory "
             "(or its backend never started: see backend.log)"
         )
+    damaged = "; events.jsonl still holds the history (the file is rewritten while the run is live)"
     try:
-        data = json.loads(paths.status.read_text())
-    except (OSError, json.JSONDecodeError) as exc:
-        raise RunDirError(
-            f"{paths.status}: unreadable ({exc}); events.jsonl still holds the history"
-        ) from None
+        data = json.loads(paths.status.read_bytes().decode("utf-8"))
+    except OSError as exc:
+        raise RunDirError(f"{paths.status}: unreadable ({exc.strerror or exc}){damaged}") from None
+    except UnicodeDecodeError:
+        raise RunDirError(f"{paths.status}: not UTF-8 text{damaged}") from None
+    except (ValueError, RecursionError) as exc:
+        raise RunDirError(f"{paths.status}: not valid JSON ({str(exc)[:80]}){damaged}") from None
     if not isinstance(data, dict):
-        raise RunDirError(
-            f"{paths.status}: not a JSON object; events.jsonl still holds the history"
-        )
-    status = RunStatus.from_dict(data)
+        raise RunDirError(f"{paths.status}: not a JSON object{damaged}")
+    try:
+        status = RunStatus.from_dict(data)
+    except ValueError as exc:
+        raise RunDirError(f"{paths.status}: {exc}{damaged}") from None
     if status.state in LIVE_STATES and not pid_alive(status.pid):
         status.state = "crashed"
     return status
