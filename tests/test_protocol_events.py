@@ -133,6 +133,13 @@ SAMPLES: dict[str, Event] = {
         reason="no",
         step=3,
     ),
+    "plan_changed": ev.PlanChanged(
+        seq=9,
+        t=9.5,
+        step=3,
+        from_stage=1,
+        plan={"name": "p", "stages": [{"name": "a", "layers": 2, "steps": 5}]},
+    ),
     "paused": ev.Paused(seq=10, t=10.0, step=5, reason="manual advance"),
     "resumed": ev.Resumed(seq=11, t=11.0, step=5),
     "warning": ev.Warning(seq=12, t=12.0, message="slow data", step=4),

@@ -54,12 +54,7 @@ def test_layers_before_and_after_the_grow() -> None:
         (2, True, True),
         (3, True, True),
     ]
-    assert [r.role for r in after.layer_rows()] == [
-        "frozen",
-        "frozen",
-        "trainable (new)",
-        "trainable (new)",
-    ]
+    assert [r.state for r in after.layer_rows()] == ["frozen", "frozen", "new", "new"]
     assert after.layers[2].grad_norm is not None and after.layers[0].grad_norm is None
     assert after.layers[3].weight_norm == round(23.0 + 0.01 * 80, 3)
 

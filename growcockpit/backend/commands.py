@@ -8,8 +8,15 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from growcockpit.plan import PlanError, dump_plan, parse_stages, replace_remaining_stages
+from growcockpit.plan import (
+    PlanError,
+    dump_plan,
+    parse_stages,
+    plan_to_dict,
+    replace_remaining_stages,
+)
 from growcockpit.protocol.commands import CommandAck, CommandRequest
+from growcockpit.protocol.events import PlanChanged
 
 if TYPE_CHECKING:
     from growcockpit.backend.engine import Trainer
@@ -73,6 +80,7 @@ def apply_command(trainer: Trainer, request: CommandRequest) -> CommandAck:
         trainer.plan = plan
         if trainer.dist.is_main:
             trainer.report.paths.plan.write_text(dump_plan(plan))
+        trainer.report.emit(PlanChanged(step=step, from_stage=started, plan=plan_to_dict(plan)))
         return ok(f"stages {started + 1}..{len(plan.stages)} replaced ({len(new_stages)} stage(s))")
     return refuse(f"unknown command {cmd!r}")
 

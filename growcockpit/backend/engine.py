@@ -214,6 +214,7 @@ class Trainer:
         )
         if collect:
             fwd_ms, bwd_ms = self.layer_ms
+            self.layer_ms = ([], [])  # each timing sample is reported once, never again stale
             layers = self.stats.collect(grad_norms, fwd_ms, bwd_ms)
             self.report.emit(
                 LayerStats(step=self.pos.step, stage=self.pos.stage_index, layers=layers)

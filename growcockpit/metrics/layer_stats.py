@@ -1,8 +1,13 @@
-"""Per-layer gradient, weight and update statistics.
+"""Per-layer gradient, weight and update statistics, on sampled steps only.
 
-Each quantity is one fused `torch._foreach_norm` per layer, combined on the
-device and copied to the host once per call, so sampling costs a few kernel
-launches and one sync, never one `.item()` per tensor.
+All of a step's tensors go through a handful of fused `torch._foreach_*` calls
+(one norm per tensor, reduced per layer on the device) and come to the host in
+one copy per call, so sampling costs a few kernel launches and one sync, never
+one `.item()` per tensor. The update ratio ‖Δθ‖/‖θ‖ is what shows whether a
+stage's layers still learn: the weights that are about to be stepped are
+snapshotted before `optimizer.step()` and compared after it. The sampler keeps
+its own list of those parameters, because `zero_grad(set_to_none=True)` has
+cleared their gradients by the time `collect()` runs.
 """
 
 from __future__ import annotations
@@ -14,8 +19,26 @@ from growcockpit.grow.model_parts import get_layers
 from growcockpit.protocol.events import LayerStat
 
 
-def _group_norm(tensors: list[torch.Tensor]) -> torch.Tensor:
-    return torch.linalg.vector_norm(torch.stack([n.float() for n in torch._foreach_norm(tensors)]))
+def _per_layer_norms(tensors: list[torch.Tensor], sizes: list[int]) -> torch.Tensor:
+    """The L2 norm of each consecutive group of `sizes` tensors (NaN for an empty group)."""
+    device_norms = torch._foreach_norm(tensors) if tensors else []
+    out: list[torch.Tensor] = []
+    start = 0
+    nan: torch.Tensor | None = None
+    for size in sizes:
+        if size == 0:
+            if nan is None:
+                nan = torch.tensor(float("nan"), device=tensors[0].device if tensors else "cpu")
+            out.append(nan)
+        else:
+            group = torch.stack([n.float() for n in device_norms[start : start + size]])
+            out.append(torch.linalg.vector_norm(group))
+        start += size
+    return torch.stack(out) if out else torch.zeros(0)
+
+
+def _floats(values: list[float]) -> list[float | None]:
+    return [None if v != v else float(v) for v in values]
 
 
 class LayerStatsSampler:
@@ -23,23 +46,21 @@ class LayerStatsSampler:
 
     def __init__(self, model: nn.Module) -> None:
         self.model = model
-        self._before: list[list[torch.Tensor]] | None = None
+        self._stepped: list[list[torch.Tensor]] | None = None  # per layer: the params stepped
+        self._before: list[torch.Tensor] = []  # their values before the step, flat
 
     def before_update(self) -> list[float | None]:
         """Grad norm per layer (None for layers without gradients); snapshots trainable weights."""
-        layers = get_layers(self.model)
-        nan = torch.tensor(float("nan"), device=next(self.model.parameters()).device)
-        norms: list[torch.Tensor] = []
-        snapshot: list[list[torch.Tensor]] = []
-        for layer in layers:
-            params = [p for p in layer.parameters() if p.requires_grad and p.grad is not None]
-            snapshot.append([p.detach().clone() for p in params])
-            norms.append(
-                _group_norm([p.grad for p in params if p.grad is not None]) if params else nan
-            )
-        self._before = snapshot
-        values = torch.stack(norms).cpu().tolist() if norms else []
-        return [None if v != v else float(v) for v in values]
+        stepped = [
+            [p for p in layer.parameters() if p.requires_grad and p.grad is not None]
+            for layer in get_layers(self.model)
+        ]
+        flat = [p.detach() for group in stepped for p in group]
+        self._stepped = stepped
+        self._before = list(torch._foreach_mul(flat, 1.0)) if flat else []
+        grads = [p.grad for group in stepped for p in group if p.grad is not None]
+        norms = _per_layer_norms(grads, [len(g) for g in stepped])
+        return _floats(norms.cpu().tolist()) if len(stepped) else []
 
     def collect(
         self,
@@ -48,33 +69,31 @@ class LayerStatsSampler:
         bwd_ms: list[float | None] | None = None,
     ) -> list[LayerStat]:
         layers = get_layers(self.model)
-        before = self._before or [[] for _ in layers]
-        weights: list[torch.Tensor] = []
-        updates: list[torch.Tensor] = []
-        trainable: list[bool] = []
-        zero = torch.zeros((), device=next(self.model.parameters()).device)
-        for idx, layer in enumerate(layers):
-            params = list(layer.parameters())
-            trainable.append(any(p.requires_grad for p in params))
-            weights.append(_group_norm([p.detach() for p in params]))
-            old = before[idx] if idx < len(before) else []
-            live = [p.detach() for p in params if p.requires_grad and p.grad is not None]
-            if old and len(live) == len(old):
-                updates.append(_group_norm(torch._foreach_sub(live, old)))
-            else:
-                updates.append(zero - 1)
-        host = torch.stack([torch.stack(weights), torch.stack(updates)]).cpu().tolist()
-        self._before = None
+        params = [list(layer.parameters()) for layer in layers]
+        trainable = [any(p.requires_grad for p in group) for group in params]
+        weights = _per_layer_norms(
+            [p.detach() for group in params for p in group], [len(g) for g in params]
+        )
+        stepped = self._stepped or []
+        after = [p.detach() for group in stepped for p in group]
+        if stepped and len(stepped) == len(layers) and after:
+            deltas = list(torch._foreach_sub(after, self._before))
+            updates = _per_layer_norms(deltas, [len(g) for g in stepped])
+        else:  # no optimizer step was sampled (or the model changed shape in between)
+            updates = torch.full((len(layers),), float("nan"), device=weights.device)
+        host = torch.stack([weights, updates.to(weights.device)]).cpu().tolist()
+        self._stepped, self._before = None, []
+        w_host, u_host = _floats(host[0]), _floats(host[1])
         stats = []
         for idx in range(len(layers)):
-            w, u = host[0][idx], host[1][idx]
+            w, u = w_host[idx], u_host[idx]
             stats.append(
                 LayerStat(
                     id=idx,
                     trainable=trainable[idx],
                     grad_norm=grad_norms[idx] if idx < len(grad_norms) else None,
                     weight_norm=w,
-                    update_ratio=(u / w) if u >= 0 and w > 0 else None,
+                    update_ratio=(u / w) if u is not None and w else None,
                     fwd_ms=fwd_ms[idx] if fwd_ms and idx < len(fwd_ms) else None,
                     bwd_ms=bwd_ms[idx] if bwd_ms and idx < len(bwd_ms) else None,
                 )

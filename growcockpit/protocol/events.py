@@ -208,6 +208,21 @@ class CommandEvent(Event):
 
 
 @dataclass(kw_only=True)
+class PlanChanged(Event):
+    """The plan the backend now runs, after an accepted `edit_stages`.
+
+    Carries the whole plan (as `plan_to_dict` writes it), so a cockpit folds the
+    new stages, total steps and ETA without reading plan.toml; `from_stage` is
+    the index of the first replaced stage.
+    """
+
+    TYPE: ClassVar[str] = "plan_changed"
+    step: int = 0
+    from_stage: int = 0
+    plan: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass(kw_only=True)
 class Paused(Event):
     TYPE: ClassVar[str] = "paused"
     step: int = 0
@@ -261,6 +276,7 @@ EVENT_TYPES: dict[str, type[Event]] = {
         Grow,
         Checkpoint,
         CommandEvent,
+        PlanChanged,
         Paused,
         Resumed,
         Warning,

@@ -31,6 +31,7 @@ from textual.worker import get_current_worker
 from growcockpit.protocol import ControlError
 from growcockpit.protocol.commands import CommandAck
 from growcockpit.ui.controller import ControllerLock
+from growcockpit.ui.fold.layers import TIMING_WINDOW
 from growcockpit.ui.run_client import RunClient
 from growcockpit.ui.run_state import RunState
 from growcockpit.ui.screens.confirm import ConfirmScreen
@@ -53,6 +54,7 @@ POLL_S = 0.2  # how often the tail worker looks for new lines
 ALIVE_CHECK_S = 2.0
 READ_CHUNK = 5000
 TABS = ("overview", "layers", "timing", "system", "events")
+LAYERS_TITLE = f"layers · ms: median of the last n ≤ {TIMING_WINDOW} samples"
 
 HELP = """\
 The live cockpit of one run. Everything here is rebuilt from the run's events.jsonl,
@@ -141,8 +143,8 @@ class DashboardScreen(Screen[None]):
     def on_mount(self) -> None:
         self.query_one(LossPlot).border_title = f"loss  {MARKER_LEGEND}"
         self.query_one("#throughput").border_title = f"tokens/s  {MARKER_LEGEND}"
-        self.query_one("#layer-table").border_title = "layers"
-        self.query_one("#layer-table-full").border_title = "layers"
+        for table in self.query(LayerTable):
+            table.border_title = LAYERS_TITLE
         self.query_one("#heatmap").border_title = "grad norm: layers × time, by stage"
         self.query_one("#event-log").border_title = "events"
         self.query_one("#event-log-full").border_title = "events"

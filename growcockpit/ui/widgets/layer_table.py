@@ -1,15 +1,17 @@
 """One row per transformer layer: state (trainable / frozen / new), grad norm with a
-sparkline of its recent history, forward and backward milliseconds."""
+sparkline of its recent history, update ratio ‖Δθ‖/‖θ‖, and forward and backward
+milliseconds as the median of the last timing samples (n: how many)."""
 
 from __future__ import annotations
 
 from rich.text import Text
 from textual.widgets import DataTable
 
-from growcockpit.ui.run_state import LayerRow, RunState
+from growcockpit.ui.fold.layers import LayerRow
+from growcockpit.ui.run_state import RunState
 from growcockpit.ui.widgets.text_bits import colour, num, spark
 
-COLUMNS = ("layer", "state", "grad norm", "trend", "fwd ms", "bwd ms")
+COLUMNS = ("layer", "state", "grad norm", "trend", "Δθ/θ", "fwd ms", "bwd ms", "n")
 STATE_VARS = {"trainable": "gc-trainable", "frozen": "gc-frozen", "new": "gc-new"}
 SPARK_WIDTH = 12
 
@@ -37,8 +39,10 @@ class LayerTable(DataTable[Text | str]):
             Text(state, style=style),
             num(row.grad_norm),
             Text(trend, style=colour(self, STATE_VARS[state])),
+            num(row.update_ratio, ".1e"),
             num(row.fwd_ms, ".2f"),
             num(row.bwd_ms, ".2f"),
+            str(row.timing_samples) if row.timing_samples else "–",
         )
 
     def show_state(self, state: RunState) -> None:

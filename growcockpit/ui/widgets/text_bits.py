@@ -7,6 +7,7 @@ from collections.abc import Iterable, Sequence
 
 from textual.widget import Widget
 
+from growcockpit.ui.fold.layers import layer_ranges
 from growcockpit.ui.themes import GC_DEFAULTS
 
 SPARKS = "▁▂▃▄▅▆▇█"
@@ -96,6 +97,4 @@ def blend(a: str, b: str, t: float) -> str:
 
 
 def ranges(ids: Sequence[int]) -> str:
-    from growcockpit.ui.run_state import layer_ranges
-
     return layer_ranges(ids)

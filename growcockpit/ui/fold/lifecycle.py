@@ -1,0 +1,143 @@
+"""Folds of the events that shape a run: start, stages, plan changes, pause/resume, end."""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import TYPE_CHECKING
+
+from growcockpit.protocol.events import (
+    Paused,
+    PlanChanged,
+    Resumed,
+    RunFinished,
+    RunStarted,
+    StageStarted,
+)
+from growcockpit.ui.fold.layers import LayerRow, layer_ranges
+from growcockpit.ui.fold.plan import StageInfo, decode_plan, stages_of
+from growcockpit.ui.fold.records import StageTiming
+
+if TYPE_CHECKING:
+    from growcockpit.ui.run_state import RunState
+
+FINAL_STATUSES = ("completed", "stopped", "crashed")
+FINISH_SEVERITY = {"completed": "good", "stopped": "warning", "crashed": "error"}
+
+
+def on_run_started(state: RunState, ev: RunStarted) -> None:
+    state.run_id = ev.run_id or state.run_id
+    state.device = ev.device
+    state.status = "running"
+    state.t_start = ev.t or state.t_start
+    state.t_finished = None
+    if ev.plan:
+        state.plan_dict = dict(ev.plan)
+        if ev.plan.get("name"):
+            state.plan_name = str(ev.plan["name"])
+        plan, problem = decode_plan(ev.plan, "run_started.plan")
+        if plan is not None and plan.stages:
+            state.stages = stages_of(plan)
+        elif problem:
+            state.log_line(None, "cockpit", f"cannot read the run's plan: {problem}", "warning")
+    where = f" on {ev.device}" if ev.device else ""
+    if ev.world_size > 1:
+        where += f" ×{ev.world_size}"
+    text = f"run started{where}"
+    if ev.resumed_from:
+        text = f"run resumed from {ev.resumed_from}{where}"
+    state.log_line(None, "start", text, "info", ev.t)
+
+
+def on_plan_changed(state: RunState, ev: PlanChanged) -> None:
+    """An accepted `edit_stages`: the stages, total steps, ETA and next stage follow it."""
+    plan, problem = decode_plan(ev.plan, "plan_changed.plan")
+    if plan is None:
+        state.log_line(
+            ev.step, "plan", f"plan changed, but cannot read it: {problem}", "warning", ev.t
+        )
+        return
+    state.plan_dict = dict(ev.plan)
+    started = state.stages[: ev.from_stage]
+    state.stages = started + stages_of(plan)[ev.from_stage :]
+    first, last = ev.from_stage + 1, len(state.stages)
+    what = f"stages {first}..{last} replaced" if last >= first else f"stages from {first} removed"
+    state.log_line(
+        ev.step,
+        "plan",
+        f"plan changed: {what}; now {last} stages, {state.total_steps} steps",
+        "good",
+        ev.t,
+    )
+
+
+def on_stage_started(state: RunState, ev: StageStarted) -> None:
+    previous = len(state.layers)
+    state.stage_index = ev.index
+    state.stage_name = ev.name
+    state.stage_steps = ev.steps
+    state.stage_advance = ev.advance
+    state.stage_start_step = ev.step
+    state.step = max(state.step, ev.step)
+    trainable = set(ev.trainable_layers)
+    grew = ev.operator not in ("init", "continue") or ev.layers > previous
+    for lid in range(ev.layers):
+        row = state.layers.get(lid)
+        if row is None:
+            row = state.layers[lid] = LayerRow(lid)
+        row.trainable = lid in trainable
+        row.new = grew and previous > 0 and lid >= previous
+        row.restart_timing()  # the layer's work changed with the stage
+    for lid in [k for k in state.layers if k >= ev.layers]:
+        del state.layers[lid]  # a shrinking operator (coalesce)
+    while len(state.stages) <= ev.index:
+        state.stages.append(StageInfo(len(state.stages), "", 0, 0))
+    known = state.stages[ev.index]
+    state.stages[ev.index] = dataclasses.replace(
+        known,
+        name=ev.name or known.name,
+        layers=ev.layers,
+        steps=ev.steps or known.steps,
+        enter=ev.operator or known.enter,
+        advance=ev.advance,
+    )
+    state.log_line(
+        ev.step,
+        "stage",
+        f"stage {ev.index + 1} {ev.name}: {ev.operator}, {ev.layers} layers, "
+        f"training {layer_ranges(trainable) or 'none'} ({ev.op_seconds:.2f}s)",
+        "info",
+        ev.t,
+    )
+    timing = state.stage_timings.setdefault(ev.index, StageTiming(ev.index))
+    timing.name, timing.layers, timing.trainable = ev.name, ev.layers, len(trainable)
+    state.step_gap = True  # the operator's time is not a step's
+    if ev.index > 0 or ev.step > 0:
+        state.mark(ev.step, "stage", ev.name, ev.t)
+
+
+def on_paused(state: RunState, ev: Paused) -> None:
+    state.status = "paused"
+    state.log_line(ev.step, "paused", f"paused ({ev.reason})", "warning", ev.t)
+    state.step_gap = True
+    state.mark(ev.step, "pause", "pause", ev.t)
+
+
+def on_resumed(state: RunState, ev: Resumed) -> None:
+    if state.status == "paused":
+        state.status = "running"
+    state.log_line(ev.step, "resumed", "resumed", "good", ev.t)
+    state.step_gap = True
+    state.mark(ev.step, "resume", "resume", ev.t)
+
+
+def on_run_finished(state: RunState, ev: RunFinished) -> None:
+    state.status = ev.status if ev.status in FINAL_STATUSES else "completed"
+    state.t_finished = ev.t or state.t_last
+    state.step = max(state.step, ev.step)
+    state.finish_message = ev.message
+    text = f"run {state.status} at step {ev.step}"
+    if ev.final_path:
+        text += f"; final model: {ev.final_path}"
+    if ev.message:
+        text += f" ({ev.message})"
+    state.log_line(ev.step, "finished", text, FINISH_SEVERITY[state.status], ev.t)

@@ -1,0 +1,115 @@
+"""Folds of the measurement events: steps, per-layer stats, evals, system samples."""
+
+from __future__ import annotations
+
+import math
+from typing import TYPE_CHECKING
+
+from growcockpit.protocol.events import Eval, LayerStats, Step, System
+from growcockpit.ui.fold.layers import LayerRow
+from growcockpit.ui.fold.records import GpuView, StageTiming
+
+if TYPE_CHECKING:
+    from growcockpit.ui.run_state import RunState
+
+EMA_ALPHA = 0.1  # smoothing of the train loss curve (about a 10-step window)
+SEC_PER_STEP_ALPHA = 0.1  # smoothing of wall seconds per step (for ETAs)
+
+
+def on_step(state: RunState, ev: Step) -> None:
+    state.step = ev.step
+    state.loss = ev.loss
+    state.lr = ev.lr
+    state.tokens_per_s = ev.tokens_per_s or state.tokens_per_s
+    state.step_ms = ev.step_ms or state.step_ms
+    if state.status == "starting":
+        state.status = "running"
+    state.train_loss.append(ev.step, ev.loss)
+    if ev.loss is not None and math.isfinite(ev.loss):
+        prev = state.ema_value
+        state.ema_value = ev.loss if prev is None else prev + EMA_ALPHA * (ev.loss - prev)
+        state.ema.append(ev.step, state.ema_value)
+    if ev.tokens:
+        state.tokens = ev.tokens
+    if ev.fwd_ms is not None:
+        state.fwd_ms = ev.fwd_ms
+        state.fwd_series.append(ev.step, ev.fwd_ms)
+    if ev.bwd_ms is not None:
+        state.bwd_ms = ev.bwd_ms
+        state.bwd_series.append(ev.step, ev.bwd_ms)
+    if ev.opt_ms is not None:
+        state.opt_ms = ev.opt_ms
+        state.opt_series.append(ev.step, ev.opt_ms)
+    if ev.data_ms is not None:
+        state.data_ms = ev.data_ms
+        state.data_series.append(ev.step, ev.data_ms)
+    if ev.tokens_per_s:
+        state.tok_s.append(ev.step, ev.tokens_per_s)
+    if ev.step_ms:
+        state.step_ms_series.append(ev.step, ev.step_ms)
+    timing = state.stage_timings.get(ev.stage)
+    if timing is None:
+        timing = state.stage_timings[ev.stage] = StageTiming(ev.stage)
+    timing.add(ev)
+    if ev.t:
+        last_t = state.last_step_t
+        if last_t is not None and not state.step_gap and ev.step > state.last_step_seen:
+            dt = (ev.t - last_t) / (ev.step - state.last_step_seen)
+            if dt >= 0:
+                sps = state.sec_per_step
+                state.sec_per_step = dt if sps is None else sps + SEC_PER_STEP_ALPHA * (dt - sps)
+        state.last_step_t = ev.t
+        state.last_step_seen = ev.step
+        state.step_gap = False
+    if state.sec_per_step is None and ev.step_ms:
+        state.sec_per_step = ev.step_ms / 1000.0
+    state.changed(plot=True)
+
+
+def on_layer_stats(state: RunState, ev: LayerStats) -> None:
+    column: dict[int, float] = {}
+    for stat in ev.layers:
+        row = state.layers.get(stat.id)
+        if row is None:
+            row = state.layers[stat.id] = LayerRow(stat.id)
+        if row.trainable != stat.trainable:
+            row.restart_timing()  # frozen ↔ trainable: old backward times no longer apply
+        row.trainable = stat.trainable
+        row.grad_norm = stat.grad_norm
+        row.weight_norm = stat.weight_norm
+        row.update_ratio = stat.update_ratio
+        if stat.fwd_ms is not None:
+            row.fwd_samples.append(stat.fwd_ms)
+        if stat.bwd_ms is not None:
+            row.bwd_samples.append(stat.bwd_ms)
+        if stat.grad_norm is not None and math.isfinite(stat.grad_norm):
+            column[stat.id] = stat.grad_norm
+            row.grad_hist.append(stat.grad_norm)
+    state.heat.append(ev.step, ev.stage, column)
+    state.changed(plot=True)
+
+
+def on_eval(state: RunState, ev: Eval) -> None:
+    state.val_loss = ev.val_loss
+    state.val.append(ev.step, ev.val_loss)
+    state.changed(plot=True)
+
+
+def on_system(state: RunState, ev: System) -> None:
+    state.system_seen = True
+    state.cpu_pct = ev.cpu_pct
+    state.rss_bytes = ev.rss_bytes
+    state.cpu_hist.append(ev.cpu_pct or 0.0)
+    if ev.ram_total:
+        state.ram_used, state.ram_total = ev.ram_used, ev.ram_total
+        state.ram_hist.append(ev.ram_used / ev.ram_total)
+    for g in ev.gpus:
+        view = state.gpus.get(g.index)
+        if view is None:
+            view = state.gpus[g.index] = GpuView(g.index)
+        view.name = g.name or view.name
+        view.util, view.mem_used, view.mem_total = g.util, g.mem_used, g.mem_total
+        view.power_w, view.temp_c = g.power_w, g.temp_c
+        view.util_hist.append(g.util or 0.0)
+        frac = view.mem_frac
+        view.mem_hist.append(frac if frac is not None else 0.0)

@@ -1,0 +1,67 @@
+"""Small records the dashboard reads: per-stage timings, GPUs, event-log lines."""
+
+from __future__ import annotations
+
+from collections import deque
+from dataclasses import dataclass, field
+
+from growcockpit.protocol.events import Step
+
+HIST = 120  # samples of short history (sparklines: system, per-layer grad norm)
+
+
+@dataclass
+class StageTiming:
+    """Mean timings of one stage's steps (what shows the speedup when layers freeze)."""
+
+    index: int
+    name: str = ""
+    layers: int = 0
+    trainable: int = 0
+    n: int = 0
+    step_ms: float = 0.0
+    tokens_per_s: float = 0.0
+    fwd_ms: float = 0.0
+    bwd_ms: float = 0.0
+    opt_ms: float = 0.0
+    data_ms: float = 0.0
+
+    def add(self, ev: Step) -> None:
+        self.n += 1
+        k = 1.0 / self.n
+        self.step_ms += ((ev.step_ms or 0.0) - self.step_ms) * k
+        self.tokens_per_s += ((ev.tokens_per_s or 0.0) - self.tokens_per_s) * k
+        self.fwd_ms += ((ev.fwd_ms or 0.0) - self.fwd_ms) * k
+        self.bwd_ms += ((ev.bwd_ms or 0.0) - self.bwd_ms) * k
+        self.opt_ms += ((ev.opt_ms or 0.0) - self.opt_ms) * k
+        self.data_ms += ((ev.data_ms or 0.0) - self.data_ms) * k
+
+
+@dataclass
+class GpuView:
+    index: int
+    name: str = ""
+    util: float | None = None
+    mem_used: int | None = None
+    mem_total: int | None = None
+    power_w: float | None = None
+    temp_c: float | None = None
+    util_hist: deque[float] = field(default_factory=lambda: deque(maxlen=HIST))
+    mem_hist: deque[float] = field(default_factory=lambda: deque(maxlen=HIST))
+
+    @property
+    def mem_frac(self) -> float | None:
+        if self.mem_used is None or not self.mem_total:
+            return None
+        return self.mem_used / self.mem_total
+
+
+@dataclass
+class LogEntry:
+    n: int  # monotonic index, so a view can append only what is new
+    t: float  # seconds since the run started (from event timestamps)
+    step: int | None
+    kind: str
+    text: str
+    severity: str = "info"  # info | good | warning | error
+    detail: str = ""  # e.g. the tail of a traceback
