@@ -39,7 +39,7 @@ def main(argv: list[str] | None = None) -> int:
         return 130
 
 
-SUBCOMMANDS = ("train", "resume", "attach", "ctl", "status", "plan", "serve")
+SUBCOMMANDS = ("train", "resume", "attach", "ctl", "status", "plan", "serve", "export")
 
 
 def build_cockpit_parser() -> argparse.ArgumentParser:
@@ -104,6 +104,11 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("run_dir", type=Path)
     s.add_argument("--json", action="store_true", help="machine-readable output")
     s.set_defaults(func=cmd_status)
+
+    ex = sub.add_parser("export", help="convert a run's events.jsonl for TensorBoard")
+    ex.add_argument("run_dir", type=Path)
+    ex.add_argument("--tensorboard", type=Path, required=True, metavar="DIR", help="output dir")
+    ex.set_defaults(func=cmd_export)
 
     pl = sub.add_parser("plan", help="check or describe plan files")
     psub = pl.add_subparsers(dest="plan_command", metavar="ACTION", required=True)
@@ -439,6 +444,16 @@ def cmd_status(args: argparse.Namespace) -> int:
         f"{status.run_id}: {status.state}  plan {status.plan_name}  stage {stage}/{status.num_stages} "
         f"({status.stage_name})  step {status.step}/{status.total_steps}  loss {loss}  pid {status.pid}"
     )
+    return EXIT_OK
+
+
+def cmd_export(args: argparse.Namespace) -> int:
+    from growcockpit.export import MirrorError, export_tensorboard
+
+    try:
+        print(export_tensorboard(args.run_dir, args.tensorboard))
+    except MirrorError as exc:
+        raise UserError(str(exc)) from None
     return EXIT_OK
 
 

@@ -31,6 +31,7 @@ from growcockpit.protocol.rundir import RunPaths, RunStatus, write_status
 
 if TYPE_CHECKING:
     from growcockpit.backend.engine import Trainer
+    from growcockpit.export import Mirrors
 
 STATUS_EVERY_S = 1.0
 
@@ -52,6 +53,7 @@ class RunReporter:
         self.console = console
         self.print_every = print_every
         self._last_status = 0.0
+        self.mirrors: Mirrors | None = None  # TensorBoard / W&B, when the plan asks for them
 
     # ---- events ------------------------------------------------------------------
     def emit(self, event: Event) -> Event:
@@ -60,6 +62,8 @@ class RunReporter:
             return event
         self.events.append(event)
         self._echo(event)
+        for problem in self.mirrors(event) if self.mirrors else ():
+            self.warn(problem)
         return event
 
     def warn(self, message: str, step: int | None = None) -> None:

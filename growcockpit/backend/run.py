@@ -16,6 +16,7 @@ import sys
 import time
 from pathlib import Path
 from types import FrameType
+from typing import TYPE_CHECKING
 
 import torch
 
@@ -34,6 +35,9 @@ from growcockpit.protocol.control import ControlServer
 from growcockpit.protocol.eventlog import EventLog
 from growcockpit.protocol.events import RunStarted, Warning
 from growcockpit.protocol.rundir import RunPaths, RunStatus, write_status
+
+if TYPE_CHECKING:
+    from growcockpit.export import Mirrors
 
 
 class LaunchError(Exception):
@@ -84,6 +88,18 @@ def run_training(
         control = ControlServer(paths.control)
         control.start()
     reporter = RunReporter(paths, events, status, control, console=sys.stdout if main else None)
+    if main:
+        try:
+            reporter.mirrors = _open_mirrors(plan, paths.root)
+        except Exception as exc:  # the package is missing, or the writer cannot start
+            _crash(reporter, None, status, exc)
+            print(f"growcockpit: {exc}", file=sys.stderr)
+            if control is not None:
+                control.close()
+            if events is not None:
+                events.close()
+            dist.close()
+            return 2
     dev = dist.device(device)
     reporter.emit(
         RunStarted(
@@ -134,11 +150,23 @@ def run_training(
     finally:
         if sampler is not None:
             sampler.stop()
+        if reporter.mirrors is not None:
+            reporter.mirrors.close()
         if control is not None:
             control.close()
         if events is not None:
             events.close()
         dist.close()
+
+
+def _open_mirrors(plan: Plan, root: Path) -> Mirrors | None:
+    """TensorBoard / W&B mirrors of the event log, imported only when [logging] asks for one."""
+    log = plan.logging
+    if not log.tensorboard and log.wandb == "off":
+        return None
+    from growcockpit.export import open_mirrors
+
+    return open_mirrors(root, log.tensorboard, log.wandb, root.name, plan_to_dict(plan))
 
 
 def _load_data(plan: Plan, dist: DistContext, run_tokenizer: Path) -> TokenBlocks:

@@ -24,6 +24,7 @@ from growcockpit.plan.types import (
     BudgetSpec,
     CheckpointSpec,
     DataSpec,
+    LoggingSpec,
     MetricsSpec,
     ModelSpec,
     OptimSpec,
@@ -37,6 +38,7 @@ SECTIONS: dict[str, type[Any]] = {
     "optim": OptimSpec,
     "metrics": MetricsSpec,
     "checkpoint": CheckpointSpec,
+    "logging": LoggingSpec,
 }
 _TOP_SCALARS = ("name", "description", "seed")
 TOP_KEYS: tuple[str, ...] = ("name", "description", "seed", *SECTIONS, "budget", "stages")

@@ -22,6 +22,7 @@ FAMILIES: tuple[str, ...] = ("bert", "gpt2")
 SCHEDULES: tuple[str, ...] = ("constant", "linear", "cosine")
 OPTIMIZERS: tuple[str, ...] = ("adamw", "lamb")
 PRECISIONS: tuple[str, ...] = ("auto", "fp32", "bf16", "fp16")
+WANDB_MODES: tuple[str, ...] = ("off", "offline")
 # multi-level interpolation weight when a stage gives no `alpha` (methods.md decisions table)
 DEFAULT_ALPHA: dict[str, float] = {"bert": 0.5, "gpt2": 0.25}
 
@@ -113,6 +114,15 @@ class BudgetSpec:
 
 
 @dataclass
+class LoggingSpec:
+    """Mirrors of the event log for the tools people already watch (growcockpit/export/):
+    TensorBoard files in runs/<id>/tb/, a W&B offline run in runs/<id>/wandb/."""
+
+    tensorboard: bool = False
+    wandb: str = "off"
+
+
+@dataclass
 class Stage:
     """One stage of a plan: the operator that enters it, then training.
 
@@ -171,6 +181,7 @@ class Plan:
     optim: OptimSpec = field(default_factory=OptimSpec)
     metrics: MetricsSpec = field(default_factory=MetricsSpec)
     checkpoint: CheckpointSpec = field(default_factory=CheckpointSpec)
+    logging: LoggingSpec = field(default_factory=LoggingSpec)
     stages: list[Stage] = field(default_factory=list)
     seed: int = 0
     description: str = ""

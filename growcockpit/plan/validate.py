@@ -25,6 +25,7 @@ from growcockpit.plan.types import (
     OPTIMIZERS,
     PRECISIONS,
     SCHEDULES,
+    WANDB_MODES,
     Plan,
     Stage,
 )
@@ -45,6 +46,7 @@ _ORDER = (
     "metrics",
     "checkpoint",
     "budget",
+    "logging",
 )
 _STAGE_KEY = re.compile(r"^stages\[(\d+)\]")
 
@@ -155,6 +157,7 @@ def _check_sections(plan: Plan, c: _Checks) -> None:
     ck = plan.checkpoint
     c.at_least("checkpoint.every_steps", ck.every_steps, 0, "0 (off) or a positive number of steps")
     c.at_least("checkpoint.keep", ck.keep, 0, "the number of checkpoints to keep")
+    c.one_of("logging.wandb", plan.logging.wandb, WANDB_MODES)
 
 
 def _check_train(key: str, stage: Stage, prev_layers: int, c: _Checks) -> None:

@@ -1,0 +1,125 @@
+"""Mirrors of a run's event log into TensorBoard and Weights & Biases.
+
+A mirror is fed every event that goes to events.jsonl, as it is written
+(`RunReporter.emit`), or later from the file (`growcockpit export`). The
+packages are optional extras, imported only when a plan or a command asks
+for them: `pip install "growcockpit[tensorboard]"` / `"growcockpit[wandb]"`.
+Knows protocol, never torch or textual.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import Any, Protocol
+
+from growcockpit.protocol.eventlog import EventTail
+from growcockpit.protocol.events import Event
+
+
+class MirrorError(Exception):
+    """A mirror cannot start; the message names the setting and the fix."""
+
+
+class Mirror(Protocol):
+    def __call__(self, event: Event) -> None: ...
+
+    def close(self) -> None: ...
+
+
+def _needs(package: str, setting: str) -> MirrorError:
+    return MirrorError(
+        f"{setting} needs the {package} package; "
+        f'pip install "growcockpit[{package}]", or turn the setting off'
+    )
+
+
+def tensorboard_mirror(log_dir: Path) -> Mirror:
+    try:
+        from growcockpit.export.tb_mirror import TensorBoardMirror
+    except ImportError:
+        raise _needs("tensorboard", "logging.tensorboard = true") from None
+    return TensorBoardMirror(log_dir)
+
+
+def wandb_mirror(run_dir: Path, run_name: str, config: dict[str, Any]) -> Mirror:
+    try:
+        from growcockpit.export.wandb_mirror import WandbMirror
+    except ImportError:
+        raise _needs("wandb", 'logging.wandb = "offline"') from None
+    return WandbMirror(run_dir, run_name, config)
+
+
+class Mirrors:
+    """The mirrors of one run. A mirror that fails is dropped, never the run."""
+
+    def __init__(self, mirrors: list[tuple[str, Mirror]]) -> None:
+        self.mirrors = mirrors
+
+    def __call__(self, event: Event) -> list[str]:
+        """Feed `event` to every mirror; returns a warning per mirror that just failed."""
+        problems = []
+        for name, mirror in list(self.mirrors):
+            try:
+                mirror(event)
+            except Exception as exc:
+                self.mirrors.remove((name, mirror))
+                problems.append(f"{name} mirror stopped: {type(exc).__name__}: {exc}")
+        return problems
+
+    def close(self) -> None:
+        for name, mirror in self.mirrors:
+            try:
+                mirror.close()
+            except Exception as exc:
+                print(f"growcockpit: closing the {name} mirror: {exc}", file=sys.stderr)
+        self.mirrors = []
+
+
+def open_mirrors(
+    run_dir: Path, tensorboard: bool, wandb: str, run_name: str, config: dict[str, Any]
+) -> Mirrors | None:
+    """The mirrors a plan's [logging] asks for (None when none); raises MirrorError."""
+    opened: list[tuple[str, Mirror]] = []
+    if tensorboard:
+        opened.append(("tensorboard", tensorboard_mirror(run_dir / "tb")))
+    if wandb != "off":
+        try:
+            opened.append(("wandb", wandb_mirror(run_dir, run_name, config)))
+        except MirrorError:
+            Mirrors(opened).close()
+            raise
+    return Mirrors(opened) if opened else None
+
+
+def export_tensorboard(run_dir: Path, out_dir: Path) -> str:
+    """Write a run's events.jsonl (finished or live: what is there now) as TensorBoard files.
+
+    Returns a one-line summary; raises MirrorError when there is nothing to read.
+    """
+    log = run_dir / "events.jsonl"
+    if not log.is_file():
+        raise MirrorError(f"{run_dir}: no events.jsonl; give a run directory, e.g. runs/<id>")
+    tail = EventTail(log)
+    mirror = tensorboard_mirror(out_dir)
+    count = 0
+    try:
+        while batch := tail.read_new(10_000):
+            for event in batch:
+                mirror(event)
+            count += len(batch)
+    finally:
+        mirror.close()
+    skipped = f" ({tail.skipped} unreadable lines skipped)" if tail.skipped else ""
+    return (
+        f"wrote {count} events of {run_dir} to {out_dir}{skipped}: tensorboard --logdir {out_dir}"
+    )
+
+
+__all__ = [
+    "Mirror",
+    "MirrorError",
+    "Mirrors",
+    "export_tensorboard",
+    "open_mirrors",
+]
