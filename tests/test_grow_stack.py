@@ -90,7 +90,7 @@ def test_bottom_beyond_depth_and_bad_args_rejected() -> None:
     with pytest.raises(ValueError, match="k >= 1"):
         stack_layers(model, 0, "top")
     with pytest.raises(ValueError, match="unknown stack source"):
-        stack_layers(model, 1, "middle")
+        stack_layers(model, 1, "sideways")
 
 
 @pytest.mark.parametrize("family", FAMILIES)
@@ -140,3 +140,26 @@ def test_ligo_one_hot_stack_init_reproduces_gong(family: str) -> None:
         interlace[dst, dst // 2] = 1.0
     d_adjacent, _ = decoalesce_model(small, width=False, depth=True, pairing="adjacent")
     assert state_equal(_ligo_depth(small, interlace), d_adjacent)
+
+
+@pytest.mark.parametrize("family", FAMILIES)
+@pytest.mark.parametrize(("depth", "k", "start"), [(4, 2, 1), (5, 2, 1), (6, 2, 2), (3, 3, 0)])
+def test_middle_inserts_copies_after_the_middle_blocks(
+    family: str, depth: int, k: int, start: int
+) -> None:
+    model = tiny_model(family, layers=depth)
+    old = list(get_layers(model))
+    before = [snapshot(layer) for layer in old]
+    result = stack_layers(model, k, "middle")
+    layers = get_layers(model)
+    ids = list(range(start + k, start + 2 * k))
+    assert result.new_layer_ids == ids
+    assert result.source_of == {start + k + i: start + i for i in range(k)}
+    # old blocks keep their order: the ones up to the copied group stay, the rest shift up by k
+    assert [layers[j] for j in range(depth + k) if j not in ids] == old
+    for i in range(k):
+        copy_, src = layers[start + k + i], layers[start + i]
+        assert copy_ is not src and _layer_equal(copy_, src)
+        assert all(torch.equal(v, before[start + i][n]) for n, v in copy_.state_dict().items())
+    assert result.layer_sources[depth + k - 1] == [depth - 1]
+    assert all(getattr(m, "layer_idx", j) == j for j, ly in enumerate(layers) for m in ly.modules())

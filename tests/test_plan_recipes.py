@@ -33,6 +33,7 @@ VALID = {
     "ramp on stack": ("gpt2", 'enter = "stack"\nramp_steps = 5'),
     "ramp on bert stack": ("bert", 'enter = "stack"\nramp_steps = 20'),
     "zero init on gpt2 stack": ("gpt2", 'enter = "stack"\ninit = "zero"'),
+    "middle stack, new": ("bert", 'enter = "stack"\nsource = "middle"\ntrain = "new"'),
 }
 
 INVALID = {
@@ -50,6 +51,12 @@ INVALID = {
         "use ramp_steps",
     ),
     "zero init unknown": ("gpt2", 'enter = "stack"\ninit = "ones"', "stages[1].init", '"zero"'),
+    "middle beyond depth": (
+        "gpt2",
+        'enter = "stack"\nsource = "middle"',
+        "stages[1].layers",
+        'source = "middle" copies existing layers',
+    ),
     "ramp on continue": ("gpt2", "ramp_steps = 3", "stages[1].ramp_steps", "adds none"),
 }
 
@@ -64,7 +71,8 @@ def test_valid_recipes_round_trip(case: str) -> None:
 @pytest.mark.parametrize("case", INVALID)
 def test_invalid_recipes_name_key_and_fix(case: str) -> None:
     family, grow, key, phrase = INVALID[case]
-    text = plan_text(family, grow, layers=2 if case == "ramp on continue" else 4)
+    layers = {"ramp on continue": 2, "middle beyond depth": 5}.get(case, 4)
+    text = plan_text(family, grow, layers=layers)
     with pytest.raises(PlanError) as err:
         loads_plan(text, source="p.toml")
     assert err.value.key == key

@@ -123,7 +123,7 @@ INVALID: dict[str, tuple[str, str, str]] = {
     "unknown source": (
         model()
         + stages(
-            S0_2, 'name = "s1"\nlayers = 4\nenter = "stack"\nsource = "middle"  # <-\nsteps = 1'
+            S0_2, 'name = "s1"\nlayers = 4\nenter = "stack"\nsource = "center"  # <-\nsteps = 1'
         ),
         "stages[1].source",
         '"bottom"',

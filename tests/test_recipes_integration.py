@@ -14,7 +14,14 @@ from growcockpit.protocol.events import Grow, RunStarted, StageStarted, Step
 pytestmark = pytest.mark.slow
 
 
-def tiny_plan(family: str, grow_stage: str, *, first: int = 10, second: int = 12) -> str:
+def tiny_plan(
+    family: str,
+    grow_stage: str,
+    *,
+    first: int = 10,
+    second: int = 12,
+    depth: tuple[int, int] = (2, 4),
+) -> str:
     """A 2 → 4 layer plan of width 32; `grow_stage` holds the second stage's extra keys."""
     return f"""
 name = "tiny-{family}-recipe"
@@ -25,7 +32,7 @@ hidden_size = 32
 num_heads = 2
 intermediate_size = 64
 max_seq_len = 64
-final_layers = 4
+final_layers = {depth[1]}
 [data]
 tokenizer = "train:2000"
 seq_len = 64
@@ -42,11 +49,11 @@ every_steps = 4
 keep = 10
 [[stages]]
 name = "shallow"
-layers = 2
+layers = {depth[0]}
 steps = {first}
 [[stages]]
 name = "grown"
-layers = 4
+layers = {depth[1]}
 enter = "stack"
 steps = {second}
 {grow_stage}
@@ -101,3 +108,13 @@ def test_zero_init_gpt2_keeps_the_function_at_growth(tmp_path: Path, gc_cache: P
     (grow,) = of_type(read_all(run / "events.jsonl"), Grow)
     assert grow.loss_before is not None and grow.loss_after == grow.loss_before
     assert "init=zero" in grow.detail
+
+
+def test_middle_stack_trains_the_inserted_blocks_gated(tmp_path: Path, gc_cache: Path) -> None:
+    keys = 'source = "middle"\ntrain = "new"\nramp_steps = 4'
+    run = train(tmp_path, gc_cache, "middle", tiny_plan("gpt2", keys, depth=(3, 5)))
+    events = read_all(run / "events.jsonl")
+    (grow,) = of_type(events, Grow)
+    assert grow.loss_before is not None and grow.loss_after == grow.loss_before
+    assert "2←0, 3←1" in grow.detail
+    assert of_type(events, StageStarted)[1].trainable_layers == [2, 3]

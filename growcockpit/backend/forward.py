@@ -5,6 +5,10 @@ MSLT's saving comes from never running backward through the frozen layers
 detached, and they keep no activations. This only holds when nothing below
 them trains (embeddings frozen too); otherwise gradients must flow through
 them to reach the input and the whole stack runs with autograd.
+
+Frozen blocks *above* the lowest trainable one (`source = "middle"` with
+`train = "new"`) run with autograd: their parameters do not require grad, so
+they compute no weight gradient but pass the input gradient down.
 """
 
 from __future__ import annotations

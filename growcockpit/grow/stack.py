@@ -13,6 +13,7 @@ import torch
 from torch import nn
 
 from growcockpit.grow.model_parts import family_of, get_layers, part, set_layers
+from growcockpit.plan.types import middle_insert_ids
 
 INITS = ("copy", "zero")
 
@@ -41,12 +42,15 @@ class GrowResult:
 
 
 def stack_layers(model: nn.Module, k: int, source: str = "top", init: str = "copy") -> GrowResult:
-    """Append `k` blocks on top of `model`, in place.
+    """Add `k` blocks to `model`, in place (on top, or in the middle for "middle").
 
     source="top": new block L+i copies old block (L-k+i) mod L (MSLT: the current
     top k in order). For k > L the whole stack is cycled so that the last new
     block copies the old top: e.g. L=2, k=5 copies 1,0,1,0,1.
     source="bottom": new block L+i copies old block i (Gong; k = L doubles the depth).
+    source="middle" (gradual middle stacking, methods.md §8): the k blocks
+    centred on the middle, ⌊(L−k)/2⌋ … +k−1, are copied and the copies inserted
+    right after them; the blocks above shift up by k.
     source="random": fresh blocks initialised like the model's own.
     init="zero" (pre-LN GPT-2 only, methods.md §8): the new blocks' residual
     output projections (attention and MLP `c_proj`, weight and bias) are
@@ -64,32 +68,35 @@ def stack_layers(model: nn.Module, k: int, source: str = "top", init: str = "cop
     depth = len(layers)
     if k < 1:
         raise ValueError(f"stack needs k >= 1 new layers, got {k}")
-    if source == "bottom" and k > depth:
+    if source in ("bottom", "middle") and k > depth:
         raise ValueError(
-            f"stack source='bottom' cannot copy {k} layers from a {depth}-layer model; "
+            f"stack source={source!r} cannot copy {k} layers from a {depth}-layer model; "
             "use source='top' (cycles through the stack) or 'random'"
         )
     width = int(part(model, "config.hidden_size"))
-    source_of: dict[int, int | None] = {}
-    new_layers: list[nn.Module] = []
-    for i in range(k):
-        if source == "top":
-            src: int | None = (depth - k + i) % depth
-        elif source == "bottom":
-            src = i
-        elif source == "random":
-            src = None
-        else:
-            raise ValueError(f"unknown stack source {source!r}: expected top, bottom or random")
-        new_layers.append(
-            copy.deepcopy(layers[src]) if src is not None else _fresh_layer(model, depth + i)
-        )
-        source_of[depth + i] = src
+    # where the copies go (`at`: index of the first one) and what each copies
+    at = depth
+    if source == "top":
+        sources: list[int | None] = [(depth - k + i) % depth for i in range(k)]
+    elif source == "bottom":
+        sources = list(range(k))
+    elif source == "middle":
+        at = middle_insert_ids(depth, k)[0]
+        sources = list(range(at - k, at))
+    elif source == "random":
+        sources = [None] * k
+    else:
+        raise ValueError(f"unknown stack source {source!r}: expected top, bottom, middle or random")
+    new_layers = [
+        copy.deepcopy(layers[src]) if src is not None else _fresh_layer(model, at + i)
+        for i, src in enumerate(sources)
+    ]
     if init == "zero":
         for layer in new_layers:
             zero_residual_outputs(layer)
-    set_layers(model, layers + new_layers)
-    layer_sources = {i: [i] for i in range(depth)}
+    set_layers(model, layers[:at] + new_layers + layers[at:])
+    source_of = {at + i: src for i, src in enumerate(sources)}
+    layer_sources = {(j if j < at else j + k): [j] for j in range(depth)}
     layer_sources.update({dst: [] if src is None else [src] for dst, src in source_of.items()})
     detail = ", ".join(f"{dst}←{'init' if src is None else src}" for dst, src in source_of.items())
     return GrowResult(
@@ -98,7 +105,7 @@ def stack_layers(model: nn.Module, k: int, source: str = "top", init: str = "cop
         to_layers=depth + k,
         from_width=width,
         to_width=width,
-        new_layer_ids=list(range(depth, depth + k)),
+        new_layer_ids=list(range(at, at + k)),
         source_of=source_of,
         detail=f"source={source}{', init=zero' if init == 'zero' else ''}: {detail}",
         layer_sources=layer_sources,

@@ -14,6 +14,9 @@ pass at full width (f = 1), per training step:
 - Frozen bottom but embeddings trainable: the gradient must flow back through
   the frozen blocks to reach the input, so each costs 1 + r/2 (forward plus
   input gradient, no weight gradient): (1 + r/2)(L_s − k) + (1 + r)k + (1 + r)h.
+- Frozen blocks *above* the lowest trainable one (`source = "middle"`,
+  `train = "new"`: the trainable blocks sit in the middle) pass an input
+  gradient down to it: 1 + r/2 each (methods.md §8), whatever the embeddings.
 - Head: (1 + r)h when it trains; when frozen, (1 + r/2)h if anything below it
   needs a gradient, else h (forward only).
 - Width w < hidden size d (coalesced levels): block costs scale by (w/d)²,
@@ -127,14 +130,21 @@ def step_cost(
     head_trainable: bool = True,
     refined: bool = False,
     frozen_fwd: float = 1.0,
+    frozen_above: int = 0,
 ) -> float:
-    """Cost of one step of a stage (module doc), in full-width block-forward units."""
+    """Cost of one step of a stage (module doc), in full-width block-forward units.
+
+    `frozen_above`: how many of the frozen blocks sit above the lowest
+    trainable one (`source = "middle"` with `train = "new"`); they pass an
+    input gradient down, so each costs 1 + r/2 (methods.md §8).
+    """
     k = max(0, min(trainable, layers))
+    above = max(0, min(frozen_above, layers - k))
     if k >= layers:
         blocks = (1 + r) * layers
     else:
         frozen = (1 + r / 2) if embeddings_trainable else 1.0
-        blocks = frozen * (layers - k) + (1 + r) * k
+        blocks = frozen * (layers - k - above) + (1 + r / 2) * above + (1 + r) * k
     head_fwd = h * width_fraction
     if refined:
         if k < layers:  # frozen blocks: eval-mode forward (module doc)
@@ -155,6 +165,14 @@ def step_cost(
     else:
         head = head_fwd
     return blocks * width_fraction**2 + head
+
+
+def frozen_above(trainable_layers: list[int], layers: int) -> int:
+    """Frozen blocks above the lowest trainable one: they pass an input gradient down."""
+    if not trainable_layers:
+        return 0
+    low = min(trainable_layers)
+    return (layers - low) - len({i for i in trainable_layers if low <= i < layers})
 
 
 def estimate_cost(
@@ -189,6 +207,7 @@ def estimate_cost(
             head_trainable=stage.head_trainable(),
             refined=refined,
             frozen_fwd=frozen_fwd,
+            frozen_above=frozen_above(shape.trainable_layers, shape.layers),
         )
         steps = max(0, stage.steps)
         stages.append(

@@ -139,11 +139,11 @@ def walk_shapes(plan: Plan) -> tuple[list[StageShape], list[Problem]]:
                         f'set layers > {prev_layers}, or use enter = "continue"',
                     )
                 )
-            elif stage.source == "bottom" and new_layers - prev_layers > prev_layers:
+            elif stage.source in ("bottom", "middle") and new_layers - prev_layers > prev_layers:
                 problems.append(
                     (
                         f"{key}.layers",
-                        f'source = "bottom" copies existing layers, but {new_layers - prev_layers} are added '
+                        f'source = "{stage.source}" copies existing layers, but {new_layers - prev_layers} are added '
                         f"to only {prev_layers} ({prev_layers} → {new_layers}); set layers ≤ {2 * prev_layers}, "
                         'or use source = "top" or "random"',
                     )

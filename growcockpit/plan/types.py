@@ -12,7 +12,7 @@ from typing import Literal
 
 Family = Literal["bert", "gpt2"]
 Operator = Literal["init", "continue", "stack", "coalesce", "decoalesce", "interpolate"]
-StackSource = Literal["top", "bottom", "random"]
+StackSource = Literal["top", "bottom", "random", "middle"]
 Pairing = Literal["adjacent", "half"]
 Advance = Literal["auto", "manual"]
 Toggle = Literal["train", "frozen"]
@@ -205,8 +205,20 @@ def trainable_layer_ids(stage: Stage, previous_layers: int) -> list[int]:
     if stage.train == "none":
         return []
     if stage.train == "new":
+        if stage.enter == "stack" and stage.source == "middle":
+            return middle_insert_ids(previous_layers, n - previous_layers)
         return list(range(min(previous_layers, n), n))
     if stage.train.startswith("top:"):
         k = int(stage.train.split(":", 1)[1])
         return list(range(max(0, n - k), n))
     raise ValueError(f"unknown train policy {stage.train!r}")
+
+
+def middle_insert_ids(depth: int, k: int) -> list[int]:
+    """Where `source = "middle"` puts its k copies in a depth-L stack (methods.md §8).
+
+    The k blocks centred on the middle, ⌊(L−k)/2⌋ … +k−1, are copied and the
+    copies inserted right after them, so the copies land at ⌊(L−k)/2⌋+k … +2k−1.
+    """
+    start = max(0, (depth - k) // 2)
+    return list(range(start + k, start + 2 * k))

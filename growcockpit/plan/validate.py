@@ -31,7 +31,7 @@ from growcockpit.plan.types import (
 )
 
 TRAIN_POLICIES: tuple[str, ...] = ("all", "new", "top:K", "none")
-STACK_SOURCES: tuple[str, ...] = ("top", "bottom", "random")
+STACK_SOURCES: tuple[str, ...] = ("top", "bottom", "random", "middle")
 PAIRINGS: tuple[str, ...] = ("adjacent", "half")
 ADVANCES: tuple[str, ...] = ("auto", "manual")
 TOGGLES: tuple[str, ...] = ("train", "frozen")
