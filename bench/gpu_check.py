@@ -51,6 +51,7 @@ from torch import nn  # noqa: E402
 from growcockpit.backend import data as data_mod  # noqa: E402
 from growcockpit.backend.calibrate import Clock, autocast_for, measure_r_h  # noqa: E402
 from growcockpit.backend.data import Batch, TokenBlocks, load_blocks  # noqa: E402
+from growcockpit.backend.device import prepare_device  # noqa: E402
 from growcockpit.backend.engine import resolve_precision  # noqa: E402
 from growcockpit.backend.forward import StagedForward  # noqa: E402
 from growcockpit.backend.model import build_model  # noqa: E402
@@ -319,8 +320,8 @@ def fallback_texts_if_no_datasets() -> str | None:
 
 def pick_device(requested: str | None) -> torch.device:
     if requested:
-        return torch.device(requested)
-    return torch.device("cuda" if torch.cuda.is_available() else "cpu")
+        return prepare_device(torch.device(requested))
+    return prepare_device(torch.device("cuda" if torch.cuda.is_available() else "cpu"))
 
 
 def device_name(device: torch.device) -> str:

@@ -17,9 +17,10 @@ import torch
 from torch import nn
 
 from growcockpit.backend.data import Batch, load_blocks
-from growcockpit.backend.engine import resolve_precision
+from growcockpit.backend.device import prepare_device
 from growcockpit.backend.forward import _head_loss
 from growcockpit.backend.model import build_model
+from growcockpit.backend.step import resolve_precision
 from growcockpit.grow.model_parts import get_layers
 from growcockpit.plan.types import Plan
 
@@ -152,7 +153,7 @@ def calibrate_plan(
     plan: Plan, device: torch.device | None = None, reps: int = 5, inner: int = 3
 ) -> dict[str, float]:
     """r and h for `plan`'s final model on this machine, on a real batch of its data."""
-    dev = device or torch.device("cuda" if torch.cuda.is_available() else "cpu")
+    dev = prepare_device(device or torch.device("cuda" if torch.cuda.is_available() else "cpu"))
     data = load_blocks(plan.data, plan.model.family, plan.seed)
     model = build_model(plan.model, plan.model.final_layers, data.tokenizer).to(dev)
     batch = data.train_batch(0, plan.optim.batch_size).to(dev)

@@ -7,11 +7,9 @@ the loop itself is a pluggable piece: `CommandHandler` (control),
 
 from __future__ import annotations
 
-import contextlib
 import math
 import time
 import traceback
-from collections.abc import Iterator
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
@@ -23,9 +21,11 @@ from growcockpit.backend.data import Batch, BatchPrefetcher, TokenBlocks
 from growcockpit.backend.distributed import DistContext
 from growcockpit.backend.forward import LossModule, StagedForward
 from growcockpit.backend.init_from import initial_model
-from growcockpit.backend.optim import build_optimizer, lr_at, set_lr
+from growcockpit.backend.optim import build_optimizer, lr_at
 from growcockpit.backend.recipes import StageRecipes, fresh_state_layers, gated_layer_ids
 from growcockpit.backend.reporter import RunReporter
+from growcockpit.backend.step import StepOutcome, StepRunner
+from growcockpit.backend.step import resolve_precision as resolve_precision
 from growcockpit.grow import (
     GrowResult,
     apply_freeze,
@@ -45,10 +45,8 @@ from growcockpit.protocol.events import (
     Error,
     Eval,
     Grow,
-    LayerStats,
     RunFinished,
     StageStarted,
-    Step,
 )
 
 SUPPORTED_OPERATORS = ("init", "continue", "stack", "coalesce", "decoalesce", "interpolate")
@@ -94,12 +92,7 @@ class Trainer:
             data, plan.optim.batch_size, stride=self.dist.world_size, pin=device.type == "cuda"
         )
         self.layer_ms: tuple[list[float | None], list[float | None]] = ([], [])
-        self.precision = resolve_precision(plan.optim.precision, device)
-        self.scaler = (
-            torch.amp.GradScaler("cuda")
-            if self.precision == "fp16" and device.type == "cuda"
-            else None
-        )
+        self.steps = StepRunner(plan.optim.precision, device)
         self.last_loss: float | None = None
         self.paused = False
         self.waiting = False
@@ -137,117 +130,31 @@ class Trainer:
                     self.wait_for_advance()
                     continue
                 return
-            loss = self.train_step()
-            self.after_step(loss)
-
-    def train_step(self) -> float:
-        """One optimizer step: accumulate micro-batches, clip, step; report what it cost."""
-        assert self.optimizer is not None
-        accum = self.plan.optim.grad_accum_steps
-        timing = self.timing_due()
-        collect = self.stats_due()
-        if timing:
-            self.timer.attach(get_layers(self.model))
-        lr = self.current_lr()
-        set_lr(self.optimizer, lr)
-        data_s = fwd_s = bwd_s = 0.0
-        loss_sum = torch.zeros((), device=self.device)
-        tokens = 0
-        t_start = time.perf_counter()
-        for micro in range(accum):
-            t0 = time.perf_counter()
-            batch = self.batch(self.pos.step, micro)
-            tokens += batch.tokens
-            t1 = time.perf_counter()
-            with self.no_sync(last=micro == accum - 1), self.autocast():
-                loss = self.train_module(batch.input_ids, batch.labels, batch.picked)
-            t2 = time.perf_counter()
-            if loss.requires_grad:
-                scaled = loss / accum
-                (self.scaler.scale(scaled) if self.scaler else scaled).backward()
-            t3 = time.perf_counter()
-            loss_sum += loss.detach().float()
-            data_s, fwd_s, bwd_s = data_s + t1 - t0, fwd_s + t2 - t1, bwd_s + t3 - t2
-        if timing:
-            self.timer.backward_done()
-        t4 = time.perf_counter()
-        grad_norms: list[float | None] = []
-        if any(p.grad is not None for g in self.optimizer.param_groups for p in g["params"]):
-            if self.scaler:
-                self.scaler.unscale_(self.optimizer)
-            if collect:
-                grad_norms = self.stats.before_update()
-            params = [p for g in self.optimizer.param_groups for p in g["params"]]
-            if self.plan.optim.grad_clip > 0:
-                torch.nn.utils.clip_grad_norm_(params, self.plan.optim.grad_clip)
-            if self.scaler:
-                self.scaler.step(self.optimizer)
-                self.scaler.update()
+            outcome = self.train_step()
+            if outcome is not None:
+                self.after_step(outcome.loss, outcome.skipped)
             else:
-                self.optimizer.step()
-            self.optimizer.zero_grad(set_to_none=True)
-        value = float(loss_sum) / accum
-        t5 = time.perf_counter()
-        if timing:
-            self.layer_ms = self.timer.result()
-            self.timer.detach()
-        step_s = t5 - t_start
-        value, rank_ms = self.dist.step_summary(value, step_s * 1e3, self.device)
-        self.pos.step += 1
-        self.pos.step_in_stage += 1
-        self.pos.tokens += tokens * self.dist.world_size
-        self.report.emit(
-            Step(
-                step=self.pos.step,
-                stage=self.pos.stage_index,
-                loss=value,
-                lr=lr,
-                tokens=self.pos.tokens,
-                tokens_per_s=tokens * self.dist.world_size / step_s if step_s > 0 else 0.0,
-                step_ms=step_s * 1e3,
-                data_ms=data_s * 1e3,
-                fwd_ms=fwd_s * 1e3,
-                bwd_ms=bwd_s * 1e3,
-                opt_ms=(t5 - t4) * 1e3,
-                rank_step_ms=rank_ms,
-            )
-        )
-        if collect:
-            fwd_ms, bwd_ms = self.layer_ms
-            self.layer_ms = ([], [])  # each timing sample is reported once, never again stale
-            layers = self.stats.collect(grad_norms, fwd_ms, bwd_ms)
-            self.report.emit(
-                LayerStats(step=self.pos.step, stage=self.pos.stage_index, layers=layers)
-            )
-        return value
+                self.after_step(None)
 
-    def no_sync(self, last: bool) -> contextlib.AbstractContextManager[object]:
-        """Skip DDP's gradient all-reduce on all but the last micro-batch."""
-        module = self.train_module
-        if last or not hasattr(module, "no_sync"):
-            return contextlib.nullcontext()
-        ctx: contextlib.AbstractContextManager[object] = module.no_sync()
-        return ctx
+    def train_step(self) -> StepOutcome | None:
+        """One optimizer step (backend/step.py); an outcome on steps that report."""
+        return self.steps.run(self)
 
-    @contextlib.contextmanager
-    def autocast(self) -> Iterator[None]:
-        if self.precision == "fp32":
-            yield
-            return
-        dtype = torch.bfloat16 if self.precision == "bf16" else torch.float16
-        with torch.autocast(self.device.type, dtype=dtype):
-            yield
-
-    def after_step(self, loss: float) -> None:
-        self.last_loss = loss
+    def after_step(self, loss: float | None, skipped: int = 0) -> None:
+        """`loss` is None on steps that read nothing from the device (metrics.log_every_steps)."""
+        if loss is not None:
+            self.last_loss = loss
         self.recipes.after_step(self.pos.step_in_stage)
         self.report.status_step(self)
-        if not math.isfinite(loss):
+        if loss is not None and (skipped or not math.isfinite(loss)):
             self.paused = True
+            what = f"loss is {loss}" if not math.isfinite(loss) else "the gradient is not finite"
+            if skipped > 1:
+                what += f" ({skipped} updates skipped since the last report)"
             self.report.emit(
                 Error(
-                    message=f"loss is {loss} at step {self.pos.step}: paused; "
-                    "edit the remaining stages or lower the LR (set_lr), then resume, or stop",
+                    message=f"{what} at step {self.pos.step}: update skipped (weights unchanged), "
+                    "paused; edit the remaining stages or lower the LR (set_lr), then resume, or stop",
                     step=self.pos.step,
                 )
             )
@@ -390,7 +297,9 @@ class Trainer:
         self.train_module = self.dist.wrap(LossModule(self.model, self.forward), self.device)
         lr = self.current_lr()
         previous = self.optimizer
-        self.optimizer = build_optimizer(self.model, self.plan.optim, lr)
+        self.optimizer = build_optimizer(
+            self.model, self.plan.optim, lr, fused=self.device.type == "cuda"
+        )
         if previous is not None and not self.plan.optim.optimizer_reset:
             fresh = fresh_state_layers(stage, grow)
             carry_optimizer_state(previous, self.optimizer, self.model, grow, fresh)
@@ -444,7 +353,8 @@ class Trainer:
         was_training = self.model.training
         self.model.eval()
         b = batches[0]
-        loss = StagedForward(0, True).loss(self.model, b.to(self.device))
+        with self.steps.autocast():
+            loss = StagedForward(0, True).loss(self.model, b.to(self.device))
         if was_training:
             self.set_train_modes()
         return float(loss)
@@ -456,9 +366,10 @@ class Trainer:
             return
         self.model.eval()
         full = StagedForward(0, True)
-        losses = [float(full.loss(self.model, b.to(self.device))) for b in batches]
+        with self.steps.autocast():
+            total = sum(full.loss(self.model, b.to(self.device)).float() for b in batches)
+        val = float(total) / len(batches)
         self.set_train_modes()
-        val = sum(losses) / len(losses)
         self.report.emit(
             Eval(
                 step=self.pos.step,
@@ -558,15 +469,6 @@ class Trainer:
 
     def position_dict(self) -> dict[str, object]:
         return asdict(self.pos)
-
-
-def resolve_precision(requested: str, device: torch.device) -> str:
-    """ "auto": bf16 autocast on a CUDA device that supports it, fp32 elsewhere."""
-    if requested != "auto":
-        return requested
-    if device.type == "cuda" and torch.cuda.is_bf16_supported():
-        return "bf16"
-    return "fp32"
 
 
 def _depth_before(plan: Plan, index: int) -> int:

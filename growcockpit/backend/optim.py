@@ -15,8 +15,15 @@ from growcockpit.backend.lamb import Lamb
 from growcockpit.plan.types import OptimSpec, Plan
 
 
-def build_optimizer(model: nn.Module, spec: OptimSpec, lr: float) -> torch.optim.Optimizer:
-    """AdamW or LAMB, with no weight decay on biases and LayerNorm weights."""
+def build_optimizer(
+    model: nn.Module, spec: OptimSpec, lr: float, fused: bool = False
+) -> torch.optim.Optimizer:
+    """AdamW or LAMB, with no weight decay on biases and LayerNorm weights.
+
+    `fused` (the engine sets it on CUDA): AdamW's single-kernel update, which
+    also skips a non-finite step on the device (backend/step.py). LAMB is
+    always multi-tensor (`torch._foreach_*`) and skips on the device too.
+    """
     decay, no_decay = [], []
     for name, p in model.named_parameters():
         if not p.requires_grad:
@@ -30,7 +37,7 @@ def build_optimizer(model: nn.Module, spec: OptimSpec, lr: float) -> torch.optim
     if not groups:
         groups = [{"params": [torch.nn.Parameter(torch.zeros(1))], "weight_decay": 0.0}]
     if spec.name == "adamw":
-        return torch.optim.AdamW(groups, lr=lr, betas=(0.9, 0.98), eps=1e-6)
+        return torch.optim.AdamW(groups, lr=lr, betas=(0.9, 0.98), eps=1e-6, fused=fused or None)
     if spec.name == "lamb":
         return Lamb(groups, lr=lr, betas=(0.9, 0.999), eps=1e-6)
     raise ValueError(f'optim.name = "{spec.name}" is unknown; use "adamw" or "lamb"')

@@ -24,6 +24,7 @@ from growcockpit import __version__
 from growcockpit.backend.checkpoint import CheckpointError
 from growcockpit.backend.corpus import DataError
 from growcockpit.backend.data import TokenBlocks, load_blocks
+from growcockpit.backend.device import prepare_device
 from growcockpit.backend.distributed import DistContext
 from growcockpit.backend.engine import SUPPORTED_OPERATORS, Trainer
 from growcockpit.backend.init_from import data_spec_for
@@ -100,7 +101,7 @@ def run_training(
                 events.close()
             dist.close()
             return 2
-    dev = dist.device(device)
+    dev = prepare_device(dist.device(device))
     reporter.emit(
         RunStarted(
             run_id=status.run_id,

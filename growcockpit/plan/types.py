@@ -83,6 +83,10 @@ class OptimSpec:
 
 @dataclass
 class MetricsSpec:
+    """`log_every_steps`: a step event (and the step's one device read) every N steps;
+    1 reports every step. On a GPU a larger N keeps the host ahead of the device."""
+
+    log_every_steps: int = 1
     every_steps: int = 5
     timing_every_steps: int = 10
     system_every_s: float = 2.0

@@ -153,6 +153,7 @@ def _check_sections(plan: Plan, c: _Checks) -> None:
         "metrics.system_every_s", mt.system_every_s, 0.0, "0 (off) or a positive number of seconds"
     )
     c.positive("metrics.eval_batches", mt.eval_batches)
+    c.positive("metrics.log_every_steps", mt.log_every_steps)
 
     ck = plan.checkpoint
     c.at_least("checkpoint.every_steps", ck.every_steps, 0, "0 (off) or a positive number of steps")

@@ -1,0 +1,323 @@
+"""One optimizer step: micro-batches, clip, a guarded update, and what the step cost.
+
+Two rules make the step cheap on a GPU, where the host must stay ahead of the device:
+
+* **One host read per reported step, none otherwise.** The loss, the count of
+  skipped updates and the gradient norm stay on the device (`StepWindow`) and
+  are read in one transfer every `metrics.log_every_steps` steps (and at the
+  last step of a stage). Default 1: every step reports, as on CPU before.
+* **A non-finite loss or gradient skips the update on the device.** The
+  finiteness flag goes to the optimizer as `found_inf` (fused AdamW and our
+  LAMB skip the whole update, step count included, without a sync). Optimizers
+  without that support (foreach AdamW, used on CPU where a read costs nothing)
+  are guarded by a host check. The run then pauses at the next read
+  (`Trainer.after_step`), weights unchanged and finite.
+
+Phase times (fwd / bwd / opt) come from `StepTimer`, measured around the
+phases rather than woven through them: CUDA events on CUDA, read after the
+step's one read has synchronised; `perf_counter` on CPU.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import math
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+import torch
+
+from growcockpit.backend.optim import set_lr
+from growcockpit.grow import get_layers
+from growcockpit.protocol.events import LayerStats, Step
+
+if TYPE_CHECKING:
+    from growcockpit.backend.engine import Trainer
+
+AMP_DTYPES = {"bf16": torch.bfloat16, "fp16": torch.float16}
+
+
+def resolve_precision(requested: str, device: torch.device) -> str:
+    """ "auto": bf16 autocast on a CUDA device that supports it, fp32 elsewhere."""
+    if requested != "auto":
+        return requested
+    if device.type == "cuda" and torch.cuda.is_bf16_supported():
+        return "bf16"
+    return "fp32"
+
+
+@contextlib.contextmanager
+def autocast(precision: str, device: torch.device) -> Iterator[None]:
+    """The run's mixed precision (training, evaluation and loss probes alike)."""
+    dtype = AMP_DTYPES.get(precision)
+    if dtype is None:
+        yield
+        return
+    with torch.autocast(device.type, dtype=dtype):
+        yield
+
+
+def to_host(values: torch.Tensor) -> list[float]:
+    """The step's only device→host read (tests count the calls)."""
+    out: list[float] = values.detach().float().cpu().tolist()
+    return out
+
+
+class StepTimer:
+    """Wall time per phase of one step, summed over micro-batches.
+
+    On CUDA each phase is a pair of events recorded in the stream: timing the
+    GPU's work, not the host's launch time, and costing no sync. They are read
+    with `read()` after something has synchronised (the step's loss read).
+    """
+
+    def __init__(self, device: torch.device) -> None:
+        self.cuda = device.type == "cuda"
+        self.enabled = True
+        self._spans: list[tuple[str, Any, Any]] = []
+
+    def start(self, enabled: bool) -> None:
+        self.enabled = enabled
+        self._spans.clear()
+
+    def _mark(self) -> Any:
+        if self.cuda:
+            event = torch.cuda.Event(enable_timing=True)
+            event.record()
+            return event
+        return time.perf_counter()
+
+    @contextlib.contextmanager
+    def phase(self, name: str) -> Iterator[None]:
+        if not self.enabled:
+            yield
+            return
+        start = self._mark()
+        yield
+        self._spans.append((name, start, self._mark()))
+
+    def read(self) -> dict[str, float]:
+        """Milliseconds per phase name."""
+        out: dict[str, float] = {}
+        if self.cuda and self._spans:
+            self._spans[-1][2].synchronize()
+        for name, start, end in self._spans:
+            ms = float(start.elapsed_time(end)) if self.cuda else (end - start) * 1e3
+            out[name] = out.get(name, 0.0) + ms
+        return out
+
+
+@dataclass
+class StepWindow:
+    """Device-side results since the last read, and the host-side clock for them."""
+
+    device: torch.device
+    loss: torch.Tensor | None = None
+    grad_norm: torch.Tensor | None = None
+    skipped: torch.Tensor | None = None
+    steps: int = 0
+    tokens: int = 0
+    host_s: float = 0.0
+    data_s: float = 0.0
+    phases: dict[str, float] = field(default_factory=dict)
+
+    def add(self, loss: torch.Tensor, grad_norm: torch.Tensor, ok: torch.Tensor) -> None:
+        self.loss, self.grad_norm = loss, grad_norm
+        bad = (~ok).float()
+        self.skipped = bad if self.skipped is None else self.skipped + bad
+
+    def read(self) -> tuple[float, float, int]:
+        """(last loss, last gradient norm, updates skipped) in one transfer; resets the window."""
+        assert self.loss is not None and self.grad_norm is not None and self.skipped is not None
+        loss, norm, skipped = to_host(torch.stack([self.loss, self.grad_norm, self.skipped]))
+        self.loss = self.grad_norm = self.skipped = None
+        return loss, norm, int(skipped)
+
+    def reset_clock(self) -> None:
+        self.steps = self.tokens = 0
+        self.host_s = self.data_s = 0.0
+
+
+@dataclass
+class StepOutcome:
+    """What the engine learns from a reported step (None from unreported ones)."""
+
+    loss: float
+    grad_norm: float
+    skipped: int
+
+    @property
+    def finite(self) -> bool:
+        return self.skipped == 0 and math.isfinite(self.loss)
+
+
+class StepRunner:
+    """The training step and the state it keeps between steps (precision, scaler, window)."""
+
+    def __init__(self, precision: str, device: torch.device) -> None:
+        self.device = device
+        self.precision = resolve_precision(precision, device)
+        self.scaler = (
+            torch.amp.GradScaler("cuda")
+            if self.precision == "fp16" and device.type == "cuda"
+            else None
+        )
+        self.timer = StepTimer(device)
+        self.window = StepWindow(device)
+
+    def autocast(self) -> contextlib.AbstractContextManager[None]:
+        return autocast(self.precision, self.device)
+
+    def reports(self, t: Trainer) -> bool:
+        """Whether the coming step is read and reported (the same answer on every rank)."""
+        every = max(1, t.plan.metrics.log_every_steps)
+        last_of_stage = t.pos.step_in_stage + 1 >= t.stage.steps
+        return last_of_stage or (t.pos.step + 1) % every == 0
+
+    def run(self, t: Trainer) -> StepOutcome | None:
+        """One optimizer step of `t`: accumulate micro-batches, clip, guarded update, report."""
+        optimizer = t.optimizer
+        assert optimizer is not None
+        accum = t.plan.optim.grad_accum_steps
+        report = self.reports(t)
+        layer_timing, collect = t.timing_due(), t.stats_due()
+        if layer_timing:
+            t.timer.attach(get_layers(t.model))
+        lr = t.current_lr()
+        set_lr(optimizer, lr)
+        self.timer.start(enabled=report)
+        window = self.window
+        loss_sum = torch.zeros((), device=self.device)
+        tokens = 0
+        t_start = time.perf_counter()
+        for micro in range(accum):
+            t0 = time.perf_counter()
+            batch = t.batch(t.pos.step, micro)
+            tokens += batch.tokens
+            window.data_s += time.perf_counter() - t0
+            sync = no_sync(t.train_module, last=micro == accum - 1)
+            with self.timer.phase("fwd"), sync, self.autocast():
+                loss = t.train_module(batch.input_ids, batch.labels, batch.picked)
+            with self.timer.phase("bwd"):
+                if loss.requires_grad:
+                    scaled = loss / accum
+                    (self.scaler.scale(scaled) if self.scaler else scaled).backward()
+            loss_sum += loss.detach().float()
+        if layer_timing:
+            t.timer.backward_done()
+        with self.timer.phase("opt"):
+            grad_norms, norm, ok = self.update(t, optimizer, loss_sum, collect)
+        window.add(loss_sum / accum, norm, ok)
+        window.steps += 1
+        window.tokens += tokens
+        outcome = None
+        if report:
+            loss_value, norm_value, skipped = window.read()
+            window.phases = self.timer.read()
+            outcome = StepOutcome(loss_value, norm_value, skipped)
+        window.host_s += time.perf_counter() - t_start
+        if layer_timing:
+            t.layer_ms = t.timer.result()
+            t.timer.detach()
+        t.pos.step += 1
+        t.pos.step_in_stage += 1
+        t.pos.tokens += tokens * t.dist.world_size
+        if outcome is not None:
+            outcome.loss = self.emit_step(t, outcome.loss, lr)
+        if collect:
+            fwd_ms, bwd_ms = t.layer_ms
+            t.layer_ms = ([], [])  # each timing sample is reported once, never again stale
+            layers = t.stats.collect(grad_norms, fwd_ms, bwd_ms)
+            t.report.emit(LayerStats(step=t.pos.step, stage=t.pos.stage_index, layers=layers))
+        return outcome
+
+    def update(
+        self,
+        t: Trainer,
+        optimizer: torch.optim.Optimizer,
+        loss_sum: torch.Tensor,
+        collect: bool,
+    ) -> tuple[list[float | None], torch.Tensor, torch.Tensor]:
+        """Unscale, clip, and step unless the loss or gradient is non-finite.
+
+        Returns (per-layer grad norms if collected, total grad norm, finite flag), on the device.
+        """
+        params = [p for g in optimizer.param_groups for p in g["params"] if p.grad is not None]
+        grad_norms: list[float | None] = []
+        loss_ok = torch.isfinite(loss_sum)
+        if not params:
+            return grad_norms, torch.zeros((), device=self.device), loss_ok
+        if self.scaler:
+            self.scaler.unscale_(optimizer)
+        if collect:
+            grad_norms = t.stats.before_update()
+        clip = t.plan.optim.grad_clip
+        if clip > 0:
+            norm = torch.nn.utils.clip_grad_norm_(params, clip)
+        else:
+            norm = torch.nn.utils.get_total_norm([p.grad for p in params])
+        norm = norm.to(self.device)
+        if self.scaler:
+            # fp16: the scaler skips overflowing steps and lowers its scale (normal, no pause)
+            self.scaler.step(optimizer)
+            self.scaler.update()
+            ok = loss_ok
+        else:
+            # under DDP the all-reduced gradient norm is the same on every rank: so is the skip
+            ok = torch.isfinite(norm) if t.dist.enabled else torch.isfinite(norm) & loss_ok
+            guarded_step(optimizer, ok)
+        optimizer.zero_grad(set_to_none=True)
+        return grad_norms, norm.detach().float(), ok
+
+    def emit_step(self, t: Trainer, loss: float, lr: float) -> float:
+        """The Step event for the window that just ended; returns the loss (mean over ranks)."""
+        w = self.window
+        step_s = w.host_s / max(1, w.steps)
+        loss, rank_ms = t.dist.step_summary(loss, step_s * 1e3, self.device)
+        per_step = w.phases
+        t.report.emit(
+            Step(
+                step=t.pos.step,
+                stage=t.pos.stage_index,
+                loss=loss,
+                lr=lr,
+                tokens=t.pos.tokens,
+                tokens_per_s=w.tokens * t.dist.world_size / w.host_s if w.host_s > 0 else 0.0,
+                step_ms=step_s * 1e3,
+                data_ms=w.data_s / max(1, w.steps) * 1e3,
+                fwd_ms=per_step.get("fwd", 0.0),
+                bwd_ms=per_step.get("bwd", 0.0),
+                opt_ms=per_step.get("opt", 0.0),
+                rank_step_ms=rank_ms,
+            )
+        )
+        w.reset_clock()
+        return loss
+
+
+def supports_found_inf(optimizer: torch.optim.Optimizer) -> bool:
+    """Optimizers that take a device-side `found_inf` flag and skip the update on it."""
+    return bool(getattr(optimizer, "_step_supports_amp_scaling", False))
+
+
+def guarded_step(optimizer: torch.optim.Optimizer, ok: torch.Tensor) -> None:
+    """`optimizer.step()` unless `ok` is False; on the device when the optimizer allows."""
+    if supports_found_inf(optimizer):
+        optimizer.found_inf = (~ok).float().reshape(())  # type: ignore[attr-defined]
+        try:
+            optimizer.step()
+        finally:
+            del optimizer.found_inf  # type: ignore[attr-defined]
+        return
+    if bool(ok):
+        optimizer.step()
+
+
+def no_sync(module: torch.nn.Module, last: bool) -> contextlib.AbstractContextManager[object]:
+    """Skip DDP's gradient all-reduce on all but the last micro-batch."""
+    if last or not hasattr(module, "no_sync"):
+        return contextlib.nullcontext()
+    ctx: contextlib.AbstractContextManager[object] = module.no_sync()
+    return ctx
