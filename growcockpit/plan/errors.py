@@ -25,8 +25,8 @@ class PlanError(Exception):
     def __init__(
         self, problem: str, key: str = "", source: str = "<plan>", line: int | None = None
     ):
-        self.problem = " ".join(problem.split())
-        self.key = key
+        self.problem = _printable(" ".join(problem.split()), 1000)
+        self.key = _printable(key, 120)
         self.source = source
         self.line = line
         super().__init__(str(self))
@@ -55,3 +55,10 @@ class PlanError(Exception):
 
     def __reduce__(self) -> tuple[type[PlanError], tuple[str, str, str, int | None]]:
         return (PlanError, (self.problem, self.key, self.source, self.line))
+
+
+def _printable(text: str, limit: int) -> str:
+    """`text` safe for a terminal line: control and bidi characters escaped, cut to `limit`."""
+    if not text.isprintable():
+        text = "".join(ch if ch.isprintable() else ascii(ch)[1:-1] for ch in text)
+    return text if len(text) <= limit else text[: limit - 1] + "…"

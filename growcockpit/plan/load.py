@@ -19,6 +19,7 @@ from typing import Any, Literal
 
 from growcockpit.plan.budget import apply_fit, fit_budget
 from growcockpit.plan.errors import PlanError
+from growcockpit.plan.limits import echo, quoted
 from growcockpit.plan.locate import TomlLocator
 from growcockpit.plan.types import (
     BudgetSpec,
@@ -65,7 +66,7 @@ def unknown_key_problem(key: str, valid: typing.Iterable[str]) -> str:
     valid = list(valid)
     close = difflib.get_close_matches(key, valid, n=1, cutoff=0.6)
     guess = f'did you mean "{close[0]}"? ' if close else ""
-    return f'unknown key "{key}"; {guess}valid keys: {", ".join(valid)}'
+    return f"unknown key {quoted(key)}; {guess}valid keys: {', '.join(valid)}"
 
 
 def _type_name(value: object) -> str:
@@ -94,7 +95,7 @@ def _convert(value: object, tp: Any, key: str, problems: _Problems) -> tuple[boo
         return _convert(value, args[0], key, problems)
     if origin is Literal:
         tp = str
-    got = f"got {_type_name(value)} {value!r}"
+    got = f"got {_type_name(value)} {echo(value)}"
     if tp is bool:
         if isinstance(value, bool):
             return True, value
@@ -102,7 +103,7 @@ def _convert(value: object, tp: Any, key: str, problems: _Problems) -> tuple[boo
     elif tp is int:
         if isinstance(value, int) and not isinstance(value, bool):
             return True, value
-        if isinstance(value, float) and value.is_integer():
+        if isinstance(value, float) and value.is_integer() and abs(value) < 1e15:
             problems.append((key, f"expected an integer, {got}; write {int(value)}"))
         else:
             problems.append((key, f"expected an integer, {got}; write a whole number"))

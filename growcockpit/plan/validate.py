@@ -15,6 +15,7 @@ from collections.abc import Callable
 from growcockpit.plan.budget import budget_problems, fill_index, fit_budget
 from growcockpit.plan.errors import PlanError
 from growcockpit.plan.init_from import init_from_problems
+from growcockpit.plan.limits import limit_problems, quoted
 from growcockpit.plan.locate import TomlLocator
 from growcockpit.plan.names import name_problem
 from growcockpit.plan.recipe_checks import recipe_problems
@@ -90,7 +91,7 @@ class _Checks:
     def one_of(self, key: str, value: str, choices: tuple[str, ...]) -> bool:
         if value in choices:
             return True
-        self.add(key, f'unknown value "{value}"; use one of {_choices(choices)}')
+        self.add(key, f"unknown value {quoted(value)}; use one of {_choices(choices)}")
         return False
 
 
@@ -285,7 +286,14 @@ def collect_problems(plan: Plan) -> list[Problem]:
     for index, stage in enumerate(plan.stages):
         fitted = index == fill or (stage.fill and plan.budget is not None)
         _check_stage(index, stage, shapes[index].prev_layers, names, c, fitted=fitted)
-    c.problems += recipe_problems(plan, shapes)
+    c.problems += recipe_problems(plan, shapes) + limit_problems(plan)
+    # A stage whose layer count breaks its operator's rule: report the count, not its echoes.
+    wrong_layers = {key[: -len(".layers")] for key, _ in shape_problems if key.endswith(".layers")}
+    c.problems = [
+        (k, p)
+        for k, p in c.problems
+        if k.rsplit(".", 1)[0] not in wrong_layers or not k.endswith(".train")
+    ]
     for key, problem in budget_problems(plan):
         c.add(key, problem)
     fit = fit_budget(plan)
