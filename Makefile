@@ -29,8 +29,10 @@ $(VENV)/.test-setup-done: $(VENV)/.setup-done
 test: test-setup lint typecheck
 	$(PY) -m pytest -q
 
+## make lint: ruff, and the layer contracts of pyproject.toml [tool.importlinter]
 lint: test-setup
 	$(VENV)/bin/ruff check growcockpit tests bench
+	$(VENV)/bin/lint-imports
 
 typecheck: test-setup
 	$(VENV)/bin/mypy growcockpit/plan growcockpit/protocol growcockpit/grow growcockpit/ui
