@@ -280,13 +280,16 @@ def collect_problems(plan: Plan) -> list[Problem]:
         c.add(key, problem)
     if not plan.stages:
         c.add("stages", "no stages; add at least one [[stages]] table with name, layers and steps")
+    limits = limit_problems(plan)
+    if any(key.startswith("stages[") for key, _ in limits):  # too big to walk the shapes of
+        return [p for _, p in sorted(enumerate(c.problems + limits), key=_order)]
     shapes, shape_problems = walk_shapes(plan)
     names: dict[str, int] = {}
     fill = fill_index(plan)
     for index, stage in enumerate(plan.stages):
         fitted = index == fill or (stage.fill and plan.budget is not None)
         _check_stage(index, stage, shapes[index].prev_layers, names, c, fitted=fitted)
-    c.problems += recipe_problems(plan, shapes) + limit_problems(plan)
+    c.problems += recipe_problems(plan, shapes) + limits
     # A stage whose layer count breaks its operator's rule: report the count, not its echoes.
     wrong_layers = {key[: -len(".layers")] for key, _ in shape_problems if key.endswith(".layers")}
     c.problems = [

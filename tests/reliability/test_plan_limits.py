@@ -39,6 +39,8 @@ def test_stage_sizes_have_ceilings() -> None:
         "final_layers = 4", "final_layers = 1024"
     )
     assert "stages[1].layers: must be ≤ 1,024" in _error(text)
+    huge = TINY.replace("layers = 4\nenter", "layers = 9223372036854775807\nenter")
+    assert "stages[1].layers: must be ≤ 1,024" in _error(huge)  # once a MemoryError
     steps = TINY.replace("steps = 20\n\n[[stages]]", "steps = 10000000000000\n\n[[stages]]")
     assert "stages[0].steps: must be ≤ " in _error(steps)
 
