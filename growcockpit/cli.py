@@ -429,13 +429,15 @@ def _stages_from_file(value: str | None) -> list[dict[str, object]]:
 
 def cmd_status(args: argparse.Namespace) -> int:
     from growcockpit.protocol import RunDirError, read_status
+    from growcockpit.protocol.node import latest_node
 
     try:
         status = read_status(args.run_dir)
     except RunDirError as exc:
         raise UserError(str(exc)) from None
+    node = latest_node(args.run_dir)  # every GPU and each rank's step time, from the events
     if args.json:
-        print(status.to_json())
+        print(node.json_with(status))
         return EXIT_OK
     loss = f"{status.loss:.4f}" if status.loss is not None else "-"
     # A finished run's stage index is one past the last stage; show the last one.
@@ -444,6 +446,8 @@ def cmd_status(args: argparse.Namespace) -> int:
         f"{status.run_id}: {status.state}  plan {status.plan_name}  stage {stage}/{status.num_stages} "
         f"({status.stage_name})  step {status.step}/{status.total_steps}  loss {loss}  pid {status.pid}"
     )
+    for line in node.lines():
+        print(f"  {line}")
     return EXIT_OK
 
 

@@ -40,6 +40,7 @@ class GpuProbe:
     def sample(self) -> list[GpuStat]:
         out: list[GpuStat] = []
         nv = getattr(self, "_nvml", None)
+        pids = run_pids() if self.handles else set()
         for i, h in enumerate(self.handles):
             stat = GpuStat(index=i, name=self.names[i])
             try:
@@ -50,33 +51,58 @@ class GpuProbe:
                 stat.temp_c = float(nv.nvmlDeviceGetTemperature(h, 0))  # type: ignore[union-attr]
             except Exception:
                 pass
-            stat.proc_mem = self._process_memory(i, h)
+            stat.proc_mem, stat.run_pids = self._run_memory(i, h, pids)
             out.append(stat)
         return out
 
-    def _process_memory(self, index: int, handle: object) -> int | None:
-        """This process's memory on GPU `index`.
+    def _run_memory(
+        self, index: int, handle: object, pids: set[int]
+    ) -> tuple[int | None, list[int] | None]:
+        """This run's memory on GPU `index` and its processes there.
 
-        NVML reports host PIDs; inside a container (its own PID namespace) our
-        `os.getpid()` never matches them, so fall back to what the CUDA caching
-        allocator holds for us, which is the same number seen from inside.
+        NVML reports host PIDs; inside a container (its own PID namespace) none
+        of ours match, so fall back to what the CUDA caching allocator holds
+        for this process on its own device (only when CUDA and NVML number the
+        GPUs alike), which is the same number seen from inside.
         """
         nv = getattr(self, "_nvml", None)
-        pid = os.getpid()
         try:
-            for proc in nv.nvmlDeviceGetComputeRunningProcesses(handle):  # type: ignore[union-attr]
-                if proc.pid == pid and proc.usedGpuMemory is not None:
-                    return int(proc.usedGpuMemory)
+            procs = nv.nvmlDeviceGetComputeRunningProcesses(handle)  # type: ignore[union-attr]
+            ours = [p for p in procs if p.pid in pids]
+            if ours:
+                used = sum(int(p.usedGpuMemory or 0) for p in ours)
+                return used, sorted(int(p.pid) for p in ours)
         except Exception:
             pass
         try:
             import torch
 
-            if torch.cuda.is_initialized():
-                return int(torch.cuda.memory_reserved(index))
+            same_numbering = "CUDA_VISIBLE_DEVICES" not in os.environ
+            if (
+                torch.cuda.is_initialized()
+                and same_numbering
+                and index == torch.cuda.current_device()
+            ):
+                return int(torch.cuda.memory_reserved(index)), None
         except Exception:
             pass
-        return None
+        return None, None
+
+
+def run_pids() -> set[int]:
+    """The processes of this run: this one, and under torchrun every worker of the launcher.
+
+    torchrun starts one worker per rank as children of its agent, so rank 0's
+    siblings are the other ranks of this node.
+    """
+    pids = {os.getpid()}
+    if int(os.environ.get("LOCAL_WORLD_SIZE", "1")) > 1:
+        try:
+            agent = psutil.Process(os.getppid())
+            pids.update(p.pid for p in agent.children(recursive=True))
+        except psutil.Error:
+            pass
+    return pids
 
 
 class SystemSampler:

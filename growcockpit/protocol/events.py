@@ -149,6 +149,7 @@ class GpuStat:
     power_w: float | None = None
     temp_c: float | None = None
     proc_mem: int | None = None  # this run's memory on the GPU
+    run_pids: list[int] | None = None  # this run's processes on the GPU (all DDP ranks)
 
 
 @dataclass(kw_only=True)

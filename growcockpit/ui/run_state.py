@@ -68,6 +68,7 @@ class RunState:
     lr: float | None = None
     tokens_per_s: float | None = None
     step_ms: float | None = None
+    rank_step_ms: list[float] | None = None  # each DDP rank's time of the last step
     val_loss: float | None = None
     t_start: float | None = None
     t_last: float | None = None

@@ -22,6 +22,7 @@ def on_step(state: RunState, ev: Step) -> None:
     state.lr = ev.lr
     state.tokens_per_s = ev.tokens_per_s or state.tokens_per_s
     state.step_ms = ev.step_ms or state.step_ms
+    state.rank_step_ms = ev.rank_step_ms or state.rank_step_ms
     if state.status == "starting":
         state.status = "running"
     state.train_loss.append(ev.step, ev.loss)
@@ -110,6 +111,7 @@ def on_system(state: RunState, ev: System) -> None:
         view.name = g.name or view.name
         view.util, view.mem_used, view.mem_total = g.util, g.mem_used, g.mem_total
         view.power_w, view.temp_c = g.power_w, g.temp_c
+        view.run_mem, view.run_pids = g.proc_mem, g.run_pids
         view.util_hist.append(g.util or 0.0)
         frac = view.mem_frac
         view.mem_hist.append(frac if frac is not None else 0.0)

@@ -46,6 +46,8 @@ class GpuView:
     mem_total: int | None = None
     power_w: float | None = None
     temp_c: float | None = None
+    run_mem: int | None = None  # this run's memory on the GPU
+    run_pids: list[int] | None = None  # this run's processes on it (every local rank)
     util_hist: deque[float] = field(default_factory=lambda: deque(maxlen=HIST))
     mem_hist: deque[float] = field(default_factory=lambda: deque(maxlen=HIST))
 

@@ -1,11 +1,13 @@
-"""Each GPU's utilisation, memory, power and temperature with a short history; CPU and
-RAM of the training process and machine. Without a GPU it says so, calmly."""
+"""Every GPU of the node (utilisation, memory, power, temperature, this run's processes on
+it) with a short history; each DDP rank's step time with the slowest marked and the spread;
+CPU and RAM of the training process and machine. Without a GPU it says so, calmly."""
 
 from __future__ import annotations
 
 from rich.text import Text
 from textual.widgets import Static
 
+from growcockpit.protocol.node import rank_spread
 from growcockpit.ui.run_state import RunState
 from growcockpit.ui.widgets.text_bits import bar, colour, human_bytes, num, spark
 
@@ -29,12 +31,16 @@ def system_text(state: RunState, widget: Static, width: int, compact: bool = Fal
         frac = g.mem_frac
         text.append(f"mem {bar(frac, 8)} {human_bytes(g.mem_used)}/{human_bytes(g.mem_total)}  ")
         text.append(f"{num(g.power_w, '.0f')} W  {num(g.temp_c, '.0f')}°C")
+        if g.run_pids or g.run_mem:
+            procs = f"{len(g.run_pids)} proc " if g.run_pids else ""
+            text.append(f"  run {procs}{human_bytes(g.run_mem)}", style="bold")
         if not compact:
             text.append("\n      util ")
             text.append(spark(g.util_hist, hist_w), style=ok)
             text.append("  mem ")
             text.append(spark(g.mem_hist, hist_w // 2))
         text.append("\n")
+    ranks_text(state, widget, text, compact)
     text.append("CPU ", style="bold")
     text.append(f"{num(state.cpu_pct, '.0f')}%  ")
     text.append(spark(state.cpu_hist, hist_w if not compact else 10), style=ok)
@@ -46,6 +52,23 @@ def system_text(state: RunState, widget: Static, width: int, compact: bool = Fal
         )
         text.append(spark(state.ram_hist, hist_w if not compact else 10))
     return text
+
+
+def ranks_text(state: RunState, widget: Static, text: Text, compact: bool) -> None:
+    """One line: each rank's step time, the slowest highlighted, and the spread in %."""
+    spread = rank_spread(state.rank_step_ms)
+    if spread is None:
+        return
+    slow = colour(widget, "gc-pause") if spread.straggler else colour(widget, "gc-lr")
+    text.append("ranks ", style="bold")
+    for rank, ms in enumerate(spread.step_ms):
+        style = f"bold {slow}" if rank == spread.slowest else ""
+        mark = " ◀" if rank == spread.slowest else ""
+        text.append(f"r{rank} {ms:.0f}{'' if compact else ' ms'}{mark}", style=style)
+        text.append("  ")
+    verdict = "  straggler" if spread.straggler and not compact else ""
+    text.append(f"spread {spread.spread_pct:.0f}%{verdict}", style=slow if spread.straggler else "")
+    text.append("\n")
 
 
 class SystemPanel(Static):
