@@ -89,14 +89,17 @@ def test_stage_recipes_ramp_then_remove_and_rebuild_on_resume() -> None:
     stack_layers(model, 1, "top")
     layer = get_layers(model)[2]
     recipes = StageRecipes()
-    recipes.install(model, stage, [2], step_in_stage=0)
+    fwd = StagedForward(0, True)
+    recipes.install(model, stage, [2], fwd, seed=0, step_in_stage=0, step=5)
     assert recipes.gates is not None and recipes.gates.value == 0.0
     values = []
     for t in range(1, 4):
-        recipes.after_step(t)
+        recipes.after_step(t, 5 + t)
         values.append(recipes.gates.value if recipes.gates else None)
     assert values == [1 / 3, 2 / 3, None] and len(layer._forward_hooks) == 0
-    recipes.install(model, stage, [2], step_in_stage=2)  # resume inside the ramp
+    recipes.install(
+        model, stage, [2], fwd, seed=0, step_in_stage=2, step=7
+    )  # resume inside the ramp
     assert recipes.gates is not None and recipes.gates.value == 2 / 3
-    recipes.install(model, stage, [2], step_in_stage=3)  # resume after it
+    recipes.install(model, stage, [2], fwd, seed=0, step_in_stage=3, step=8)  # resume after it
     assert recipes.gates is None and len(layer._forward_hooks) == 0

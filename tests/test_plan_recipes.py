@@ -33,6 +33,7 @@ VALID = {
     "ramp on stack": ("gpt2", 'enter = "stack"\nramp_steps = 5'),
     "ramp on bert stack": ("bert", 'enter = "stack"\nramp_steps = 20'),
     "zero init on gpt2 stack": ("gpt2", 'enter = "stack"\ninit = "zero"'),
+    "layer drop": ("gpt2", 'enter = "stack"\nlayer_drop = 0.3'),
     "middle stack, new": ("bert", 'enter = "stack"\nsource = "middle"\ntrain = "new"'),
 }
 
@@ -57,6 +58,18 @@ INVALID = {
         "stages[1].layers",
         'source = "middle" copies existing layers',
     ),
+    "layer drop one": (
+        "gpt2",
+        'enter = "stack"\nlayer_drop = 1.0',
+        "stages[1].layer_drop",
+        "[0, 1)",
+    ),
+    "layer drop too shallow": (
+        "gpt2",
+        "layer_drop = 0.2",
+        "stages[1].layer_drop",
+        "only 2 layers",
+    ),
     "ramp on continue": ("gpt2", "ramp_steps = 3", "stages[1].ramp_steps", "adds none"),
 }
 
@@ -71,7 +84,9 @@ def test_valid_recipes_round_trip(case: str) -> None:
 @pytest.mark.parametrize("case", INVALID)
 def test_invalid_recipes_name_key_and_fix(case: str) -> None:
     family, grow, key, phrase = INVALID[case]
-    layers = {"ramp on continue": 2, "middle beyond depth": 5}.get(case, 4)
+    layers = {"ramp on continue": 2, "layer drop too shallow": 2, "middle beyond depth": 5}.get(
+        case, 4
+    )
     text = plan_text(family, grow, layers=layers)
     with pytest.raises(PlanError) as err:
         loads_plan(text, source="p.toml")

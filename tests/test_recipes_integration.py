@@ -118,3 +118,10 @@ def test_middle_stack_trains_the_inserted_blocks_gated(tmp_path: Path, gc_cache:
     assert grow.loss_before is not None and grow.loss_after == grow.loss_before
     assert "2←0, 3←1" in grow.detail
     assert of_type(events, StageStarted)[1].trainable_layers == [2, 3]
+
+
+def test_layer_drop_trains_and_resumes_exactly(tmp_path: Path, gc_cache: Path) -> None:
+    run = train(tmp_path, gc_cache, "drop", tiny_plan("gpt2", "layer_drop = 0.5", depth=(3, 5)))
+    steps = of_type(read_all(run / "events.jsonl"), Step)
+    assert len(steps) == 22 and all(s.loss == s.loss for s in steps)
+    resume_replays(tmp_path, gc_cache, run, 16)

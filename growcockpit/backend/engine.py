@@ -144,7 +144,7 @@ class Trainer:
         """`loss` is None on steps that read nothing from the device (metrics.log_every_steps)."""
         if loss is not None:
             self.last_loss = loss
-        self.recipes.after_step(self.pos.step_in_stage)
+        self.recipes.after_step(self.pos.step_in_stage, self.pos.step)
         self.report.status_step(self)
         if loss is not None and (skipped or not math.isfinite(loss)):
             self.paused = True
@@ -304,7 +304,15 @@ class Trainer:
             fresh = fresh_state_layers(stage, grow)
             carry_optimizer_state(previous, self.optimizer, self.model, grow, fresh)
         self.stats = LayerStatsSampler(self.model)
-        self.recipes.install(self.model, stage, self.pos.gated_layers, self.pos.step_in_stage)
+        self.recipes.install(
+            self.model,
+            stage,
+            self.pos.gated_layers,
+            self.forward,
+            seed=self.plan.seed,
+            step_in_stage=self.pos.step_in_stage,
+            step=self.pos.step,
+        )
 
     def set_train_modes(self) -> None:
         set_train_modes(self.model)

@@ -25,10 +25,13 @@ from growcockpit.grow.model_parts import family_of, get_layers
 
 @dataclass
 class StagedForward:
-    """Forward plan for a stage: how many bottom blocks run forward-only."""
+    """Forward plan for a stage: how many bottom blocks run forward-only, and
+    which blocks this step skips (`layer_drop`: a skipped block is the identity
+    and costs nothing)."""
 
     frozen_prefix: int
     embeddings_trainable: bool
+    skip: frozenset[int] = frozenset()
 
     @classmethod
     def for_stage(
@@ -45,12 +48,14 @@ class StagedForward:
         no_grad_bottom = not self.embeddings_trainable
         with torch.set_grad_enabled(torch.is_grad_enabled() and not no_grad_bottom):
             h = _embed(model, family, ids)
-            for layer in layers[: self.frozen_prefix]:
-                h = layer(h)
+            for i in range(self.frozen_prefix):
+                if i not in self.skip:
+                    h = layers[i](h)
         if no_grad_bottom:
             h = h.detach()
-        for layer in layers[self.frozen_prefix :]:
-            h = layer(h)
+        for i in range(self.frozen_prefix, len(layers)):
+            if i not in self.skip:
+                h = layers[i](h)
         return _head_loss(model, family, h, batch)
 
 

@@ -5,6 +5,10 @@
   (`grow.gates`). m is a pure function of the step in the stage, and which
   blocks are gated is kept in the trainer position, so a resume inside the
   ramp rebuilds exactly the same gates: no extra checkpoint state.
+- `layer_drop = p`: the staged forward skips the blocks
+  `grow.layer_drop.skipped_blocks(seed, step, ...)` names, a pure function of
+  the plan's seed and the global step: resume needs no extra state either.
+  Evaluation builds its own full forward, so it always runs every block.
 
 The engine calls `install` when a stage's training is configured (entering
 it, or restoring into it) and `after_step` after every optimizer step, so the
@@ -15,7 +19,9 @@ from __future__ import annotations
 
 from torch import nn
 
+from growcockpit.backend.forward import StagedForward
 from growcockpit.grow.gates import BlockGates, ramp_value
+from growcockpit.grow.layer_drop import skipped_blocks
 from growcockpit.grow.model_parts import get_layers
 from growcockpit.grow.stack import GrowResult
 from growcockpit.plan.types import Stage
@@ -37,27 +43,55 @@ def fresh_state_layers(stage: Stage, grow: GrowResult | None) -> list[int]:
 
 
 class StageRecipes:
-    """The ramp's gates of the current stage (none when it has no ramp)."""
+    """The current stage's ramp gates and layer-drop pattern."""
 
     def __init__(self) -> None:
         self.gates: BlockGates | None = None
         self.ramp_steps = 0
+        self.forward: StagedForward | None = None
+        self.layer_drop = 0.0
+        self.depth = 0
+        self.seed = 0
 
-    def install(self, model: nn.Module, stage: Stage, gated: list[int], step_in_stage: int) -> None:
+    def install(
+        self,
+        model: nn.Module,
+        stage: Stage,
+        gated: list[int],
+        forward: StagedForward,
+        *,
+        seed: int,
+        step_in_stage: int,
+        step: int,
+    ) -> None:
         self.clear()
         if stage.ramp_steps is not None and gated:
             self.ramp_steps = stage.ramp_steps
             value = ramp_value(step_in_stage, stage.ramp_steps)
             if value < 1.0:
                 self.gates = BlockGates(get_layers(model), gated, value)
+        self.forward = forward
+        self.layer_drop = stage.layer_drop
+        self.depth = len(get_layers(model))
+        self.seed = seed
+        self._set_skip(step)
 
-    def after_step(self, step_in_stage: int) -> None:
+    def after_step(self, step_in_stage: int, step: int) -> None:
         if self.gates is not None:
             self.gates.set(ramp_value(step_in_stage, self.ramp_steps))
             if not self.gates.active:
                 self.gates = None
+        self._set_skip(step)
+
+    def _set_skip(self, step: int) -> None:
+        if self.forward is not None and self.layer_drop > 0:
+            self.forward.skip = skipped_blocks(self.seed, step, self.depth, self.layer_drop)
 
     def clear(self) -> None:
         if self.gates is not None:
             self.gates.remove()
             self.gates = None
+        if self.forward is not None:
+            self.forward.skip = frozenset()
+        self.forward = None
+        self.layer_drop = 0.0

@@ -17,6 +17,8 @@ pass at full width (f = 1), per training step:
 - Frozen blocks *above* the lowest trainable one (`source = "middle"`,
   `train = "new"`: the trainable blocks sit in the middle) pass an input
   gradient down to it: 1 + r/2 each (methods.md §8), whatever the embeddings.
+- `layer_drop = p`: every block cost is multiplied by the expected fraction
+  of blocks run, 1 − p·(L_s − 2)/L_s (methods.md §8).
 - Head: (1 + r)h when it trains; when frozen, (1 + r/2)h if anything below it
   needs a gradient, else h (forward only).
 - Width w < hidden size d (coalesced levels): block costs scale by (w/d)²,
@@ -131,12 +133,15 @@ def step_cost(
     refined: bool = False,
     frozen_fwd: float = 1.0,
     frozen_above: int = 0,
+    layer_drop: float = 0.0,
 ) -> float:
     """Cost of one step of a stage (module doc), in full-width block-forward units.
 
     `frozen_above`: how many of the frozen blocks sit above the lowest
     trainable one (`source = "middle"` with `train = "new"`); they pass an
     input gradient down, so each costs 1 + r/2 (methods.md §8).
+    `layer_drop`: each block but the first and last is skipped with this
+    probability, so the blocks cost `expected_depth_fraction` of a full step's.
     """
     k = max(0, min(trainable, layers))
     above = max(0, min(frozen_above, layers - k))
@@ -146,6 +151,7 @@ def step_cost(
         frozen = (1 + r / 2) if embeddings_trainable else 1.0
         blocks = frozen * (layers - k - above) + (1 + r / 2) * above + (1 + r) * k
     head_fwd = h * width_fraction
+    drop = expected_depth_fraction(layers, layer_drop)
     if refined:
         if k < layers:  # frozen blocks: eval-mode forward (module doc)
             blocks -= (1.0 - frozen_fwd) * (layers - k)
@@ -157,14 +163,21 @@ def step_cost(
             head = (1 + r / 2) * head_fwd  # input gradient only
         else:
             head = head_fwd
-        return blocks * width_fraction**2 + head
+        return blocks * drop * width_fraction**2 + head
     if head_trainable:
         head = (1 + r) * head_fwd
     elif k > 0 or embeddings_trainable:
         head = (1 + r / 2) * head_fwd
     else:
         head = head_fwd
-    return blocks * width_fraction**2 + head
+    return blocks * drop * width_fraction**2 + head
+
+
+def expected_depth_fraction(layers: int, p: float) -> float:
+    """E[blocks run] / L under layer drop: 1 − p·(L − 2)/L (first and last always run)."""
+    if layers < 3 or p <= 0:
+        return 1.0
+    return 1.0 - p * (layers - 2) / layers
 
 
 def frozen_above(trainable_layers: list[int], layers: int) -> int:
@@ -208,6 +221,7 @@ def estimate_cost(
             refined=refined,
             frozen_fwd=frozen_fwd,
             frozen_above=frozen_above(shape.trainable_layers, shape.layers),
+            layer_drop=stage.layer_drop,
         )
         steps = max(0, stage.steps)
         stages.append(

@@ -22,6 +22,7 @@ def recipe_problems(plan: Plan, shapes: list[StageShape]) -> list[Problem]:
     for index, (stage, shape) in enumerate(zip(plan.stages, shapes, strict=False)):
         problems += _ramp(f"stages[{index}].ramp_steps", stage, shape)
         problems += _init(f"stages[{index}].init", stage, plan.model.family)
+        problems += _layer_drop(f"stages[{index}].layer_drop", stage)
     return problems
 
 
@@ -86,6 +87,25 @@ def _init(key: str, stage: Stage, family: str) -> list[Problem]:
                 key,
                 '"zero" cannot make a post-LN BERT block the identity (its LayerNorm follows the '
                 "residual sum); use ramp_steps = K (a gated block) instead",
+            )
+        ]
+    return []
+
+
+def _layer_drop(key: str, stage: Stage) -> list[Problem]:
+    p = stage.layer_drop
+    if p == 0.0:
+        return []
+    if not 0.0 < p < 1.0:
+        return [
+            (key, f"must be in [0, 1), got {p}; e.g. 0.25 skips a quarter of the middle blocks")
+        ]
+    if stage.layers < 3:
+        return [
+            (
+                key,
+                f"skips blocks other than the first and last, but this stage has only "
+                f"{stage.layers} layers; remove layer_drop",
             )
         ]
     return []

@@ -139,7 +139,9 @@ class Stage:
     methods.md: embeddings train only when every layer trains; the head trains.
     Growth recipes (methods.md §8): `ramp_steps` gates the blocks the operator
     adds, y = x + m·(block(x) − x) with m rising 0 → 1 over that many steps;
-    `init = "zero"` (stack, GPT-2) zeroes the new blocks' output projections.
+    `init = "zero"` (stack, GPT-2) zeroes the new blocks' output projections;
+    `source = "middle"` inserts the copies after the middle blocks;
+    `layer_drop = p` skips each middle block with probability p per step.
     `fill` marks the stage whose `steps` are fitted to the plan's `[budget]`
     (by default the last stage, when the plan has a budget).
     """
@@ -160,6 +162,7 @@ class Stage:
     advance: str = "auto"
     ramp_steps: int | None = None
     init: str = "copy"
+    layer_drop: float = 0.0
     fill: bool = False
 
     def embeddings_trainable(self) -> bool:
