@@ -164,11 +164,11 @@ def test_format_plan() -> None:
     plan = loads_plan(VCYCLE)
     text = format_plan(plan, estimate_cost(plan, h=0.0))
     assert text.splitlines()[0] == "plan: v"
-    assert "coalesce(adjacent)" in text and "interpolate(α=0.5,adjacent)" in text
+    assert "coalesce (adjacent)" in text and "interpolate (adjacent, α=0.5)" in text
     assert "128→64" in text and "4→2" in text
     assert "0.65 × full-depth baseline" in text and "speedup 1.54×" in text
     demo = format_plan(load_plan(sample_plan("cpu-demo")))
-    assert "stack(top)" in demo and "2-3" in demo
+    assert "stack (top)" in demo and "2-3" in demo
 
 
 # ---- refined model (bench/stage_cost.py checks it against measured steps) -------------

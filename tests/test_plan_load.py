@@ -60,6 +60,7 @@ advance = "manual"
 name = "fine"
 enter = "interpolate"
 layers = 4
+pairing = "half"   # the coalesce's
 alpha = 0.25
 train = "top:2"
 embeddings = "frozen"

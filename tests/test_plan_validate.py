@@ -16,6 +16,7 @@ from growcockpit.plan import (
     plan_problems,
     replace_remaining_stages,
     resolve_shapes,
+    text_problems,
     validate_plan,
 )
 from growcockpit.resources import sample_plan
@@ -343,7 +344,7 @@ VCYCLE3 = model(final=8) + stages(
     'name = "full"\nlayers = 8\nsteps = 10',
     'name = "l2"\nenter = "coalesce"\nlayers = 4\nsteps = 10',
     'name = "l3"\nenter = "coalesce"\nlayers = 2\npairing = "half"\nsteps = 10',
-    'name = "up2"\nenter = "decoalesce"\nlayers = 4\nsteps = 10',
+    'name = "up2"\nenter = "decoalesce"\nlayers = 4\npairing = "half"\nsteps = 10',
     'name = "up1"\nenter = "interpolate"\nlayers = 8\nalpha = 0.5\nsteps = 10',
     'name = "grow"\nenter = "stack"\nlayers = 8\ntrain = "top:2"\nsteps = 1',
 )
@@ -365,6 +366,26 @@ def test_vcycle_shapes() -> None:
         (8, 128, 4, 512, 4, 64, 4),
     ]
     assert [s.trainable_layers for s in shapes][2] == [0, 1]
+    # the level snapshots the backend keeps: opened by coalesce, closed by the return to them
+    assert [s.level for s in shapes] == [None, 1, 2, 2, 1]
+    assert [s.open_levels for s in shapes] == [(), (1,), (1, 2), (1,), ()]
+
+
+def test_return_with_another_pairing_than_its_coalesce_is_rejected() -> None:
+    text = VCYCLE3.rsplit("\n[[stages]]", 1)[0] + "\n"
+    problems = text_problems(
+        text.replace(
+            'pairing = "half"\nsteps = 10\n\n[[stages]]\nname = "up1"',
+            'steps = 10\n\n[[stages]]\nname = "up1"',
+        )
+    )
+    assert [p.key for p in problems] == ["stages[3].pairing"]
+    assert (
+        'differs from the pairing of the coalesce it returns to (stages[2]: "half")'
+        in problems[0].problem
+    )
+    assert 'set pairing = "half"' in problems[0].problem
+    assert problems[0].line is not None
 
 
 def test_width_only_and_depth_only_coalesce() -> None:

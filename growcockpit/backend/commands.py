@@ -74,18 +74,9 @@ def apply_command(trainer: Trainer, request: CommandRequest) -> CommandAck:
             plan = replace_remaining_stages(trainer.plan, started, new_stages)
         except PlanError as exc:
             return refuse(str(exc))
-        unsupported = [s.enter for s in plan.stages[started:] if s.enter not in _supported()]
-        if unsupported:
-            return refuse(f'enter = "{unsupported[0]}" is not supported by this backend yet')
         trainer.plan = plan
         if trainer.dist.is_main:
             trainer.report.paths.plan.write_text(dump_plan(plan))
         trainer.report.emit(PlanChanged(step=step, from_stage=started, plan=plan_to_dict(plan)))
         return ok(f"stages {started + 1}..{len(plan.stages)} replaced ({len(new_stages)} stage(s))")
     return refuse(f"unknown command {cmd!r}")
-
-
-def _supported() -> tuple[str, ...]:
-    from growcockpit.backend.engine import SUPPORTED_OPERATORS
-
-    return SUPPORTED_OPERATORS

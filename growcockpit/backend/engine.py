@@ -10,7 +10,7 @@ from __future__ import annotations
 import math
 import time
 import traceback
-from dataclasses import asdict, dataclass
+from dataclasses import asdict
 from pathlib import Path
 
 import torch
@@ -21,6 +21,14 @@ from growcockpit.backend.data import Batch, BatchPrefetcher, TokenBlocks
 from growcockpit.backend.distributed import DistContext
 from growcockpit.backend.forward import LossModule, StagedForward
 from growcockpit.backend.init_from import initial_model
+from growcockpit.backend.operators import (
+    GrowInput,
+    LevelSnapshot,
+    apply_operator,
+    levels_from_saved,
+    levels_to_save,
+    open_levels_at,
+)
 from growcockpit.backend.optim import build_optimizer, lr_at
 from growcockpit.backend.recipes import StageRecipes, fresh_state_layers, gated_layer_ids
 from growcockpit.backend.reporter import RunReporter
@@ -30,15 +38,12 @@ from growcockpit.grow import (
     GrowResult,
     apply_freeze,
     carry_optimizer_state,
-    coalesce_model,
-    decoalesce_model,
     get_layers,
-    interpolate_model,
     set_train_modes,
-    stack_layers,
 )
 from growcockpit.metrics import LayerStatsSampler, LayerTimer
 from growcockpit.plan import plan_from_dict, plan_to_dict, resolve_shapes
+from growcockpit.plan.operators import changes_model
 from growcockpit.plan.types import Plan, Stage, trainable_layer_ids
 from growcockpit.protocol.events import (
     Checkpoint,
@@ -48,18 +53,6 @@ from growcockpit.protocol.events import (
     RunFinished,
     StageStarted,
 )
-
-SUPPORTED_OPERATORS = ("init", "continue", "stack", "coalesce", "decoalesce", "interpolate")
-
-
-@dataclass
-class LevelSnapshot:
-    """A model as it was just before it was coalesced: the partner of a later interpolate."""
-
-    layers: int
-    width: int
-    pairing: str
-    model: nn.Module
 
 
 class Trainer:
@@ -99,7 +92,7 @@ class Trainer:
         self.advance_now = False
         self.stopping = False
         self.stop_requested = False
-        self.levels: list[LevelSnapshot] = []
+        self.levels: dict[int, LevelSnapshot] = {}  # open levels, by coalesce stage (plan walk)
         self.recipes = StageRecipes()
 
     # ---- the run -----------------------------------------------------------------
@@ -179,7 +172,7 @@ class Trainer:
         depth_before = len(get_layers(self.model)) if index > 0 else 0
         self.recipes.clear()  # a stage advanced mid-ramp leaves its gates behind
         started = time.perf_counter()
-        loss_before = self.probe_loss() if stage.enter not in ("init", "continue") else None
+        loss_before = self.probe_loss() if changes_model(stage.enter) else None
         grow = self.apply_operator(stage, depth_before)
         op_seconds = time.perf_counter() - started
         trainable = trainable_layer_ids(stage, depth_before)
@@ -222,62 +215,13 @@ class Trainer:
             )
 
     def apply_operator(self, stage: Stage, depth_before: int) -> GrowResult | None:
-        """Turn the previous stage's model into this stage's (methods.md §1-§2).
-
-        `coalesce` keeps the large model (on the CPU) as this run's level
-        snapshot; `decoalesce`/`interpolate` return to the most recent snapshot
-        of their target shape and close that level.
-        """
-        op = stage.enter
-        if op in ("init", "continue"):
-            return None
-        if op == "stack":
-            return stack_layers(self.model, stage.layers - depth_before, stage.source, stage.init)
+        """Turn the previous stage's model into this stage's: the operator table's grow
+        function (backend/operators.py), with the level snapshots the plan walk names."""
         shape = resolve_shapes(self.plan)[self.pos.stage_index]
-        width = shape.width != shape.prev_width
-        depth = shape.layers != shape.prev_layers
-        if op == "coalesce":
-            small, result = coalesce_model(
-                self.model, width=width, depth=depth, pairing=stage.pairing
-            )
-            self.levels.append(
-                LevelSnapshot(
-                    shape.prev_layers, shape.prev_width, stage.pairing, self.model.to("cpu")
-                )
-            )
-            self.replace_model(small)
-            return result
-        level = self.take_level(shape.layers, shape.width)
-        small = self.model.to("cpu")
-        if op == "decoalesce":
-            large, result = decoalesce_model(
-                small,
-                width=width,
-                depth=depth,
-                pairing=level.pairing,
-                target_config=level.model.config,
-            )
-        elif op == "interpolate":
-            alpha = stage.interpolation_alpha(self.plan.model.family)
-            large, result = interpolate_model(
-                level.model, small, alpha=alpha, width=width, depth=depth, pairing=level.pairing
-            )
-        else:
-            raise ValueError(f'unknown operator enter = "{op}"')
-        self.replace_model(large)
+        family = self.plan.model.family
+        model, result = apply_operator(GrowInput(self.model, stage, shape, family, self.levels))
+        self.replace_model(model)
         return result
-
-    def take_level(self, layers: int, width: int) -> LevelSnapshot:
-        """Pop the most recent snapshot of this shape (and any opened after it)."""
-        for i in range(len(self.levels) - 1, -1, -1):
-            level = self.levels[i]
-            if (level.layers, level.width) == (layers, width):
-                del self.levels[i:]
-                return level
-        raise ValueError(
-            f"no level snapshot of {layers} layers × width {width} to return to; "
-            "decoalesce/interpolate must follow a coalesce from that shape"
-        )
 
     def replace_model(self, model: nn.Module) -> None:
         self.model = model.to(self.device)
@@ -392,16 +336,7 @@ class Trainer:
         path = self.run_dir / "checkpoints" / f"step-{self.pos.step}"
         if not self.dist.is_main:
             return path
-        levels = [
-            {
-                "layers": lv.layers,
-                "width": lv.width,
-                "pairing": lv.pairing,
-                "config": lv.model.config.to_dict(),  # type: ignore[operator]
-                "state": lv.model.state_dict(),
-            }
-            for lv in self.levels
-        ]
+        levels = levels_to_save(self.levels)
         path = save_checkpoint(
             self.run_dir / "checkpoints",
             self.model,
@@ -424,13 +359,10 @@ class Trainer:
         config._attn_implementation = "sdpa"
         self.model = type(self.model)(config).to(self.device)
         self.model.load_state_dict(state["model"])
-        self.levels = []
-        for lv in state.get("levels", []):
-            level_config = type(config).from_dict(lv["config"])
-            level_config._attn_implementation = "sdpa"
-            level_model = type(self.model)(level_config)
-            level_model.load_state_dict(lv["state"])
-            self.levels.append(LevelSnapshot(lv["layers"], lv["width"], lv["pairing"], level_model))
+        open_levels = open_levels_at(self.plan, self.pos.stage_index, self.pos.stage_entered)
+        self.levels = levels_from_saved(
+            state.get("levels", []), open_levels, type(self.model), type(config)
+        )
         if self.pos.stage_entered:
             stage = self.stage
             prev = _depth_before(self.plan, self.pos.stage_index)

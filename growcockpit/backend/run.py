@@ -26,7 +26,7 @@ from growcockpit.backend.corpus import DataError
 from growcockpit.backend.data import TokenBlocks, load_blocks
 from growcockpit.backend.device import prepare_device
 from growcockpit.backend.distributed import DistContext
-from growcockpit.backend.engine import SUPPORTED_OPERATORS, Trainer
+from growcockpit.backend.engine import Trainer
 from growcockpit.backend.init_from import data_spec_for
 from growcockpit.backend.reporter import RunReporter
 from growcockpit.metrics import SystemSampler
@@ -52,11 +52,6 @@ def check_supported(plan: Plan, source: str) -> None:
             raise LaunchError(
                 f"{source}: stages[{i}].layer_drop: skipped blocks leave DDP gradients unreduced, "
                 "so layer drop runs on one process only; remove layer_drop or train without --nproc-per-node"
-            )
-        if stage.enter not in SUPPORTED_OPERATORS:
-            raise LaunchError(
-                f'{source}: stages[{i}].enter: "{stage.enter}" is not supported by this backend yet; '
-                f"use one of {', '.join(SUPPORTED_OPERATORS)}"
             )
 
 

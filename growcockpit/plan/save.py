@@ -24,15 +24,10 @@ from tomlkit.items import AoT, Table
 
 from growcockpit.plan.budget import fill_index
 from growcockpit.plan.load import SECTIONS
+from growcockpit.plan.operators import OPERATORS
 from growcockpit.plan.types import Plan, Stage
 
 _ALWAYS_STAGE_KEYS = ("name", "enter", "layers", "train", "steps")
-_OPERATOR_OPTIONS = {
-    "stack": ("source",),
-    "coalesce": ("pairing",),
-    "decoalesce": ("pairing",),
-    "interpolate": ("pairing", "alpha"),
-}
 _STAGE_DEFAULTS: dict[str, Any] = {
     f.name: f.default for f in dataclasses.fields(Stage) if f.default is not dataclasses.MISSING
 }
@@ -75,7 +70,8 @@ def _compact_stage(index: int, stage: Stage, fitted: bool = False) -> dict[str, 
         del full["steps"]
     defaults = _stage_defaults(index)
     ordered = {k: full[k] for k in _ALWAYS_STAGE_KEYS if k in full}
-    for key in _OPERATOR_OPTIONS.get(stage.enter, ()):
+    spec = OPERATORS.get(stage.enter)
+    for key in spec.options if spec is not None else ():  # next to the operator they belong to
         if key in full:
             ordered[key] = full[key]
     ordered.update({k: v for k, v in full.items() if k not in ordered and v != defaults.get(k)})

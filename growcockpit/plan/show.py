@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from growcockpit.plan.budget import FittedBudget, fit_budget
 from growcockpit.plan.cost import PlanCost, estimate_cost
+from growcockpit.plan.operators import operator_label
 from growcockpit.plan.shapes import resolve_shapes
 from growcockpit.plan.types import Plan, Stage
 
@@ -22,18 +23,6 @@ def format_ids(ids: list[int]) -> str:
         if i is not None:
             start = prev = i
     return ",".join(runs)
-
-
-def operator_label(stage: Stage, family: str = "bert") -> str:
-    """The operator with the options that matter for it, e.g. "stack(top)"."""
-    op = stage.enter
-    if op == "stack":
-        return f"stack({stage.source})"
-    if op in ("coalesce", "decoalesce"):
-        return f"{op}({stage.pairing})"
-    if op == "interpolate":
-        return f"interpolate(α={stage.interpolation_alpha(family):g},{stage.pairing})"
-    return op
 
 
 def _train_label(stage: Stage) -> str:

@@ -8,7 +8,7 @@ Field names match the keys of the TOML plan file (see DESIGN.md).
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Literal
+from typing import Literal, get_args
 
 Family = Literal["bert", "gpt2"]
 Operator = Literal["init", "continue", "stack", "coalesce", "decoalesce", "interpolate"]
@@ -16,9 +16,16 @@ StackSource = Literal["top", "bottom", "random", "middle"]
 Pairing = Literal["adjacent", "half"]
 Advance = Literal["auto", "manual"]
 Toggle = Literal["train", "frozen"]
+StackInit = Literal["copy", "zero"]
 
-OPERATORS: tuple[str, ...] = ("init", "continue", "stack", "coalesce", "decoalesce", "interpolate")
-FAMILIES: tuple[str, ...] = ("bert", "gpt2")
+# the allowed values, for validation and the cockpit's choices (one source: the Literals)
+OPERATORS: tuple[str, ...] = get_args(Operator)  # each one's rules: plan/operators.py
+FAMILIES: tuple[str, ...] = get_args(Family)
+STACK_SOURCES: tuple[str, ...] = get_args(StackSource)
+PAIRINGS: tuple[str, ...] = get_args(Pairing)
+ADVANCES: tuple[str, ...] = get_args(Advance)
+TOGGLES: tuple[str, ...] = get_args(Toggle)
+STACK_INITS: tuple[str, ...] = get_args(StackInit)
 SCHEDULES: tuple[str, ...] = ("constant", "linear", "cosine")
 OPTIMIZERS: tuple[str, ...] = ("adamw", "lamb")
 PRECISIONS: tuple[str, ...] = ("auto", "fp32", "bf16", "fp16")
@@ -149,19 +156,19 @@ class Stage:
     name: str
     layers: int
     steps: int
-    enter: str = "continue"
+    enter: Operator = "continue"
     train: str = "all"
     width: int | None = None
-    source: str = "top"
-    pairing: str = "adjacent"
+    source: StackSource = "top"
+    pairing: Pairing = "adjacent"
     alpha: float | None = None
-    embeddings: str | None = None
-    head: str = "train"
+    embeddings: Toggle | None = None
+    head: Toggle = "train"
     lr: float | None = None
     warmup_steps: int | None = None
-    advance: str = "auto"
+    advance: Advance = "auto"
     ramp_steps: int | None = None
-    init: str = "copy"
+    init: StackInit = "copy"
     layer_drop: float = 0.0
     fill: bool = False
 

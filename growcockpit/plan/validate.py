@@ -18,25 +18,25 @@ from growcockpit.plan.init_from import init_from_problems
 from growcockpit.plan.limits import limit_problems, quoted
 from growcockpit.plan.locate import TomlLocator
 from growcockpit.plan.names import name_problem
+from growcockpit.plan.operators import OPTION_DEFAULTS, operators_with
 from growcockpit.plan.recipe_checks import recipe_problems
 from growcockpit.plan.shapes import walk_shapes
 from growcockpit.plan.types import (
+    ADVANCES,
     FAMILIES,
     OPERATORS,
     OPTIMIZERS,
+    PAIRINGS,
     PRECISIONS,
     SCHEDULES,
+    STACK_SOURCES,
+    TOGGLES,
     WANDB_MODES,
     Plan,
     Stage,
 )
 
 TRAIN_POLICIES: tuple[str, ...] = ("all", "new", "top:K", "none")
-STACK_SOURCES: tuple[str, ...] = ("top", "bottom", "random", "middle")
-PAIRINGS: tuple[str, ...] = ("adjacent", "half")
-ADVANCES: tuple[str, ...] = ("auto", "manual")
-TOGGLES: tuple[str, ...] = ("train", "frozen")
-_PAIRING_OPS = ("coalesce", "decoalesce", "interpolate")
 _ORDER = (
     "name",
     "description",
@@ -211,41 +211,16 @@ def _check_stage(
         c.positive(f"{key}.steps", stage.steps)
     if stage.width is not None:
         c.positive(f"{key}.width", stage.width)
-    known_op = c.one_of(f"{key}.enter", stage.enter, OPERATORS)
+    c.one_of(f"{key}.enter", stage.enter, OPERATORS)
     _check_train(f"{key}.train", stage, prev_layers, c)
 
-    if (
-        c.one_of(f"{key}.source", stage.source, STACK_SOURCES)
-        and stage.source != "top"
-        and known_op
-        and stage.enter != "stack"
-    ):
+    c.one_of(f"{key}.source", stage.source, STACK_SOURCES)
+    c.one_of(f"{key}.pairing", stage.pairing, PAIRINGS)
+    if stage.alpha is not None and not 0.0 <= stage.alpha <= 1.0:
         c.add(
-            f"{key}.source",
-            f'only applies to enter = "stack", but this stage enters with "{stage.enter}"; '
-            'remove source, or set enter = "stack"',
+            f"{key}.alpha",
+            f"must be in [0, 1], got {stage.alpha}; use e.g. 0.5 (BERT) or 0.25 (GPT-2)",
         )
-    if (
-        c.one_of(f"{key}.pairing", stage.pairing, PAIRINGS)
-        and stage.pairing != "adjacent"
-        and known_op
-        and stage.enter not in _PAIRING_OPS
-    ):
-        c.add(
-            f"{key}.pairing",
-            f'only applies to enter = "coalesce", "decoalesce" or "interpolate", not "{stage.enter}"; remove pairing',
-        )
-    if stage.alpha is not None:
-        if not 0.0 <= stage.alpha <= 1.0:
-            c.add(
-                f"{key}.alpha",
-                f"must be in [0, 1], got {stage.alpha}; use e.g. 0.5 (BERT) or 0.25 (GPT-2)",
-            )
-        elif known_op and stage.enter != "interpolate":
-            c.add(
-                f"{key}.alpha",
-                f'only applies to enter = "interpolate", not "{stage.enter}"; remove alpha, or set enter = "interpolate"',
-            )
     if stage.embeddings is not None:
         c.one_of(f"{key}.embeddings", stage.embeddings, TOGGLES)
     c.one_of(f"{key}.head", stage.head, TOGGLES)
@@ -259,6 +234,25 @@ def _check_stage(
             f"{key}.train",
             '"none" with head = "frozen" and frozen embeddings trains nothing; train some layers, or set head = "train"',
         )
+
+
+def _operator_options(plan: Plan, c: _Checks) -> None:
+    """An operator option set on a stage whose operator does not take it (operator table)."""
+    seen = {key for key, _ in c.problems}
+    for index, stage in enumerate(plan.stages):
+        if stage.enter not in OPERATORS:
+            continue
+        for option, unused in OPTION_DEFAULTS.items():
+            key = f"stages[{index}].{option}"
+            ops = operators_with(option)
+            if getattr(stage, option) == unused or stage.enter in ops or key in seen:
+                continue
+            names = ", ".join(f'"{op}"' for op in ops)
+            hint = f', or set enter = "{ops[0]}"' if len(ops) == 1 else ""
+            c.add(
+                key,
+                f'only applies to enter = {names}, not "{stage.enter}"; remove {option}{hint}',
+            )
 
 
 def _order(item: tuple[int, Problem]) -> tuple[int, int, int]:
@@ -297,6 +291,7 @@ def collect_problems(plan: Plan) -> list[Problem]:
         for k, p in c.problems
         if k.rsplit(".", 1)[0] not in wrong_layers or not k.endswith(".train")
     ]
+    _operator_options(plan, c)
     for key, problem in budget_problems(plan):
         c.add(key, problem)
     fit = fit_budget(plan)

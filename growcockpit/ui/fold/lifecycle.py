@@ -5,6 +5,7 @@ from __future__ import annotations
 import dataclasses
 from typing import TYPE_CHECKING
 
+from growcockpit.plan.operators import changes_model
 from growcockpit.protocol.events import (
     Paused,
     PlanChanged,
@@ -79,7 +80,7 @@ def on_stage_started(state: RunState, ev: StageStarted) -> None:
     state.stage_start_step = ev.step
     state.step = max(state.step, ev.step)
     trainable = set(ev.trainable_layers)
-    grew = ev.operator not in ("init", "continue") or ev.layers > previous
+    grew = changes_model(ev.operator) or ev.layers > previous
     for lid in range(ev.layers):
         row = state.layers.get(lid)
         if row is None:

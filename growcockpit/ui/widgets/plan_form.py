@@ -19,8 +19,16 @@ from textual.message import Message
 from textual.widget import Widget
 from textual.widgets import Input, Label, Select, Static
 
-from growcockpit.plan.types import FAMILIES, OPERATORS, OPTIMIZERS, SCHEDULES, Stage
-from growcockpit.plan.validate import ADVANCES, PAIRINGS, STACK_SOURCES
+from growcockpit.plan.operators import OPERATOR_NAMES, OPTION_DEFAULTS, operators_with
+from growcockpit.plan.types import (
+    ADVANCES,
+    FAMILIES,
+    OPTIMIZERS,
+    PAIRINGS,
+    SCHEDULES,
+    STACK_SOURCES,
+    Stage,
+)
 
 
 @dataclass(frozen=True)
@@ -36,7 +44,7 @@ DEFAULT_CHOICE = "(default)"
 
 STAGE_FIELDS: tuple[Field, ...] = (
     Field("name", "name", "str"),
-    Field("enter", "enter", "choice", OPERATORS, "operator that builds this stage's model"),
+    Field("enter", "enter", "choice", OPERATOR_NAMES, "operator that builds this stage's model"),
     Field("source", "source", "choice", STACK_SOURCES, "which layers stack copies"),
     Field("pairing", "pairing", "choice", PAIRINGS),
     Field("alpha", "alpha", "opt_float", help="interpolation weight; empty: family default"),
@@ -50,11 +58,8 @@ STAGE_FIELDS: tuple[Field, ...] = (
     Field("lr", "lr", "opt_float", help="empty: the optimizer's lr"),
     Field("advance", "advance", "choice", ADVANCES, "manual: wait for `g` at the end"),
 )
-OPERATOR_FIELDS = {
-    "source": ("stack",),
-    "pairing": ("coalesce", "decoalesce", "interpolate"),
-    "alpha": ("interpolate",),
-}
+# operator options show only for the operators that take them (the operator table)
+OPERATOR_FIELDS = {f.key: operators_with(f.key) for f in STAGE_FIELDS if f.key in OPTION_DEFAULTS}
 SECTION_CHOICES: dict[str, tuple[str, ...]] = {
     "model.family": FAMILIES,
     "optim.name": OPTIMIZERS,

@@ -8,6 +8,7 @@ from rich.text import Text
 from textual.widgets import DataTable
 
 from growcockpit.plan.budget import fill_index
+from growcockpit.plan.operators import operator_label
 from growcockpit.plan.types import Plan, Stage, trainable_layer_ids
 from growcockpit.ui.run_state import layer_ranges
 
@@ -23,17 +24,6 @@ COLUMNS = (
     "step cost",
     "share",
 )
-
-
-def operator_text(stage: Stage) -> str:
-    if stage.enter == "stack":
-        return f"stack ({stage.source})"
-    if stage.enter in ("coalesce", "decoalesce"):
-        return f"{stage.enter} ({stage.pairing})"
-    if stage.enter == "interpolate":
-        alpha = f", α={stage.alpha:g}" if stage.alpha is not None else ""
-        return f"interpolate ({stage.pairing}{alpha})"
-    return stage.enter
 
 
 def freeze_text(stage: Stage, previous: int) -> str:
@@ -60,7 +50,7 @@ def stage_rows(plan: Plan, cost: Any = None) -> list[tuple[str, ...]]:
             (
                 str(i + 1),
                 stage.name,
-                operator_text(stage),
+                operator_label(stage, plan.model.family),
                 layers,
                 freeze_text(stage, previous),
                 f"{stage.steps}*" if i == fill else str(stage.steps),  # *: fitted to the budget

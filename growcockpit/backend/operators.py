@@ -1,0 +1,168 @@
+"""The backend's side of the operator table: each plan operator's grow function.
+
+`plan/operators.py` is the one table of operators (options, shape rule,
+label). Here each name maps to the function that transforms the model; the
+two must name the same operators (tests/test_plan_operators.py checks).
+
+Level snapshots (the model as it entered a `coalesce`, the partner of a later
+`decoalesce`/`interpolate`) are keyed by that coalesce stage's index, exactly
+as the plan walk names them (`StageShape.level`, `StageShape.open_levels`):
+the backend keeps no level stack logic of its own.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from torch import nn
+
+from growcockpit.grow import (
+    GrowResult,
+    coalesce_model,
+    decoalesce_model,
+    get_layers,
+    interpolate_model,
+    stack_layers,
+)
+from growcockpit.plan.shapes import StageShape, resolve_shapes
+from growcockpit.plan.types import Plan, Stage
+
+
+@dataclass
+class LevelSnapshot:
+    """A model as it was just before coalesce stage `stage` shrank it."""
+
+    stage: int
+    layers: int
+    width: int
+    pairing: str
+    model: nn.Module
+
+
+@dataclass
+class GrowInput:
+    model: nn.Module
+    stage: Stage
+    shape: StageShape
+    family: str
+    levels: dict[int, LevelSnapshot]  # open levels, by coalesce stage index
+
+
+GrowFn = Callable[[GrowInput], tuple[nn.Module, GrowResult | None]]
+
+
+def _keep(x: GrowInput) -> tuple[nn.Module, GrowResult | None]:
+    return x.model, None
+
+
+def _stack(x: GrowInput) -> tuple[nn.Module, GrowResult | None]:
+    added = x.stage.layers - len(get_layers(x.model))
+    return x.model, stack_layers(x.model, added, x.stage.source, x.stage.init)
+
+
+def _changes(x: GrowInput) -> tuple[bool, bool]:
+    return x.shape.width != x.shape.prev_width, x.shape.layers != x.shape.prev_layers
+
+
+def _coalesce(x: GrowInput) -> tuple[nn.Module, GrowResult | None]:
+    width, depth = _changes(x)
+    small, result = coalesce_model(x.model, width=width, depth=depth, pairing=x.stage.pairing)
+    x.levels[x.shape.index] = LevelSnapshot(
+        x.shape.index, x.shape.prev_layers, x.shape.prev_width, x.stage.pairing, x.model.to("cpu")
+    )
+    return small, result
+
+
+def _level(x: GrowInput) -> LevelSnapshot:
+    if x.shape.level is None or x.shape.level not in x.levels:
+        raise ValueError(
+            f"no level snapshot of {x.shape.layers} layers × width {x.shape.width} to return to; "
+            "decoalesce/interpolate must follow a coalesce from that shape"
+        )
+    return x.levels[x.shape.level]
+
+
+def _decoalesce(x: GrowInput) -> tuple[nn.Module, GrowResult | None]:
+    level = _level(x)
+    width, depth = _changes(x)
+    return decoalesce_model(
+        x.model.to("cpu"),
+        width=width,
+        depth=depth,
+        pairing=level.pairing,
+        target_config=level.model.config,
+    )
+
+
+def _interpolate(x: GrowInput) -> tuple[nn.Module, GrowResult | None]:
+    level = _level(x)
+    width, depth = _changes(x)
+    alpha = x.stage.interpolation_alpha(x.family)
+    return interpolate_model(
+        level.model, x.model.to("cpu"), alpha=alpha, width=width, depth=depth, pairing=level.pairing
+    )
+
+
+GROW_FUNCTIONS: dict[str, GrowFn] = {
+    "init": _keep,  # the engine builds the first model before any operator runs
+    "continue": _keep,
+    "stack": _stack,
+    "coalesce": _coalesce,
+    "decoalesce": _decoalesce,
+    "interpolate": _interpolate,
+}
+
+
+def apply_operator(x: GrowInput) -> tuple[nn.Module, GrowResult | None]:
+    """Run the stage's operator (methods.md §1-§2); afterwards `x.levels` holds exactly
+    the levels the plan walk says are open."""
+    grow = GROW_FUNCTIONS.get(x.stage.enter)
+    if grow is None:
+        raise ValueError(f'unknown operator enter = "{x.stage.enter}"')
+    model, result = grow(x)
+    for stage in [s for s in x.levels if s not in x.shape.open_levels]:
+        del x.levels[stage]
+    return model, result
+
+
+def open_levels_at(plan: Plan, stage_index: int, entered: bool) -> tuple[int, ...]:
+    """The open levels at a position: after stage `stage_index`'s operator when
+    `entered`, else before it."""
+    shapes = resolve_shapes(plan)
+    at = stage_index if entered else stage_index - 1
+    return shapes[at].open_levels if 0 <= at < len(shapes) else ()
+
+
+def levels_to_save(levels: dict[int, LevelSnapshot]) -> list[dict[str, Any]]:
+    return [
+        {
+            "stage": lv.stage,
+            "layers": lv.layers,
+            "width": lv.width,
+            "pairing": lv.pairing,
+            "config": lv.model.config.to_dict(),  # type: ignore[operator, union-attr]
+            "state": lv.model.state_dict(),
+        }
+        for lv in levels.values()
+    ]
+
+
+def levels_from_saved(
+    saved: list[dict[str, Any]],
+    open_levels: tuple[int, ...],
+    model_type: type[nn.Module],
+    config_type: Any,
+) -> dict[int, LevelSnapshot]:
+    """Rebuild the snapshots of a checkpoint; one written before levels were keyed by
+    stage (no "stage") takes its keys, in order, from the plan walk's open levels."""
+    out: dict[int, LevelSnapshot] = {}
+    for i, lv in enumerate(saved):
+        config = config_type.from_dict(lv["config"])
+        config._attn_implementation = "sdpa"
+        model = model_type(config)
+        model.load_state_dict(lv["state"])
+        stage = int(lv["stage"]) if "stage" in lv else open_levels[i]
+        out[stage] = LevelSnapshot(stage, lv["layers"], lv["width"], lv["pairing"], model)
+    return out

@@ -1,0 +1,90 @@
+"""The one operator table (plan/operators.py): every reader agrees with it."""
+
+from __future__ import annotations
+
+from typing import get_args
+
+import pytest
+
+from growcockpit.plan import Stage, text_problems
+from growcockpit.plan.operators import (
+    OPERATOR_NAMES,
+    OPERATORS,
+    OPTION_DEFAULTS,
+    OPTION_LABELS,
+    changes_model,
+    operator_label,
+    operators_with,
+)
+from growcockpit.plan.types import OPERATORS as TYPE_OPERATORS
+from growcockpit.plan.types import Operator
+from growcockpit.plan.types import Stage as StageType
+
+
+def test_table_matches_the_literal_and_the_stage_fields() -> None:
+    assert OPERATOR_NAMES == get_args(Operator) == TYPE_OPERATORS
+    fields = set(StageType.__dataclass_fields__)
+    for spec in OPERATORS.values():
+        assert set(spec.options) <= set(OPTION_DEFAULTS) <= fields
+        assert set(spec.options) <= set(OPTION_LABELS)
+        assert spec.verb
+    for option, unused in OPTION_DEFAULTS.items():
+        assert StageType.__dataclass_fields__[option].default == unused
+
+
+def test_backend_dispatch_covers_the_table() -> None:
+    from growcockpit.backend.operators import GROW_FUNCTIONS
+
+    assert set(GROW_FUNCTIONS) == set(OPERATORS)
+
+
+@pytest.mark.parametrize(
+    ("stage", "label"),
+    [
+        (Stage("s", 4, 1, enter="init"), "init"),
+        (Stage("s", 4, 1, enter="stack", source="bottom"), "stack (bottom)"),
+        (Stage("s", 4, 1, enter="stack", ramp_steps=5), "stack (top, ramp 5)"),
+        (Stage("s", 2, 1, enter="coalesce", pairing="half"), "coalesce (half)"),
+        (Stage("s", 4, 1, enter="interpolate"), "interpolate (adjacent, α=0.25)"),
+        (Stage("s", 4, 1, enter="bogus"), "bogus"),  # type: ignore[arg-type]
+    ],
+)
+def test_labels(stage: Stage, label: str) -> None:
+    assert operator_label(stage, "gpt2") == label
+
+
+def test_changes_model() -> None:
+    assert [op for op in OPERATOR_NAMES if not changes_model(op)] == ["init", "continue"]
+    assert operators_with("pairing") == ("coalesce", "decoalesce", "interpolate")
+    assert operators_with("alpha") == ("interpolate",)
+
+
+HEAD = """name = "t"
+[model]
+hidden_size = 64
+num_heads = 2
+intermediate_size = 128
+final_layers = 4
+[[stages]]
+name = "a"
+layers = 4
+steps = 1
+"""
+
+
+@pytest.mark.parametrize(
+    ("extra", "key", "needle"),
+    [
+        (
+            'source = "bottom"',
+            "stages[1].source",
+            'only applies to enter = "stack", not "continue"',
+        ),
+        ('pairing = "half"', "stages[1].pairing", '"coalesce", "decoalesce", "interpolate"'),
+        ("alpha = 0.3", "stages[1].alpha", 'remove alpha, or set enter = "interpolate"'),
+    ],
+)
+def test_options_apply_only_to_their_operators(extra: str, key: str, needle: str) -> None:
+    problems = text_problems(HEAD + f'[[stages]]\nname = "b"\nlayers = 4\nsteps = 1\n{extra}\n')
+    assert [p.key for p in problems] == [key]
+    assert needle in problems[0].problem
