@@ -101,13 +101,15 @@ def test_ramp_keeps_the_function_at_growth_and_resumes_inside_the_ramp(
 
 
 def test_zero_init_gpt2_keeps_the_function_at_growth(tmp_path: Path, gc_cache: Path) -> None:
-    text = tiny_plan("gpt2", 'init = "zero"\ntrain = "new"').replace(
+    text = tiny_plan("gpt2", 'init = "zero"\ntrain = "new"\nrewarmup_steps = 4').replace(
         "batch_size = 8", "batch_size = 8\noptimizer_reset = false"
     )
     run = train(tmp_path, gc_cache, "zero", text)
     (grow,) = of_type(read_all(run / "events.jsonl"), Grow)
     assert grow.loss_before is not None and grow.loss_after == grow.loss_before
     assert "init=zero" in grow.detail
+    grown = [e.lr for e in of_type(read_all(run / "events.jsonl"), Step) if e.stage == 1]
+    assert grown[:5] == pytest.approx([1e-3 * (t + 1) / 4 for t in range(4)] + [1e-3])
 
 
 def test_middle_stack_trains_the_inserted_blocks_gated(tmp_path: Path, gc_cache: Path) -> None:

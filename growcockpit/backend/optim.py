@@ -12,7 +12,7 @@ import torch
 from torch import nn
 
 from growcockpit.backend.lamb import Lamb
-from growcockpit.plan.types import OptimSpec, Plan
+from growcockpit.plan.types import OptimSpec, Plan, stage_warmup
 
 
 def build_optimizer(
@@ -49,13 +49,7 @@ def lr_at(
     """Continuous global decay times a short re-warmup at the start of each stage."""
     stage = plan.stages[stage_index]
     base = stage.lr if stage.lr is not None else plan.optim.lr
-    warmup = stage.warmup_steps
-    if warmup is None:
-        warmup = (
-            plan.optim.warmup_steps
-            if stage_index == 0
-            else min(plan.optim.warmup_steps, max(1, stage.steps // 10))
-        )
+    warmup = stage_warmup(stage, stage_index, plan.optim.warmup_steps)
     warm = min(1.0, (step_in_stage + 1) / warmup) if warmup > 0 else 1.0
     progress = min(1.0, global_step / max(1, plan.total_steps))
     if plan.optim.schedule == "linear":

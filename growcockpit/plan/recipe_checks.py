@@ -23,6 +23,7 @@ def recipe_problems(plan: Plan, shapes: list[StageShape]) -> list[Problem]:
         problems += _ramp(f"stages[{index}].ramp_steps", stage, shape)
         problems += _init(f"stages[{index}].init", stage, plan.model.family)
         problems += _layer_drop(f"stages[{index}].layer_drop", stage)
+        problems += _rewarmup(f"stages[{index}].rewarmup_steps", index, stage)
     return problems
 
 
@@ -106,6 +107,30 @@ def _layer_drop(key: str, stage: Stage) -> list[Problem]:
                 key,
                 f"skips blocks other than the first and last, but this stage has only "
                 f"{stage.layers} layers; remove layer_drop",
+            )
+        ]
+    return []
+
+
+def _rewarmup(key: str, index: int, stage: Stage) -> list[Problem]:
+    w = stage.rewarmup_steps
+    if w is None:
+        return []
+    if w < 0:
+        return [(key, f"must be ≥ 0, got {w}; 0 starts the stage at the full LR")]
+    if index == 0:
+        return [
+            (
+                key,
+                "is the LR warm-up after a stage's operator, and the first stage has none; "
+                "use warmup_steps (or optim.warmup_steps) here",
+            )
+        ]
+    if stage.warmup_steps is not None:
+        return [
+            (
+                key,
+                "and warmup_steps both set the warm-up after this stage's operator; keep one",
             )
         ]
     return []

@@ -148,7 +148,9 @@ class Stage:
     adds, y = x + m·(block(x) − x) with m rising 0 → 1 over that many steps;
     `init = "zero"` (stack, GPT-2) zeroes the new blocks' output projections;
     `source = "middle"` inserts the copies after the middle blocks;
-    `layer_drop = p` skips each middle block with probability p per step.
+    `layer_drop = p` skips each middle block with probability p per step;
+    `rewarmup_steps` is the LR warm-up after the stage's operator (the same
+    warm-up a later stage's `warmup_steps` sets; see `stage_warmup`).
     `fill` marks the stage whose `steps` are fitted to the plan's `[budget]`
     (by default the last stage, when the plan has a budget).
     """
@@ -170,6 +172,7 @@ class Stage:
     ramp_steps: int | None = None
     init: StackInit = "copy"
     layer_drop: float = 0.0
+    rewarmup_steps: int | None = None
     fill: bool = False
 
     def embeddings_trainable(self) -> bool:
@@ -236,3 +239,19 @@ def middle_insert_ids(depth: int, k: int) -> list[int]:
     """
     start = max(0, (depth - k) // 2)
     return list(range(start + k, start + 2 * k))
+
+
+def stage_warmup(stage: Stage, index: int, optim_warmup: int) -> int:
+    """Steps of linear LR warm-up at the start of stage `index`.
+
+    The first stage: its `warmup_steps`, else `optim.warmup_steps`. A later
+    stage re-warms after its operator (methods.md §8): `rewarmup_steps` (or
+    its older spelling `warmup_steps`), else min(optim.warmup_steps, steps/10).
+    0 means the stage starts at the full (scheduled) LR, as MSG does.
+    """
+    if index == 0:
+        return stage.warmup_steps if stage.warmup_steps is not None else optim_warmup
+    for given in (stage.rewarmup_steps, stage.warmup_steps):
+        if given is not None:
+            return given
+    return min(optim_warmup, max(1, stage.steps // 10))
