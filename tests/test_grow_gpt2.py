@@ -95,3 +95,15 @@ def test_gpt2_interpolation_alpha_default_quarter_runs() -> None:
     batch = tiny_batch("gpt2")
     assert torch.isfinite(StagedForward(0, True).loss(mixed, batch))
     assert "alpha=0.25" in result.detail
+
+
+def test_bert_refuses_the_preln_tied_recipe() -> None:
+    """Issue 10 §4: D with "preln-tied" on BERT changed logits by up to 12.6; it is refused."""
+    bert = tiny_model("bert", layers=2)
+    small, _ = coalesce_model(bert, width=True, depth=False)
+    for call in (
+        lambda: decoalesce_model(small, width=True, depth=False, recipe="preln-tied"),
+        lambda: coalesce_model(bert, width=True, depth=False, recipe="preln-tied"),
+    ):
+        with pytest.raises(ValueError, match='use recipe="multilevel" or "auto"'):
+            call()

@@ -118,6 +118,12 @@ class Scales:
 def recipe_scales(family: Family, recipe: str) -> Scales:
     if recipe not in RECIPES:
         raise ValueError(f"unknown recipe {recipe!r}: expected one of {', '.join(RECIPES)}")
+    if recipe == "preln-tied" and family == "bert":
+        raise ValueError(
+            'recipe "preln-tied" moves the embedding scale onto GPT-2\'s final LayerNorm, which '
+            "BERT does not have: de-coalescing BERT with it changes the function; "
+            'use recipe="multilevel" or "auto"'
+        )
     if recipe == "auto":
         recipe = "multilevel" if family == "bert" else "preln-tied"
     if recipe == "multilevel":
