@@ -270,12 +270,11 @@ def default_run_dir(plan_name: str, runs_root: Path) -> Path:
 def cmd_train(args: argparse.Namespace) -> int:
     plan = _load(args.plan)
     worker = os.environ.get("GROWCOCKPIT_WORKER") == "1"
-    run_dir = args.run_dir or default_run_dir(plan.name, Path("runs"))
-    if (run_dir / "events.jsonl").exists() and not worker:
+    given: Path | None = args.run_dir
+    if given is not None and (given / "events.jsonl").exists() and not worker:
         raise UserError(
-            f"{run_dir}: already holds a run; use `growcockpit resume {run_dir}` or choose another --run-dir"
+            f"{given}: already holds a run; use `growcockpit resume {given}` or choose another --run-dir"
         )
-    forwarded = ["train", str(args.plan), "--run-dir", str(run_dir)] + _device_args(args)
     prefix = _torchrun_prefix(args)
     from growcockpit.backend.corpus import DataError, resolve_corpus
 
@@ -283,6 +282,8 @@ def cmd_train(args: argparse.Namespace) -> int:
         resolve_corpus(plan.data.source)
     except DataError as exc:
         raise UserError(f"{args.plan}: {exc}") from None
+    run_dir = given or default_run_dir(plan.name, Path("runs"))  # created only now
+    forwarded = ["train", str(args.plan), "--run-dir", str(run_dir)] + _device_args(args)
     if args.detach:
         return _detach(forwarded + _distributed_args(args), run_dir)
     from growcockpit.backend.run import LaunchError, check_supported, run_training

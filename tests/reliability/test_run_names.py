@@ -112,3 +112,15 @@ def test_plan_validate_subprocess_nul_name(tmp_path: Path) -> None:
     )
     assert res.returncode == 2 and "Traceback" not in res.stderr
     assert "U+0000" in res.stderr and res.stderr.count("\n") == 1
+
+
+def test_train_refusal_before_any_run_directory(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A missing corpus is refused before the (validated) name becomes a directory."""
+    plan = tmp_path / "p.toml"
+    plan.write_text(TINY.replace('source = "builtin"', f'source = "{tmp_path / "no-corpus"}"'))
+    monkeypatch.chdir(tmp_path)
+    assert main(["train", str(plan)]) == 2
+    assert capsys.readouterr().err.count("\n") == 1
+    assert not (tmp_path / "runs").exists()
