@@ -260,14 +260,15 @@ class ControlServer:
                 for key, _ in sel.select():
                     if key.fileobj == wake or self._closed.is_set():
                         return
-                    try:
-                        conn, _ = listener.accept()
-                    except (BlockingIOError, InterruptedError):
-                        continue
-                    except OSError:
-                        return
-                    conn.setblocking(True)
-                    self._spawn(conn)
+                    while True:  # drain the whole backlog before waiting again
+                        try:
+                            conn, _ = listener.accept()
+                        except (BlockingIOError, InterruptedError):
+                            break
+                        except OSError:
+                            return
+                        conn.setblocking(True)
+                        self._spawn(conn)
 
     def _spawn(self, conn: socket.socket) -> None:
         with self._lock:
