@@ -131,7 +131,9 @@ def replay(plan: Plan) -> list[str]:
         cur = model_shape(model)
         width, depth = shape.width != cur.hidden, shape.layers != cur.layers
         if op == "stack":
-            details.append(stack_layers(model, stage.layers - prev, stage.source).detail)
+            details.append(
+                stack_layers(model, stage.layers - prev, stage.source, stage.init).detail
+            )
         elif op == "coalesce":
             snapshots.append(model)
             model, result = coalesce_model(model, width=width, depth=depth, pairing=stage.pairing)
@@ -224,4 +226,11 @@ def test_expected_sample_plans_exist() -> None:
         "cpu-vcycle-gpt2",
         "cpu-gpt2-mslt",
         "cpu-baseline",
+        "cpu-gpt2-ramp",
+        "cpu-gpt2-zero",
+        "cpu-gpt2-middle",
+        "cpu-gpt2-layerdrop",
+        "cpu-bert-ramp",
+        "cpu-bert-middle",
+        "cpu-bert-layerdrop",
     } <= names
