@@ -62,8 +62,8 @@ class GpuProbe:
 
         NVML reports host PIDs; inside a container (its own PID namespace) none
         of ours match, so fall back to what the CUDA caching allocator holds
-        for this process on its own device (only when CUDA and NVML number the
-        GPUs alike), which is the same number seen from inside.
+        for this process on its own device (NVML's GPU matched to torch's by PCI
+        address), which is the same number seen from inside.
         """
         nv = getattr(self, "_nvml", None)
         try:
@@ -77,16 +77,60 @@ class GpuProbe:
         try:
             import torch
 
-            same_numbering = "CUDA_VISIBLE_DEVICES" not in os.environ
-            if (
-                torch.cuda.is_initialized()
-                and same_numbering
-                and index == torch.cuda.current_device()
-            ):
-                return int(torch.cuda.memory_reserved(index)), None
+            ordinal = self._torch_ordinals().get(index)
+            if ordinal is not None and ordinal == torch.cuda.current_device():
+                return int(torch.cuda.memory_reserved(ordinal)), None
         except Exception:
             pass
         return None, None
+
+    def _torch_ordinals(self) -> dict[int, int]:
+        """NVML index → torch ordinal, matched by PCI address (computed once CUDA is up).
+
+        NVML numbers every GPU in PCI order; torch numbers only the visible ones
+        (`CUDA_VISIBLE_DEVICES`), fastest first unless `CUDA_DEVICE_ORDER=PCI_BUS_ID`:
+        the same index can name two different GPUs.
+        """
+        cached: dict[int, int] | None = getattr(self, "_ordinals", None)
+        if cached is not None:
+            return cached
+        import torch
+
+        if not torch.cuda.is_initialized():
+            return {}
+        nv = getattr(self, "_nvml", None)
+        buses: list[str | None] = []
+        for h in self.handles:
+            try:
+                bus = nv.nvmlDeviceGetPciInfo(h).busId  # type: ignore[union-attr]
+                buses.append(bus.decode() if isinstance(bus, bytes) else str(bus))
+            except Exception:
+                buses.append(None)
+        visible = []
+        for k in range(torch.cuda.device_count()):
+            p = torch.cuda.get_device_properties(k)
+            pci = (getattr(p, "pci_domain_id", -1), getattr(p, "pci_bus_id", -1))
+            visible.append((*pci, getattr(p, "pci_device_id", -1)))
+        self._ordinals = match_pci(buses, visible)
+        return self._ordinals
+
+
+def match_pci(
+    nvml_bus_ids: list[str | None], torch_pci: list[tuple[int, int, int]]
+) -> dict[int, int]:
+    """Pair NVML's bus ids ("00000000:3B:00.0") with torch's (domain, bus, device) triples."""
+    out: dict[int, int] = {}
+    for i, bus_id in enumerate(nvml_bus_ids):
+        if not bus_id:
+            continue
+        try:
+            domain, bus, rest = bus_id.split(":")
+            key = (int(domain, 16), int(bus, 16), int(rest.split(".")[0], 16))
+        except ValueError:
+            continue
+        if key in torch_pci:
+            out[i] = torch_pci.index(key)
+    return out
 
 
 def run_pids() -> set[int]:
