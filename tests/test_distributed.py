@@ -8,7 +8,9 @@ import sys
 from pathlib import Path
 
 import pytest
+import torch
 
+from growcockpit.backend.checkpoint import load_checkpoint
 from growcockpit.protocol import read_all
 from growcockpit.protocol.events import RunFinished, RunStarted, StageStarted, Step
 
@@ -54,3 +56,7 @@ def test_two_gloo_ranks_grow_in_lockstep(tmp_path: Path, gc_cache: Path) -> None
     assert digests is not None and len(digests) == 2
     assert digests[0] == digests[1], "ranks diverged"
     assert (run_dir / "final" / "model.safetensors").exists()
+    # each rank saved its own random state, and they differ (rank-seeded dropout)
+    ranks = load_checkpoint(run_dir / "checkpoints" / "step-40")["rng"]["ranks"]
+    assert len(ranks) == 2 and not torch.equal(ranks[0]["torch"], ranks[1]["torch"])
+    assert "rank 1: waiting for rank 0: preparing the data" in res.stderr

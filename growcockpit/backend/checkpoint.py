@@ -41,8 +41,11 @@ def save_checkpoint(
     position: TrainerPosition,
     keep: int,
     levels: list[dict[str, Any]] | None = None,
+    rng_ranks: list[dict[str, Any]] | None = None,
+    scaler: dict[str, Any] | None = None,
 ) -> Path:
-    """`levels`: the V-cycle snapshots a later interpolate needs (config + weights each)."""
+    """`levels`: the V-cycle snapshots a later interpolate needs (config + weights each);
+    `rng_ranks`: every DDP rank's generators (backend/rng.py); `scaler`: fp16 GradScaler state."""
     root.mkdir(parents=True, exist_ok=True)
     final = root / f"step-{position.step}"
     tmp = root / f".tmp-step-{position.step}-{os.getpid()}"
@@ -59,8 +62,10 @@ def save_checkpoint(
             "rng": {
                 "torch": torch.get_rng_state(),
                 "python": random.getstate(),
-                "cuda": torch.cuda.get_rng_state_all() if torch.cuda.is_available() else None,
+                "cuda": torch.cuda.get_rng_state() if torch.cuda.is_initialized() else None,
+                "ranks": rng_ranks or [],
             },
+            "scaler": scaler,
         },
         tmp / "state.pt",
     )

@@ -16,6 +16,7 @@ from pathlib import Path
 import torch
 from torch import nn
 
+from growcockpit.backend import rng
 from growcockpit.backend.checkpoint import TrainerPosition, load_checkpoint, save_checkpoint
 from growcockpit.backend.data import Batch, BatchPrefetcher, TokenBlocks
 from growcockpit.backend.distributed import DistContext
@@ -334,6 +335,9 @@ class Trainer:
     def checkpoint(self, reason: str) -> Path:
         self.pos.plan = plan_to_dict(self.plan)
         path = self.run_dir / "checkpoints" / f"step-{self.pos.step}"
+        rng_ranks = rng.gather(
+            self.dist, self.device
+        )  # a collective: every rank, before the return
         if not self.dist.is_main:
             return path
         levels = levels_to_save(self.levels)
@@ -344,6 +348,8 @@ class Trainer:
             self.pos,
             self.plan.checkpoint.keep,
             levels,
+            rng_ranks=rng_ranks,
+            scaler=self.steps.scaler.state_dict() if self.steps.scaler else None,
         )
 
         self.report.emit(Checkpoint(step=self.pos.step, path=str(path), reason=reason))
@@ -369,9 +375,11 @@ class Trainer:
             self.configure_training(stage, trainable_layer_ids(stage, prev))
             if state["optimizer"] is not None and self.optimizer is not None:
                 self.optimizer.load_state_dict(state["optimizer"])
-        torch.set_rng_state(state["rng"]["torch"])
-        if state["rng"].get("cuda") is not None and torch.cuda.is_available():
-            torch.cuda.set_rng_state_all(state["rng"]["cuda"])
+        note = rng.restore(state["rng"], self.dist, self.device)
+        if note:
+            self.report.warn(f"resume: {note}")
+        if self.steps.scaler is not None and state.get("scaler"):
+            self.steps.scaler.load_state_dict(state["scaler"])
 
     def finish(self) -> str:
         self.prefetch.close()

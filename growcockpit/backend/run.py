@@ -29,6 +29,7 @@ from growcockpit.backend.distributed import DistContext
 from growcockpit.backend.engine import Trainer
 from growcockpit.backend.init_from import data_spec_for
 from growcockpit.backend.reporter import RunReporter
+from growcockpit.backend.rng import seed_rank
 from growcockpit.metrics import SystemSampler
 from growcockpit.plan import plan_to_dict
 from growcockpit.plan.types import Plan
@@ -132,6 +133,8 @@ def run_training(
         trainer = Trainer(plan, paths.root, data, reporter, dev, dist)
         if resume_from is not None:
             trainer.restore(resume_from)
+        else:
+            seed_rank(plan.seed, dist.rank)  # same weights on every rank, its own dropout
         _install_stop_signals(trainer)
         if sampler is not None:
             sampler.start()
@@ -182,13 +185,14 @@ def _load_data(plan: Plan, dist: DistContext, run_tokenizer: Path) -> TokenBlock
     spec = data_spec_for(plan)
     if run_tokenizer.is_dir():
         spec = dataclasses.replace(spec, tokenizer=str(run_tokenizer))
+    what = "preparing the data (tokenizer and tokenized corpus, cached for the others)"
     if not dist.is_main:
-        dist.barrier()
+        dist.wait_for_main(what)
         return load_blocks(spec, plan.model.family, plan.seed)
     data = load_blocks(spec, plan.model.family, plan.seed)
     if not run_tokenizer.is_dir():
         data.tokenizer.save_pretrained(run_tokenizer)
-    dist.barrier()
+    dist.wait_for_main(what)
     return data
 
 
