@@ -11,7 +11,7 @@ from pathlib import Path
 from .commands import CommandAck, CommandRequest
 from .control import ControlError, one_line
 from .rundir import RunPaths
-from .socket_path import connect_path
+from .socket_path import connect_path, peer_uid
 
 _RECV = 65536
 
@@ -37,6 +37,13 @@ def send_command(run_dir: Path, request: CommandRequest, timeout: float = 60.0) 
         try:
             sock.settimeout(max(0.001, timeout))
             sock.connect(connect_path(path))
+            server_uid = peer_uid(sock)
+            if server_uid is not None and server_uid != os.getuid():
+                # e.g. another user bound the name a dead backend's link still points to
+                raise ControlError(
+                    f"{path}: the socket is served by uid {server_uid}, not by you "
+                    f"(uid {os.getuid()}); the run's backend is gone or not yours; {status_hint}"
+                )
             with contextlib.suppress(BrokenPipeError, ConnectionResetError):
                 # A server that refuses at once (busy) answers and closes before reading;
                 # its answer is still there to read.

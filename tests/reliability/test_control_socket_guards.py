@@ -18,6 +18,7 @@ import pytest
 from growcockpit.protocol import (
     CommandAck,
     CommandRequest,
+    ControlError,
     ControlServer,
     RunPaths,
     connect_path,
@@ -248,3 +249,43 @@ def test_more_clients_than_the_bound_get_a_busy_answer(run_dir: Path) -> None:
                 s.close()
         time.sleep(0.2)
         assert send_command(run_dir, CommandRequest("pause"), timeout=5).accepted
+
+
+@pytest.mark.skipif(os.getuid() != 0, reason="needs root to serve as another user")
+def test_client_refuses_a_socket_served_by_another_user(run_dir: Path) -> None:
+    """A dead backend's link points at a name someone else has since bound: no command goes there."""
+    import shutil
+    import tempfile
+
+    top = Path(tempfile.mkdtemp(prefix="gc-impostor-"))
+    os.chmod(top, 0o777)
+    address = top / "control.sock"
+    r, w = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # child: uid 65534 serves the socket and records what it receives
+        try:
+            os.close(r)
+            os.setgid(65534)
+            os.setuid(65534)
+            with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as srv:
+                srv.bind(str(address))
+                os.chmod(address, 0o777)
+                srv.listen(1)
+                os.write(w, b"ready")
+                srv.settimeout(10)
+                conn, _ = srv.accept()
+                conn.settimeout(2)
+                with contextlib.suppress(OSError):
+                    conn.recv(100)
+        finally:
+            os._exit(0)
+    os.close(w)
+    try:
+        assert os.read(r, 5) == b"ready"
+        RunPaths(run_dir).control.symlink_to(address)
+        with pytest.raises(ControlError, match="served by uid 65534, not by you"):
+            send_command(run_dir, CommandRequest("pause"), timeout=5)
+    finally:
+        os.waitpid(pid, 0)
+        os.close(r)
+        shutil.rmtree(top, ignore_errors=True)
