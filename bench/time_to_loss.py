@@ -1,30 +1,30 @@
-"""Time (and FLOPs) to quality: baseline vs MSLT vs Gong stacking vs multi-level V-cycle.
+"""Time (and FLOPs) to quality: the baseline against growth plans, at an equal budget.
 
-Every method trains the same final model on the built-in corpus for the same
-number of steps × batch (same tokens, same order: batches are a pure function
-of (seed, step)) as a real `growcockpit train` subprocess on a plan generated
-from the templates in bench/common.py (written next to each run as plan.toml).
-The val-loss curve comes from the run's `eval` events (same validation batches
-for every method).
+By default every method gets the baseline's budget: the estimated compute of N
+full-depth steps of the final model (`--budget`, default the scale's steps);
+each growth plan's fill stage is lengthened until its estimated cost equals it,
+so the steps it saves buy more tokens (bench/ttl_plans.py, methods.md §9). The
+baseline trained with 0.5× and 0.75× of the budget (its own LR schedule) runs
+beside it. `--same-steps` gives every method the baseline's step count instead
+(the older protocol, which stops a growth plan after 0.5-0.8× of the compute).
 
-Per method it reports: training wall time (sum of the steps' step_ms plus the
-operators' op_seconds; evaluation excluded), estimated model FLOPs
-(bench/common.py `stage_step_flops`: 6N per token for trained blocks, 2N for
-frozen forward-only ones, the head and attention included), the final
-validation loss, and the wall time and FLOPs it needed to first reach the
-baseline's final validation loss (linear interpolation between the two evals
-around the crossing), with the speedups over the baseline. When a method never
-gets there, the column says so and `base→its` gives the share of the
-baseline's time at which the baseline reached that method's final loss.
+Every method is a real `growcockpit train` subprocess of the same final model on
+the built-in corpus, same data order and validation batches (batches are a pure
+function of (seed, step)); bench/ttl_runs.py says what is measured and how a
+finished run is reused. Per method and seed: training wall time, estimated
+FLOPs, final validation loss, and the wall time and FLOPs to first reach the
+baseline's final validation loss (interpolated between evaluations) with the
+speedups over the baseline; then medians and min–max over the seeds.
 
-    python bench/time_to_loss.py                        # GPT-2 and BERT, CPU size (~12 min each)
-    python bench/time_to_loss.py --family gpt2 --seeds 0,1,2
+    python bench/time_to_loss.py --family gpt2 --seeds 0,1,2 --threads 1 --parallel 2
+    python bench/time_to_loss.py --methods baseline,mslt-longshallow-emb,plan:cpu-mslt-best
+    python bench/time_to_loss.py --same-steps --methods baseline,mslt --mslt paper,longshallow
     python bench/time_to_loss.py --scale base --device cuda   # BERT-Base / GPT-2-small shapes
     python bench/time_to_loss.py --quick                # tiny (< 1 min per family): the smoke test
-    python bench/time_to_loss.py --methods baseline,mslt --mslt paper,longshallow
-    python bench/time_to_loss.py --replot results.json  # text plots (plotext) from a JSON
+    python bench/time_to_loss.py --replot results.json --plot-x flops
 
-Last line: `time_to_loss: gpt2.mslt_speedup_to_baseline_loss=… gpt2.mslt_flops_speedup=… …`.
+Last line: `time_to_loss: gpt2.<method>_speedup_to_baseline_loss=… gpt2.<method>_flops_speedup=…`
+(medians over the seeds; a seed that did not reach the loss counts as 0×, n/r).
 """
 
 from __future__ import annotations
@@ -32,9 +32,6 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import json
-import re
-import statistics
-import subprocess
 import sys
 import tempfile
 import time
@@ -45,25 +42,24 @@ BENCH = Path(__file__).resolve().parent
 if str(BENCH) not in sys.path:
     sys.path.insert(0, str(BENCH))
 
-from common import (  # noqa: E402
-    METHODS,
-    MSLT_VARIANTS,
-    REPO,
-    TTL_SIZES,
-    Size,
-    baseline_step_flops,
-    bench_env,
-    method_plan,
-    plan_text,
-    read_events,
-    stage_step_flops,
-)
+from common import METHODS, MSLT_VARIANTS, TTL_SIZES, Size, method_plan  # noqa: E402
+from ttl_plans import Budget, MethodError, budget_plan, method_label, stages_summary  # noqa: E402
+from ttl_report import plot, report_family  # noqa: E402
+from ttl_runs import Job, analyse, first_reach, run_jobs  # noqa: E402
 
 from growcockpit.plan import estimate_cost  # noqa: E402
 from growcockpit.plan.types import Plan  # noqa: E402
 
-MARKERS = {"baseline": "b", "mslt": "m", "gong": "g", "vcycle": "v"}
-SPARE_MARKERS = "MxoXs+#@"
+__all__ = ["eval_every", "first_reach", "main"]
+BUDGET_METHODS = (
+    "baseline",
+    "baseline-0.5x",
+    "baseline-0.75x",
+    "mslt-paper",
+    "mslt-longshallow-emb",
+    "vcycle",
+    "gong",
+)
 
 
 def eval_every(steps: int, target: int) -> int:
@@ -73,246 +69,110 @@ def eval_every(steps: int, target: int) -> int:
     return min(divisors, key=lambda d: (abs(d - want), d))
 
 
-def run_method(
-    plan: Plan, run_dir: Path, device: str | None, threads: int | None, timeout: float
-) -> tuple[int, float]:
-    """`growcockpit train` in a subprocess; (exit code, seconds)."""
-    run_dir.mkdir(parents=True, exist_ok=True)
-    plan_path = run_dir.parent / f"{run_dir.name}.toml"
-    plan_path.write_text(plan_text(plan, "generated by bench/time_to_loss.py"))
-    cmd = [sys.executable, "-m", "growcockpit", "train", str(plan_path), "--run-dir", str(run_dir)]
-    if device:
-        cmd += ["--device", device]
-    t = time.monotonic()
-    with open(run_dir.parent / f"{run_dir.name}.log", "wb") as log:
-        try:
-            proc = subprocess.run(
-                cmd,
-                cwd=REPO,
-                env=bench_env(threads),
-                stdout=log,
-                stderr=subprocess.STDOUT,
-                timeout=timeout,
-            )
-            rc = proc.returncode
-        except subprocess.TimeoutExpired:
-            rc = 124
-    return rc, time.monotonic() - t
-
-
-def curve(plan: Plan, events: list[dict[str, Any]]) -> dict[str, Any]:
-    """Cumulative wall time and FLOPs at every eval; per-stage step medians."""
-    flops = stage_step_flops(plan)
-    wall_ms = 0.0
-    total_flops = 0.0
-    at_step: dict[int, tuple[float, float]] = {0: (0.0, 0.0)}
-    stage_ms: dict[int, list[float]] = {}
-    op_s = 0.0
-    for ev in events:
-        kind = ev.get("type")
-        if kind == "stage_started":
-            op_s += float(ev.get("op_seconds") or 0.0)
-            wall_ms += 1e3 * float(ev.get("op_seconds") or 0.0)
-        elif kind == "step":
-            stage = int(ev["stage"])
-            wall_ms += float(ev["step_ms"])
-            total_flops += flops[stage]
-            stage_ms.setdefault(stage, []).append(float(ev["step_ms"]))
-            at_step[int(ev["step"])] = (wall_ms / 1e3, total_flops)
-    points = []
-    for ev in events:
-        if ev.get("type") == "eval" and int(ev["step"]) in at_step:
-            wall, fl = at_step[int(ev["step"])]
-            points.append(
-                {"step": int(ev["step"]), "wall_s": wall, "flops": fl, "val_loss": ev["val_loss"]}
-            )
-    finished = [ev for ev in events if ev.get("type") == "run_finished"]
-    return {
-        "evals": points,
-        "wall_s": wall_ms / 1e3,
-        "flops": total_flops,
-        "op_seconds": op_s,
-        "steps": max(at_step),
-        "stage_step_ms": {str(k): statistics.median(v) for k, v in sorted(stage_ms.items())},
-        "status": finished[-1].get("status") if finished else "missing",
-    }
-
-
-def first_reach(points: list[dict[str, Any]], target: float) -> dict[str, float] | None:
-    """Wall time, FLOPs and step at which the val loss first reaches `target` (interpolated)."""
-    prev = None
-    for p in points:
-        if p["val_loss"] <= target:
-            if prev is None or prev["val_loss"] == p["val_loss"]:
-                return {k: float(p[k]) for k in ("wall_s", "flops", "step")}
-            frac = (prev["val_loss"] - target) / (prev["val_loss"] - p["val_loss"])
-            return {
-                k: float(prev[k] + frac * (p[k] - prev[k])) for k in ("wall_s", "flops", "step")
-            }
-        prev = p
-    return None
-
-
-def analyse(results: dict[str, dict[str, Any]]) -> None:
-    """Add time-to-baseline-loss and speedups to each method's result, in place."""
-    base = results.get("baseline")
-    if not base or not base["evals"]:
-        return
-    target = base["evals"][-1]["val_loss"]
-    base_reach = first_reach(base["evals"], target) or {
-        "wall_s": base["wall_s"],
-        "flops": base["flops"],
-        "step": base["steps"],
-    }
-    for res in results.values():
-        if not res["evals"]:
-            continue
-        res["final_val_loss"] = res["evals"][-1]["val_loss"]
-        res["target"] = target
-        reach = first_reach(res["evals"], target)
-        res["reach"] = reach
-        res["speedup_wall"] = base_reach["wall_s"] / reach["wall_s"] if reach else None
-        res["speedup_flops"] = base_reach["flops"] / reach["flops"] if reach else None
-        # when the baseline reached this method's final loss, as a share of the method's time
-        own = first_reach(base["evals"], res["final_val_loss"])
-        res["baseline_wall_to_its_final"] = own["wall_s"] if own else None
-        res["wall_ratio"] = res["wall_s"] / base["wall_s"] if base["wall_s"] else None
-        res["flops_ratio"] = res["flops"] / base["flops"] if base["flops"] else None
-
-
-def fmt_x(v: float | None) -> str:
-    return f"{v:.2f}x" if v else "n/r"
-
-
-def report_family(family: str, size: Size, runs: list[dict[str, dict[str, Any]]]) -> list[str]:
-    """Print the family's table (one block per seed, then medians); return summary items."""
-    print()
-    print(
-        f"== {family}: {size.layers} layers × {size.hidden} ({size.heads} heads, FFN {size.ffn}), "
-        f"seq {size.seq}, batch {size.batch}, vocab {size.vocab}, {size.steps} steps "
-        f"({size.steps * size.batch * size.seq / 1e6:.2f} M tokens), lr {size.lr:g}, linear decay"
-    )
-    head = (
-        f"{'seed':>4} {'method':<18}{'wall s':>8}{'PFLOP':>8}{'cost':>6}{'final val':>10}{'Δ':>7}"
-        f"{'s→base':>8}{'PF→base':>8}{'speedup':>8}{'FLOPs':>7}{'base→its':>9}"
-    )
-    print(head)
-    print("-" * len(head))
-    by_method: dict[str, list[dict[str, Any]]] = {}
-    for run in runs:
-        for name, res in run.items():
-            by_method.setdefault(name, []).append(res)
-            if "final_val_loss" not in res:
-                print(f"{res['seed']:>4} {name:<18} (no eval: {res['status']}, rc {res['rc']})")
-                continue
-            reach = res["reach"]
-            base_wall = run["baseline"]["wall_s"]
-            own = res["baseline_wall_to_its_final"]
-            reach_s = f"{reach['wall_s']:.0f}" if reach else "n/r"
-            reach_f = f"{reach['flops'] / 1e15:.3f}" if reach else "n/r"
-            own_share = f"{own / base_wall:.2f}" if own and base_wall else "-"
-            print(
-                f"{res['seed']:>4} {name:<18}{res['wall_s']:>8.0f}{res['flops'] / 1e15:>8.3f}"
-                f"{res['flops_ratio']:>6.2f}{res['final_val_loss']:>10.3f}"
-                f"{res['final_val_loss'] - res['target']:>+7.3f}{reach_s:>8}{reach_f:>8}"
-                f"{fmt_x(res['speedup_wall']):>8}{fmt_x(res['speedup_flops']):>7}{own_share:>9}"
-            )
-    items = []
-    for name, results in by_method.items():
-        if name == "baseline":
-            continue
-        walls = [r.get("speedup_wall") or 0.0 for r in results]
-        fl = [r.get("speedup_flops") or 0.0 for r in results]
-        deltas = [r["final_val_loss"] - r["target"] for r in results if "final_val_loss" in r]
-        key = name.replace("mslt-", "mslt_") if name.startswith("mslt-") else name
-        items.append(
-            f"{family}.{key}_speedup_to_baseline_loss={fmt_x(statistics.median(walls))}"
-            f" {family}.{key}_flops_speedup={fmt_x(statistics.median(fl))}"
-            + (f" {family}.{key}_final_delta={statistics.median(deltas):+.3f}" if deltas else "")
-        )
-    if len(runs) > 1:
-        print(f"(medians over {len(runs)} seeds in the summary line)")
-    print(
-        "cost = FLOPs / baseline FLOPs; Δ = final val − baseline final val; s→base / PF→base: wall s / PFLOP "
-        "to first reach the baseline's final val loss; speedup = baseline's / method's; base→its: the "
-        "baseline reached this method's final loss at this share of its own time"
-    )
-    return items
-
-
-def plot(data: dict[str, Any], x: str = "wall_s", width: int = 100, height: int = 28) -> str:
-    """Val loss vs wall time (or FLOPs) per family, seed 0 (or the first), as plain text."""
-    import plotext as plt
-
-    out = []
-    for family, fam in data["families"].items():
-        run = fam["runs"][0]
-        plt.clear_figure()
-        plt.theme("clear")
-        plt.plotsize(width, height)
-        used: set[str] = set()
-        for name, res in run.items():
-            pts = res.get("evals") or []
-            if not pts:
-                continue
-            xs = [p[x] / (1e15 if x == "flops" else 1.0) for p in pts]
-            marker = MARKERS.get(name, MARKERS.get(name.split("-")[0], "*"))
-            if marker in used:  # a second variant of one method gets its own symbol
-                marker = next(c for c in SPARE_MARKERS if c not in used)
-            used.add(marker)
-            plt.plot(xs, [p["val_loss"] for p in pts], label=name, marker=marker)
-        if "baseline" in run and run["baseline"].get("evals"):
-            plt.hline(run["baseline"]["evals"][-1]["val_loss"])
-        plt.title(
-            f"{family}: validation loss vs {'training wall time (s)' if x == 'wall_s' else 'PFLOPs'}"
-        )
-        plt.xlabel("seconds" if x == "wall_s" else "PFLOP")
-        plt.ylabel("val loss")
-        out.append(re.sub(r"\x1b\[[0-9;]*m", "", plt.build()))
-    return "\n\n".join(out)
-
-
-def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+def parse_args(argv: list[str] | None) -> argparse.Namespace:
+    ap = argparse.ArgumentParser(description=(__doc__ or "").split("\n\n")[0])
     ap.add_argument("--family", choices=("gpt2", "bert", "both"), default="both")
     ap.add_argument("--scale", choices=sorted(TTL_SIZES), default="cpu")
     ap.add_argument(
         "--quick", action="store_true", help="= --scale quick (tiny, < 1 min per family)"
     )
-    ap.add_argument("--methods", default=",".join(METHODS), help="comma list (default: all four)")
+    ap.add_argument(
+        "--same-steps",
+        action="store_true",
+        help="every method trains the baseline's step count (not its budget)",
+    )
+    ap.add_argument(
+        "--methods",
+        help="comma list. Budget mode (default: " + ",".join(BUDGET_METHODS) + "): baseline, "
+        "baseline-<f>x, gong, vcycle, mslt-<variant>, plan:<file or sample plan>. "
+        "--same-steps (default: " + ",".join(METHODS) + "): those four, MSLT variants via --mslt",
+    )
     ap.add_argument(
         "--mslt",
         default="paper",
-        help=f"MSLT variant(s), comma list; one of {', '.join(MSLT_VARIANTS)} (bench/common.py)",
+        help=f"--same-steps: MSLT variant(s), comma list; of {', '.join(MSLT_VARIANTS)}",
     )
     ap.add_argument("--seeds", default="0", help="comma list of seeds (init and data order)")
-    ap.add_argument("--steps", type=int, help="total steps per method (default: the scale's)")
+    ap.add_argument(
+        "--budget", type=int, help="baseline steps of the budget (default: the scale's)"
+    )
+    ap.add_argument("--steps", type=int, help="= --budget (the baseline's steps)")
     ap.add_argument("--lr", type=float, help="peak LR (default: the scale's, per family)")
     ap.add_argument("--layers", type=int, help="final depth (default: the scale's)")
     ap.add_argument("--hidden", type=int, help="width (default: the scale's)")
-    ap.add_argument("--evals", type=int, default=20, help="evaluations per run (about)")
+    ap.add_argument("--evals", type=int, help="evaluations of the baseline (about; 40 / 20)")
     ap.add_argument("--device", help="passed to growcockpit train (default: cuda if available)")
     ap.add_argument("--threads", type=int, help="OMP_NUM_THREADS for the runs")
-    ap.add_argument("--runs-dir", type=Path, help="keep the runs here (default: a temp dir)")
+    ap.add_argument("--parallel", type=int, default=1, help="runs at a time (default 1)")
+    ap.add_argument("--runs-dir", type=Path, help="keep (and reuse) the runs here (default: temp)")
     ap.add_argument("--timeout-s", type=float, default=3600.0, help="per run")
     ap.add_argument("--json", type=Path, help="write the results here")
-    ap.add_argument("--plot", action="store_true", help="print loss-vs-time text plots at the end")
-    ap.add_argument("--plot-x", choices=("wall_s", "flops"), default="wall_s")
+    ap.add_argument("--plot", action="store_true", help="print loss vs time and vs FLOPs plots")
+    ap.add_argument("--plot-x", choices=("wall_s", "flops", "both"), default="both")
     ap.add_argument("--replot", type=Path, metavar="JSON", help="only plot a previous --json")
-    args = ap.parse_args(argv)
+    return ap.parse_args(argv)
+
+
+def family_size(args: argparse.Namespace, scale: str, family: str) -> Size:
+    size = TTL_SIZES[scale][family]
+    changes: dict[str, Any] = {
+        k: v
+        for k, v in (
+            ("steps", args.budget or args.steps),
+            ("lr", args.lr),
+            ("layers", args.layers),
+            ("hidden", args.hidden),
+        )
+        if v
+    }
+    size = dataclasses.replace(size, **changes)
+    evals = args.evals or (20 if args.same_steps else 40)
+    return dataclasses.replace(size, eval_every=eval_every(size.steps, evals))
+
+
+def method_plans(args: argparse.Namespace, size: Size, seed: int) -> list[tuple[str, Plan]]:
+    """(label, plan) of every method for one seed, the baseline first (MethodError if bad)."""
+    if args.same_steps:
+        methods = [m.strip() for m in (args.methods or ",".join(METHODS)).split(",") if m.strip()]
+        variants = [v.strip() for v in args.mslt.split(",") if v.strip()]
+        for m in methods:
+            if m not in METHODS:
+                raise MethodError(
+                    f"--methods: unknown {m!r} with --same-steps; of {', '.join(METHODS)}"
+                )
+        for v in variants:
+            if v not in MSLT_VARIANTS:
+                raise MethodError(f"--mslt: unknown {v!r}; one of {', '.join(MSLT_VARIANTS)}")
+        names = [(m, v) for m in methods for v in (variants if m == "mslt" else [""])]
+        if "baseline" not in methods:
+            names.insert(0, ("baseline", ""))
+        out = [
+            (
+                f"mslt-{v}" if m == "mslt" and len(variants) > 1 else m,
+                method_plan(m, size, seed, v or "paper"),
+            )
+            for m, v in names
+        ]
+    else:
+        methods = [
+            m.strip() for m in (args.methods or ",".join(BUDGET_METHODS)).split(",") if m.strip()
+        ]
+        if "baseline" not in methods:
+            methods.insert(0, "baseline")
+        budget = Budget(size.steps, size.eval_every)
+        out = [(method_label(m), budget_plan(m, size, seed, budget)) for m in methods]
+    return sorted(out, key=lambda lp: lp[0] != "baseline")
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parse_args(argv)
     if args.replot:
-        print(plot(json.loads(args.replot.read_text()), args.plot_x))
+        data = json.loads(args.replot.read_text())
+        xs = ("wall_s", "flops") if args.plot_x == "both" else (args.plot_x,)
+        print("\n\n".join(plot(data, x) for x in xs))
         return 0
     scale = "quick" if args.quick else args.scale
     families = ["gpt2", "bert"] if args.family == "both" else [args.family]
-    methods = [m.strip() for m in args.methods.split(",") if m.strip()]
-    variants = [v.strip() for v in args.mslt.split(",") if v.strip()]
-    for m in methods:
-        if m not in METHODS:
-            ap.error(f"--methods: unknown {m!r}")
-    for v in variants:
-        if v not in MSLT_VARIANTS:
-            ap.error(f"--mslt: unknown {v!r}; one of {', '.join(MSLT_VARIANTS)}")
     seeds = [int(s) for s in args.seeds.split(",")]
     t0 = time.monotonic()
     tmp = None
@@ -321,73 +181,53 @@ def main(argv: list[str] | None = None) -> int:
     else:
         tmp = tempfile.TemporaryDirectory(prefix="time-to-loss-")
         root = Path(tmp.name)
-    data: dict[str, Any] = {"scale": scale, "families": {}}
+    mode = "same-steps" if args.same_steps else "budget"
+    data: dict[str, Any] = {"mode": mode, "scale": scale, "families": {}}
     summary: list[str] = []
     try:
         for family in families:
-            size = TTL_SIZES[scale][family]
-            changes: dict[str, Any] = {}
-            if args.steps:
-                changes["steps"] = args.steps
-            if args.lr:
-                changes["lr"] = args.lr
-            if args.layers:
-                changes["layers"] = args.layers
-            if args.hidden:
-                changes["hidden"] = args.hidden
-            size = dataclasses.replace(size, **changes)
-            size = dataclasses.replace(size, eval_every=eval_every(size.steps, args.evals))
-            runs = []
-            for i, seed in enumerate(seeds):
-                names = [(m, v) for m in methods for v in (variants if m == "mslt" else [""])]
-                if "baseline" not in methods:
-                    names.insert(0, ("baseline", ""))
+            size = family_size(args, scale, family)
+            try:
+                per_seed = [(seed, method_plans(args, size, seed)) for seed in seeds]
+            except MethodError as exc:
+                print(f"time_to_loss: {exc}", file=sys.stderr)
+                return 2
+            jobs = []
+            for i, (seed, plans) in enumerate(per_seed):
                 if i % 2:  # alternate the order between seeds: drift hits every method alike
-                    names = names[:1] + names[:0:-1]
-                run: dict[str, dict[str, Any]] = {}
-                for method, variant in names:
-                    label = f"mslt-{variant}" if method == "mslt" and len(variants) > 1 else method
-                    plan = method_plan(method, size, seed, variant or "paper")
-                    run_dir = root / family / f"seed{seed}" / label
-                    print(
-                        f"time_to_loss: {family} seed {seed} {label}: {len(plan.stages)} stages, "
-                        f"{plan.total_steps} steps → {run_dir}",
-                        flush=True,
-                    )
-                    rc, secs = run_method(plan, run_dir, args.device, args.threads, args.timeout_s)
-                    res = curve(plan, read_events(run_dir))
-                    cost = estimate_cost(plan, r=2.0, refined=True)
+                    plans = plans[:1] + plans[:0:-1]
+                jobs += [
+                    Job(label, seed, plan, root / family / f"seed{seed}" / label)
+                    for label, plan in plans
+                ]
+            results = run_jobs(jobs, args.parallel, args.device, args.threads, args.timeout_s)
+            runs = []
+            for seed, plans in per_seed:
+                run = {}
+                for label, plan in plans:
+                    res = results[(label, seed)]
+                    cost = estimate_cost(plan)
                     res.update(
                         {
-                            "seed": seed,
-                            "rc": rc,
-                            "process_s": secs,
                             "plan": plan.name,
-                            "stages": [
-                                {
-                                    "name": s.name,
-                                    "layers": s.layers,
-                                    "train": s.train,
-                                    "steps": s.steps,
-                                }
-                                for s in plan.stages
-                            ],
-                            "model_flops_ratio": cost.ratio,
-                            "baseline_step_flops": baseline_step_flops(plan),
+                            "stages": stages_summary(plan),
+                            # estimated cost / the cost of `size.steps` baseline steps (the budget)
+                            "cost_vs_budget": cost.total / (cost.baseline_step_cost * size.steps),
                         }
-                    )
-                    if rc != 0:
-                        print(f"time_to_loss: {label} exited {rc}; see {run_dir}.log")
-                    final = res["evals"][-1]["val_loss"] if res["evals"] else float("nan")
-                    print(
-                        f"time_to_loss:   {res['wall_s']:.0f} s training ({secs:.0f} s process), final val {final:.3f}",
-                        flush=True,
                     )
                     run[label] = res
                 analyse(run)
-                runs.append({k: run[k] for k in sorted(run, key=lambda n: (n != "baseline", n))})
-            data["families"][family] = {"size": dataclasses.asdict(size), "runs": runs}
-            summary += report_family(family, size, runs)
+                runs.append(run)
+            fam_summary, items = report_family(
+                family, size, runs, None if args.same_steps else size.steps
+            )
+            data["families"][family] = {
+                "size": dataclasses.asdict(size),
+                "budget_baseline_steps": None if args.same_steps else size.steps,
+                "runs": runs,
+                "summary": fam_summary,
+            }
+            summary += items
     finally:
         if tmp is not None:
             tmp.cleanup()
@@ -398,8 +238,9 @@ def main(argv: list[str] | None = None) -> int:
         args.json.write_text(json.dumps(data, indent=2))
         print(f"results: {args.json}")
     if args.plot:
+        xs = ("wall_s", "flops") if args.plot_x == "both" else (args.plot_x,)
         print()
-        print(plot(data, args.plot_x))
+        print("\n\n".join(plot(data, x) for x in xs))
     print(line)
     return 0
 

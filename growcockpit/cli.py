@@ -39,7 +39,7 @@ def main(argv: list[str] | None = None) -> int:
         return 130
 
 
-SUBCOMMANDS = ("train", "resume", "attach", "ctl", "status", "plan", "serve", "export")
+SUBCOMMANDS = ("train", "resume", "attach", "ctl", "status", "compare", "plan", "serve", "export")
 
 
 def build_cockpit_parser() -> argparse.ArgumentParser:
@@ -109,6 +109,16 @@ def build_parser() -> argparse.ArgumentParser:
     ex.add_argument("run_dir", type=Path)
     ex.add_argument("--tensorboard", type=Path, required=True, metavar="DIR", help="output dir")
     ex.set_defaults(func=cmd_export)
+
+    cp = sub.add_parser(
+        "compare", help="how much sooner each run reaches a target run's final validation loss"
+    )
+    cp.add_argument("run_dirs", nargs="+", type=Path, metavar="RUN_DIR")
+    cp.add_argument(
+        "--target", type=Path, help="the run whose final loss is the target (default: the first)"
+    )
+    cp.add_argument("--json", action="store_true", help="machine-readable output")
+    cp.set_defaults(func=cmd_compare)
 
     pl = sub.add_parser("plan", help="check or describe plan files")
     psub = pl.add_subparsers(dest="plan_command", metavar="ACTION", required=True)
@@ -458,6 +468,16 @@ def cmd_export(args: argparse.Namespace) -> int:
     try:
         print(export_tensorboard(args.run_dir, args.tensorboard))
     except MirrorError as exc:
+        raise UserError(str(exc)) from None
+    return EXIT_OK
+
+
+def cmd_compare(args: argparse.Namespace) -> int:
+    from growcockpit.compare.command import CompareError, compare
+
+    try:
+        print(compare(list(args.run_dirs), args.target, args.json))
+    except CompareError as exc:
         raise UserError(str(exc)) from None
     return EXIT_OK
 

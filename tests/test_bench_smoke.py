@@ -114,31 +114,105 @@ def test_stage_cost_quick(gc_cache: Path, tmp_path: Path) -> None:
     assert result["rows"][-1]["embeddings_trainable"] is True
 
 
-@pytest.mark.slow
-def test_time_to_loss_quick(gc_cache: Path, tmp_path: Path) -> None:
-    out = tmp_path / "ttl.json"
+def test_budget_plans_spend_the_baseline_budget() -> None:
+    import ttl_plans
+
+    from growcockpit.plan import estimate_cost
+
+    size = common.TTL_SIZES["cpu"]["gpt2"]
+    budget = ttl_plans.Budget(400, 10)
+    base = ttl_plans.budget_plan("baseline", size, 0, budget)
+    assert base.total_steps == 400
+    unit = estimate_cost(base).baseline_step_cost
+    for method in ("mslt-paper", "mslt-longshallow-emb", "vcycle", "gong"):
+        plan = ttl_plans.budget_plan(method, size, 0, budget)
+        cost = estimate_cost(plan)
+        # every stage but the last as in the equal-steps template; the last lengthened until
+        # the estimated cost meets the budget, short of it by less than one eval interval
+        same = common.method_plan(method.split("-")[0], size, 0, method[5:] or "paper")
+        assert [s.steps for s in plan.stages[:-1]] == [s.steps for s in same.stages[:-1]]
+        assert plan.stages[-1].steps > same.stages[-1].steps
+        assert plan.total_steps % 10 == 0 and plan.total_steps > 400
+        fill = cost.stages[-1].step_cost
+        assert 400 * unit - 10 * fill <= cost.total <= 400 * unit + 1e-6, method
+    short = ttl_plans.budget_plan("baseline-0.75x", size, 0, budget)
+    assert short.total_steps == 300 and short.optim.warmup_steps == 15  # its own schedule
+    best = ttl_plans.budget_plan("plan:cpu-mslt-best", size, 0, budget)
+    assert best.total_steps > 400 and best.metrics == base.metrics
+    for bad, why in (
+        ("nope", "unknown method"),
+        ("baseline-2x", "fraction"),
+        ("plan:missing", "no such plan file"),
+        ("plan:cpu-demo", "not the benchmark's"),
+    ):
+        with pytest.raises(ttl_plans.MethodError, match=why):
+            ttl_plans.budget_plan(bad, size, 0, budget)
+
+
+def _ttl(tmp_path: Path, gc_cache: Path, *extra: str) -> subprocess.CompletedProcess[str]:
     cmd = [sys.executable, str(REPO / "bench" / "time_to_loss.py"), "--quick", "--family", "gpt2"]
-    cmd += ["--threads", "1", "--steps", "24", "--evals", "6", "--json", str(out)]
-    cmd += ["--runs-dir", str(tmp_path / "runs"), "--plot"]
-    proc = subprocess.run(
-        cmd, cwd=tmp_path, env=_env(gc_cache), capture_output=True, text=True, timeout=240
+    cmd += ["--threads", "1", "--steps", "24", "--evals", "6", *extra]
+    return subprocess.run(
+        cmd, cwd=tmp_path, env=_env(gc_cache), capture_output=True, text=True, timeout=600
     )
+
+
+@pytest.mark.slow
+def test_time_to_loss_quick_budget(gc_cache: Path, tmp_path: Path) -> None:
+    out = tmp_path / "ttl.json"
+    runs = tmp_path / "runs"
+    methods = "baseline,baseline-0.5x,mslt-longshallow-emb,vcycle"
+    proc = _ttl(
+        tmp_path, gc_cache, "--methods", methods, "--parallel", "2", "--json", str(out),
+        "--runs-dir", str(runs), "--plot",
+    )  # fmt: skip
     assert proc.returncode == 0, proc.stdout + proc.stderr
     last = proc.stdout.splitlines()[-1]
-    for method in ("mslt", "gong", "vcycle"):
-        assert re.search(rf"gpt2\.{method}_speedup_to_baseline_loss=(\d+\.\d\dx|n/r)", last), last
+    for key in ("baseline_0_5x", "mslt_longshallow_emb", "vcycle"):
+        assert re.search(rf"gpt2\.{key}_speedup_to_baseline_loss=(\d+\.\d\dx|n/r)", last), last
     data = json.loads(out.read_text())
-    run = data["families"]["gpt2"]["runs"][0]
-    assert sorted(run) == ["baseline", "gong", "mslt", "vcycle"]
+    assert data["mode"] == "budget"
+    fam = data["families"]["gpt2"]
+    assert fam["budget_baseline_steps"] == 24
+    run = fam["runs"][0]
+    assert list(run) == ["baseline", "baseline-0.5x", "mslt-longshallow-emb", "vcycle"]
     for name, res in run.items():
         assert res["rc"] == 0 and res["status"] == "completed", name
-        assert res["steps"] == 24
-        assert [p["step"] for p in res["evals"]] == [4, 8, 12, 16, 20, 24]
-        assert res["wall_s"] > 0 and res["flops"] > 0
+        assert res["evals"][-1]["step"] == res["steps"] and res["wall_s"] > 0
+    assert run["baseline"]["steps"] == 24 and run["baseline-0.5x"]["steps"] == 12
+    assert run["mslt-longshallow-emb"]["steps"] > 24 and run["vcycle"]["steps"] > 24
     assert run["baseline"]["speedup_wall"] == pytest.approx(1.0)
-    assert run["mslt"]["flops"] < run["baseline"]["flops"]
-    assert (tmp_path / "runs" / "gpt2" / "seed0" / "mslt.toml").exists()
+    assert 0.9 < run["vcycle"]["cost_vs_budget"] <= 1.0
+    assert fam["summary"]["vcycle"]["seeds"] == [0]
     assert "validation loss vs training wall time" in proc.stdout
+    assert "validation loss vs estimated PFLOPs" in proc.stdout
+    # a second invocation reuses the finished runs instead of training them again
+    again = _ttl(tmp_path, gc_cache, "--methods", "baseline,vcycle", "--runs-dir", str(runs))
+    assert again.returncode == 0 and again.stdout.count("(reused)") == 2, again.stdout
+    # the cockpit's headless verdict on the same real runs agrees with the benchmark
+    seed0 = runs / "gpt2" / "seed0"
+    verdict = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "growcockpit",
+            "compare",
+            str(seed0 / "baseline"),
+            str(seed0 / "vcycle"),
+            "--json",
+        ],
+        cwd=REPO,
+        env=_env(gc_cache),
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert verdict.returncode == 0, verdict.stderr
+    v = json.loads(verdict.stdout)["runs"][1]["verdict"]
+    if run["vcycle"]["speedup_wall"] is None:
+        assert v["speedup_wall"] is None
+    else:
+        assert v["speedup_wall"] == pytest.approx(run["vcycle"]["speedup_wall"], rel=1e-6)
     replot = subprocess.run(
         [sys.executable, str(REPO / "bench" / "time_to_loss.py"), "--replot", str(out)],
         capture_output=True,
@@ -147,3 +221,37 @@ def test_time_to_loss_quick(gc_cache: Path, tmp_path: Path) -> None:
     )
     assert replot.returncode == 0 and "gpt2: validation loss" in replot.stdout
     assert "\x1b[" not in replot.stdout
+
+
+@pytest.mark.slow
+def test_time_to_loss_quick_same_steps(gc_cache: Path, tmp_path: Path) -> None:
+    out = tmp_path / "ttl.json"
+    proc = _ttl(
+        tmp_path, gc_cache, "--same-steps", "--methods", "baseline,mslt", "--json", str(out)
+    )
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert re.search(r"gpt2\.mslt_speedup_to_baseline_loss=(\d+\.\d\dx|n/r)", proc.stdout)
+    data = json.loads(out.read_text())
+    run = data["families"]["gpt2"]["runs"][0]
+    assert data["mode"] == "same-steps" and sorted(run) == ["baseline", "mslt"]
+    assert run["mslt"]["steps"] == run["baseline"]["steps"] == 24
+    assert [p["step"] for p in run["mslt"]["evals"]] == [4, 8, 12, 16, 20, 24]
+    assert run["mslt"]["flops"] < run["baseline"]["flops"]
+
+
+def test_time_to_loss_bad_method_is_one_line(tmp_path: Path) -> None:
+    proc = subprocess.run(
+        [
+            sys.executable,
+            str(REPO / "bench" / "time_to_loss.py"),
+            "--quick",
+            "--methods",
+            "baseline,bogus",
+        ],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert proc.returncode == 2 and "unknown method 'bogus'" in proc.stderr
+    assert proc.stderr.count("\n") == 1

@@ -10,9 +10,7 @@ import pytest
 from ui_fixtures import (
     T0,
     notes,
-    recorded_events,
     screen_text,
-    write_events,
     write_plan,
     write_recorded_run,
 )
@@ -20,7 +18,6 @@ from ui_fixtures import (
 from growcockpit.protocol import RunPaths, RunStatus, write_status
 from growcockpit.ui import GrowCockpitApp
 from growcockpit.ui.catalog import format_age, list_plans, list_runs
-from growcockpit.ui.compare import default_target, load_curve, time_to_loss
 from growcockpit.ui.screens import CompareScreen, DashboardScreen, DesignerScreen, HomeScreen
 from growcockpit.ui.settings import load_settings, settings_path
 from growcockpit.ui.themes import load_theme, parse_palette, theme_files
@@ -129,48 +126,6 @@ async def test_empty_home_says_what_to_do(tmp_path: Path) -> None:
         await pilot.press("a")
         await pilot.pause()
         assert any("No runs yet" in m for m in notes(app))
-
-
-def test_compare_curves_and_time_to_loss(tmp_path: Path) -> None:
-    done = write_recorded_run(tmp_path / "a")
-    curve = load_curve(done)
-    assert curve.plan == "mslt-demo" and curve.steps == 80 and len(curve.loss) == 80
-    assert curve.stage_t and curve.stage_tokens == [40 * 2048]
-    assert curve.t[-1] < 80 * 0.5 + 1  # the 30 s pause is not training time
-    target = curve.loss[40]
-    reached = time_to_loss(curve, target)
-    assert reached is not None and reached[1] <= 41 * 2048
-    assert time_to_loss(curve, -1.0) is None
-    assert default_target([curve]) == curve.final_loss
-    small = load_curve(done, max_points=20)
-    assert len(small.loss) <= 20 and small.t == sorted(small.t)
-
-
-async def test_compare_screen_two_runs(tmp_path: Path) -> None:
-    runs = tmp_path / "runs"
-    write_recorded_run(runs / "mslt")
-    slow = runs / "baseline"
-    slow.mkdir(parents=True)
-    evs = recorded_events()
-    for ev in evs:
-        ev.t = T0 + (ev.t - T0) * 2  # the same curve, twice as slow
-    write_events(RunPaths(slow).events, evs)
-    app = GrowCockpitApp(runs_root=runs, workdir=tmp_path)
-    async with app.run_test(size=SIZE) as pilot:
-        await pilot.pause()
-        await pilot.press("c")
-        screen = app.screen
-        assert isinstance(screen, CompareScreen)
-        for _ in range(100):
-            await pilot.pause(0.05)
-            if len(screen.curves) == 2:
-                break
-        assert len(screen.curves) == 2
-        screen.query_one("#compare-target").value = "5.0"
-        await pilot.pause()
-        text = screen_text(app)
-        assert "time to target" in text and "2.00×" in text
-        assert "loss vs training time" in text and "loss vs tokens" in text
 
 
 # ---- themes, settings, command palette -------------------------------------------

@@ -1,104 +1,84 @@
-"""Curves of several runs for the compare screen, read straight from their event logs.
+"""What the compare screen draws, without Textual: runs' validation-loss curves and verdicts.
 
-Plain Python (no Textual): `load_curve` folds one run's events into loss against
-training time (wall time minus paused time) and against tokens seen, smoothed
-with the same EMA as the dashboard and downsampled (min/max) to a few thousand
-points; `time_to_loss` says when a curve first reached a loss.
+The curves and the verdict come from `growcockpit.compare` (the same code as the
+headless `growcockpit compare`); this module only picks the default target run
+and shapes the series for the two plots.
 """
 
 from __future__ import annotations
 
-import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Literal
 
-from growcockpit.protocol.eventlog import EventTail
-from growcockpit.protocol.events import Paused, Resumed, RunStarted, StageStarted, Step
-from growcockpit.protocol.rundir import RunPaths
-from growcockpit.ui.run_state import EMA_ALPHA, minmax_downsample
+from growcockpit.compare import RunProgress, Verdict, load_progress, verdicts
 
-MAX_POINTS = 4000
+Axis = Literal["wall", "flops"]
 
 
 @dataclass
-class RunCurve:
-    name: str
-    path: Path
-    plan: str = ""
-    t: list[float] = field(default_factory=list)  # training seconds since the start
-    tokens: list[float] = field(default_factory=list)
-    loss: list[float] = field(default_factory=list)  # EMA-smoothed train loss
-    stage_t: list[float] = field(default_factory=list)  # when each later stage began
-    stage_tokens: list[float] = field(default_factory=list)
-    steps: int = 0
-    error: str = ""
+class Comparison:
+    """Selected runs, the target run among them and each run's verdict."""
+
+    runs: list[RunProgress]
+    target: int | None
+    verdicts: list[Verdict]
 
     @property
-    def final_loss(self) -> float | None:
-        return self.loss[-1] if self.loss else None
+    def target_loss(self) -> float | None:
+        return self.runs[self.target].final_val_loss if self.target is not None else None
 
 
-def load_curve(run_dir: Path, max_points: int = MAX_POINTS) -> RunCurve:
-    run_dir = Path(run_dir)
-    curve = RunCurve(run_dir.name, run_dir)
-    tail = EventTail(RunPaths(run_dir).events)
-    t0: float | None = None
-    paused_at: float | None = None
-    paused_total = 0.0
-    ema: float | None = None
-    tokens = 0.0
-    ts: list[float] = []
-    toks: list[float] = []
-    losses: list[float] = []
-    try:
-        while True:
-            events = tail.read_new(max_events=20_000)
-            if not events:
-                break
-            for ev in events:
-                if t0 is None and ev.t:
-                    t0 = ev.t
-                if isinstance(ev, RunStarted):
-                    curve.plan = str((ev.plan or {}).get("name", ""))
-                elif isinstance(ev, Paused):
-                    paused_at = ev.t
-                elif isinstance(ev, Resumed) and paused_at is not None:
-                    paused_total += max(0.0, ev.t - paused_at)
-                    paused_at = None
-                elif isinstance(ev, StageStarted) and ev.index > 0 and t0 is not None:
-                    curve.stage_t.append(ev.t - t0 - paused_total)
-                    curve.stage_tokens.append(tokens)
-                elif isinstance(ev, Step) and t0 is not None:
-                    if ev.loss is None or not math.isfinite(ev.loss):
-                        continue
-                    ema = ev.loss if ema is None else ema + EMA_ALPHA * (ev.loss - ema)
-                    tokens = float(ev.tokens or tokens)
-                    ts.append(ev.t - t0 - paused_total)
-                    toks.append(tokens)
-                    losses.append(ema)
-                    curve.steps = ev.step
-    except OSError as exc:
-        curve.error = str(exc)
-    if len(ts) > max_points:
-        # one index series downsampled on the loss keeps t and tokens aligned
-        idx, _ = minmax_downsample(list(range(len(ts))), losses, max_points)
-        picks = [int(i) for i in idx]
-        ts = [ts[i] for i in picks]
-        toks = [toks[i] for i in picks]
-        losses = [losses[i] for i in picks]
-    curve.t, curve.tokens, curve.loss = ts, toks, losses
-    return curve
+def load_runs(paths: list[Path]) -> list[RunProgress]:
+    """Each run's progress; a run whose log cannot be read shows as empty, named with why."""
+    out = []
+    for p in paths:
+        try:
+            out.append(load_progress(p))
+        except OSError as exc:
+            out.append(RunProgress(f"{Path(p).name} (unreadable: {exc.strerror or exc})"))
+    return out
 
 
-def time_to_loss(curve: RunCurve, target: float) -> tuple[float, float] | None:
-    """(training seconds, tokens) when the smoothed loss first reached `target`, or None."""
-    for t, tok, loss in zip(curve.t, curve.tokens, curve.loss, strict=True):
-        if loss <= target:
-            return t, tok
+def default_target(runs: list[RunProgress]) -> int | None:
+    """The first run that looks like a baseline and has evaluated, else the first that has."""
+    evaluated = [i for i, r in enumerate(runs) if r.evals]
+    for i in evaluated:
+        if "baseline" in runs[i].name.lower() or "baseline" in runs[i].plan_name.lower():
+            return i
+    return evaluated[0] if evaluated else None
+
+
+def compare(runs: list[RunProgress], target: int | None) -> Comparison:
+    """The verdicts of `runs` against run `target` (None: `default_target`)."""
+    if target is None or not 0 <= target < len(runs) or not runs[target].evals:
+        target = default_target(runs)
+    results = verdicts(runs, runs[target]) if target is not None else []
+    return Comparison(runs, target, results)
+
+
+def next_target(comparison: Comparison) -> int | None:
+    """The next run (after the current target) that has evaluated: the `t` key."""
+    n = len(comparison.runs)
+    start = -1 if comparison.target is None else comparison.target
+    for k in range(1, n + 1):
+        i = (start + k) % n
+        if comparison.runs[i].evals:
+            return i
     return None
 
 
-def default_target(curves: list[RunCurve]) -> float | None:
-    """A loss every run reached: the highest of their final smoothed losses."""
-    finals = [c.final_loss for c in curves if c.final_loss is not None]
-    return max(finals) if finals else None
+def series(run: RunProgress, axis: Axis) -> tuple[list[float], list[float], list[float]]:
+    """(x, val loss, stage starts) of a run: x in training seconds or in PFLOPs."""
+    if axis == "wall":
+        return (
+            [p.wall_s for p in run.evals],
+            [p.val_loss for p in run.evals],
+            [m.wall_s for m in run.stages],
+        )
+    pts = [p for p in run.evals if p.flops is not None]
+    return (
+        [(p.flops or 0.0) / 1e15 for p in pts],
+        [p.val_loss for p in pts],
+        [(m.flops or 0.0) / 1e15 for m in run.stages if m.flops is not None],
+    )

@@ -1,5 +1,6 @@
-"""Compare runs: loss against training time and against tokens, and the time each run
-took to reach a chosen loss (e.g. an MSLT run against its full-depth baseline)."""
+"""Compare runs: validation loss against training time and against estimated FLOPs, the
+target line (one run's final validation loss) and each run's verdict — how much sooner
+it reached the target, or how far it still is (the same verdict as `growcockpit compare`)."""
 
 from __future__ import annotations
 
@@ -12,54 +13,56 @@ from textual.binding import Binding
 from textual.containers import Horizontal, Vertical
 from textual.message import Message
 from textual.screen import Screen
-from textual.widgets import DataTable, Footer, Input, Label, SelectionList
+from textual.widgets import DataTable, Footer, Label, SelectionList
 from textual_plotext import PlotextPlot
 
+from growcockpit.compare import RunProgress
 from growcockpit.ui.catalog import list_runs
-from growcockpit.ui.compare import RunCurve, default_target, load_curve, time_to_loss
+from growcockpit.ui.compare import Axis, Comparison, compare, load_runs, next_target, series
 from growcockpit.ui.screens.prompt import HelpScreen, keys_of
-from growcockpit.ui.widgets.run_header import format_duration
-from growcockpit.ui.widgets.text_bits import human_count
 
 CURVE_COLOURS = ("cyan", "magenta", "green", "yellow", "red", "blue", "white", "orange")
 HELP = """\
 Pick two or more runs on the left (space toggles one). The plots overlay their
-smoothed train loss against training time (pauses left out) and against tokens seen;
-vertical lines mark each run's stage changes. The table says when each run first
-reached the target loss, and how much faster than the slowest it got there."""
-
-
-def fmt_time(seconds: float) -> str:
-    return format_duration(seconds) if seconds >= 60 else f"{seconds:.1f}s"
+validation loss against training time (evaluations and pauses left out) and against
+the estimated FLOPs of the steps they trained (the plan's cost model); vertical
+lines mark stage changes. The horizontal line is the target: the final validation
+loss of the target run (a baseline by default; g picks the next run). The table says
+how much sooner each run reached it, in time and in FLOPs, or, if it has not, how
+many more steps the current slope needs."""
+PLOTS: tuple[tuple[str, Axis, str, str], ...] = (
+    ("#compare-time", "wall", "training seconds", "val loss vs training time"),
+    ("#compare-flops", "flops", "estimated PFLOPs", "val loss vs estimated FLOPs"),
+)
 
 
 class CompareScreen(Screen[None]):
     BINDINGS = [
         Binding("escape", "back", "Back"),
+        Binding("g", "next_target", "Target run"),
         Binding("question_mark", "help", "Help", key_display="?"),
     ]
 
-    class CurvesLoaded(Message):
-        def __init__(self, curves: list[RunCurve]) -> None:
+    class RunsLoaded(Message):
+        def __init__(self, runs: list[RunProgress]) -> None:
             super().__init__()
-            self.curves = curves
+            self.runs = runs
 
     def __init__(self, runs_root: Path, selected: list[Path] | None = None) -> None:
         super().__init__()
         self.runs_root = Path(runs_root)
         self.initial = [Path(p).resolve() for p in (selected or [])]
-        self.curves: list[RunCurve] = []
-        self.target: float | None = None
+        self.comparison = Comparison([], None, [])
+        self.target_name: str | None = None
 
     def compose(self) -> ComposeResult:
         with Horizontal(id="compare-body"):
             with Vertical(id="compare-side"):
                 yield SelectionList[str](id="compare-runs")
-                yield Label("target loss")
-                yield Input("", id="compare-target", compact=True, placeholder="e.g. 5.5")
+                yield Label("", id="compare-target")
             with Vertical(id="compare-main"):
                 yield PlotextPlot(id="compare-time")
-                yield PlotextPlot(id="compare-tokens")
+                yield PlotextPlot(id="compare-flops")
                 yield DataTable(id="compare-table", cursor_type="none")
         yield Footer(compact=True)
 
@@ -75,10 +78,10 @@ class CompareScreen(Screen[None]):
                 chosen.add(r.path.resolve())
         for r in runs:
             sel.add_option((f"{r.name} ({r.status})", str(r.path), r.path.resolve() in chosen))
-        self.query_one("#compare-time").border_title = "loss vs training time"
-        self.query_one("#compare-tokens").border_title = "loss vs tokens"
+        for wid, _, _, title in PLOTS:
+            self.query_one(wid).border_title = title
         table = self.query_one("#compare-table", DataTable)
-        for col in ("run", "plan", "final loss", "time to target", "tokens to target", "speed"):
+        for col in ("run", "plan", "final val", "verdict"):
             table.add_column(col, key=col)
         self.load()
 
@@ -86,73 +89,68 @@ class CompareScreen(Screen[None]):
         self.load()
 
     def load(self) -> None:
-        paths = [Path(p) for p in self.query_one(SelectionList).selected]
-        self._load_worker(paths)
+        self._load_worker([Path(p) for p in self.query_one(SelectionList).selected])
 
     @work(thread=True, exclusive=True, group="compare", exit_on_error=False)
     def _load_worker(self, paths: list[Path]) -> None:
-        self.post_message(self.CurvesLoaded([load_curve(p) for p in paths]))
+        self.post_message(self.RunsLoaded(load_runs(paths)))
 
-    def on_compare_screen_curves_loaded(self, message: CurvesLoaded) -> None:
-        self.curves = message.curves
-        target_input = self.query_one("#compare-target", Input)
-        if not target_input.value.strip():
-            self.target = default_target(self.curves)
-            if self.target is not None:
-                with target_input.prevent(Input.Changed):
-                    target_input.value = f"{self.target:.3f}"
-        self.redraw()
+    def on_compare_screen_runs_loaded(self, message: RunsLoaded) -> None:
+        names = [r.name for r in message.runs]
+        keep = names.index(self.target_name) if self.target_name in names else None
+        self._show(compare(message.runs, keep))
 
-    def on_input_changed(self, event: Input.Changed) -> None:
-        try:
-            self.target = float(event.value)
-        except ValueError:
-            return
+    def action_next_target(self) -> None:
+        self._show(compare(self.comparison.runs, next_target(self.comparison)))
+
+    def _show(self, comparison: Comparison) -> None:
+        self.comparison = comparison
+        target = comparison.target
+        self.target_name = comparison.runs[target].name if target is not None else None
+        label = self.query_one("#compare-target", Label)
+        goal = comparison.target_loss
+        label.update(
+            f"target: {self.target_name}\nfinal val loss {goal:.3f}\n(g: next run)"
+            if goal is not None
+            else "target: no run has evaluated yet"
+        )
         self.redraw()
 
     def redraw(self) -> None:
-        for wid, attr, stage_attr, label in (
-            ("#compare-time", "t", "stage_t", "training seconds"),
-            ("#compare-tokens", "tokens", "stage_tokens", "tokens"),
-        ):
+        runs = self.comparison.runs
+        for wid, axis, xlabel, _ in PLOTS:
             plot = self.query_one(wid, PlotextPlot)
             plt = plot.plt
             plt.clear_data()
             plt.clear_figure()
-            plt.xlabel(label)
-            for i, c in enumerate(self.curves):
-                xs = getattr(c, attr)
+            plt.xlabel(xlabel)
+            drawn = False
+            for i, run in enumerate(runs):
+                xs, ys, marks = series(run, axis)
                 if not xs:
                     continue
+                drawn = True
                 colour = CURVE_COLOURS[i % len(CURVE_COLOURS)]
-                plt.plot(xs, c.loss, label=c.name[-28:], marker="braille", color=colour)
-                for x in getattr(c, stage_attr):
+                plt.plot(xs, ys, label=run.name[-28:], marker="braille", color=colour)
+                for x in marks:
                     plt.vline(x, colour)
-            if self.target is not None and any(c.loss for c in self.curves):
-                plt.hline(self.target, "gray")
-            if not any(c.loss for c in self.curves):
-                plt.title("select runs with steps to compare")
+            if drawn and self.comparison.target_loss is not None:
+                plt.hline(self.comparison.target_loss, "gray")
+            if not drawn:
+                plt.title("select runs that have evaluated to compare")
             plot.refresh()
         self._table()
 
     def _table(self) -> None:
         table = self.query_one("#compare-table", DataTable)
         table.clear()
-        reached = {
-            c.name: time_to_loss(c, self.target) if self.target is not None else None
-            for c in self.curves
-        }
-        slowest = max((r[0] for r in reached.values() if r), default=None)
-        for i, c in enumerate(self.curves):
-            r = reached[c.name]
-            speed = f"{slowest / r[0]:.2f}×" if r and slowest and r[0] > 0 else "–"
+        c = self.comparison
+        for i, (run, v) in enumerate(zip(c.runs, c.verdicts, strict=False)):
             table.add_row(
-                Text(c.name, style=CURVE_COLOURS[i % len(CURVE_COLOURS)]),
-                c.plan,
-                "–" if c.final_loss is None else f"{c.final_loss:.3f}",
-                fmt_time(r[0]) if r else "not reached",
-                human_count(r[1]) if r else "–",
-                speed,
+                Text(run.name, style=CURVE_COLOURS[i % len(CURVE_COLOURS)]),
+                run.plan_name,
+                "–" if run.final_val_loss is None else f"{run.final_val_loss:.3f}",
+                v.text,
             )
 
     def action_back(self) -> None:

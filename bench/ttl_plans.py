@@ -1,0 +1,182 @@
+"""The plans of the budget-matched time-to-loss benchmark (bench/time_to_loss.py).
+
+Every method gets the same budget: the estimated compute of the baseline's N
+steps (the final model, all layers trained), under the plan package's cost
+model. A growth plan's steps are cheaper, so its fill stage (the last one) is
+lengthened until its estimated cost equals that budget: the savings buy more
+tokens instead of stopping early (methods.md §9). The shorter baselines (0.5×,
+0.75× of N) show what simply training the full model for less buys; each has
+its own LR schedule (warm-up and linear decay over its own steps).
+
+Methods are named `baseline`, `baseline-0.5x` (any fraction), one of the
+templates of bench/common.py (`mslt-<variant>`, `gong`, `vcycle`), or a plan
+file `plan:<path or sample plan name>` whose final model must be the
+benchmark's. The fitted total is rounded down to a multiple of the evaluation
+interval, so every run's last step is evaluated (the growth plan gives up at
+most one interval of its budget).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import re
+from dataclasses import dataclass, replace
+from pathlib import Path
+
+from common import (
+    MSLT_VARIANTS,
+    REPO,
+    Size,
+    baseline_stages,
+    gong_stages,
+    mslt_stages,
+    plan_for,
+    vcycle_stages,
+)
+
+from growcockpit.plan import Stage, estimate_cost, load_plan, validate_plan
+from growcockpit.plan.cost import vocab_size
+from growcockpit.plan.types import Plan
+
+TEMPLATES = ("gong", "vcycle") + tuple(f"mslt-{v}" for v in MSLT_VARIANTS)
+BASELINE_FRACTION = re.compile(r"^baseline-(\d*\.?\d+)x$")
+
+
+class MethodError(ValueError):
+    """A method name or plan file the benchmark cannot use (the message says why)."""
+
+
+@dataclass(frozen=True)
+class Budget:
+    """The compute every method gets: `baseline_steps` full-depth steps of the final model."""
+
+    baseline_steps: int
+    eval_every: int
+
+
+def budget_cost(plan: Plan, baseline_steps: int) -> float:
+    """Estimated cost (plan cost-model units) of `baseline_steps` full-depth steps."""
+    return estimate_cost(plan).baseline_step_cost * baseline_steps
+
+
+def fit_to_budget(plan: Plan, budget: Budget) -> Plan:
+    """`plan` with its last stage's steps set so that its estimated cost meets the budget.
+
+    The total is then rounded down to a multiple of `budget.eval_every`.
+    """
+    stages = list(plan.stages)
+    fill = len(stages) - 1
+    costs = estimate_cost(plan).stages
+    fixed = sum(
+        c.step_cost * max(0, s.steps)
+        for i, (c, s) in enumerate(zip(costs, stages, strict=True))
+        if i != fill
+    )
+    left = budget_cost(plan, budget.baseline_steps) - fixed
+    steps = int(left // costs[fill].step_cost) if costs[fill].step_cost > 0 else 0
+    total = sum(s.steps for s in stages[:fill]) + steps
+    steps -= total % budget.eval_every
+    if steps < 1:
+        raise MethodError(
+            f"{plan.name}: the stages before {stages[fill].name!r} alone exceed the budget "
+            f"of {budget.baseline_steps} baseline steps; shorten them"
+        )
+    stages[fill] = replace(stages[fill], steps=steps)
+    return replace(plan, stages=stages)
+
+
+def _bench_settings(plan: Plan, template: Plan) -> Plan:
+    """`plan` with the benchmark's seed, metrics and checkpoint settings (`template`'s)."""
+    return replace(
+        plan, seed=template.seed, metrics=template.metrics, checkpoint=template.checkpoint
+    )
+
+
+def _plan_file(spec: str) -> Path:
+    path = Path(spec)
+    if not path.suffix:
+        path = REPO / "sample_plans" / f"{spec}.toml"
+    if not path.exists():
+        raise MethodError(
+            f"plan:{spec}: no such plan file ({path}); give a path or a sample plan name"
+        )
+    return path
+
+
+def _check_same_model(plan: Plan, base: Plan, label: str) -> None:
+    mine = (
+        plan.model,
+        plan.data.seq_len,
+        plan.optim.batch_size,
+        vocab_size(plan),
+        plan.data.source,
+    )
+    theirs = (
+        base.model,
+        base.data.seq_len,
+        base.optim.batch_size,
+        vocab_size(base),
+        base.data.source,
+    )
+    if mine != theirs:
+        raise MethodError(
+            f"{label}: its model/data ({plan.model}, seq {plan.data.seq_len}, batch "
+            f"{plan.optim.batch_size}, vocab {vocab_size(plan)}) is not the benchmark's "
+            f"({base.model}, seq {base.data.seq_len}, batch {base.optim.batch_size}, vocab "
+            f"{vocab_size(base)}); pick a plan of the same size or change --scale"
+        )
+
+
+def budget_plan(method: str, size: Size, seed: int, budget: Budget) -> Plan:
+    """The plan `method` trains under `budget` (module doc); MethodError if unknown or unfit."""
+    size = replace(size, steps=budget.baseline_steps, eval_every=budget.eval_every)
+    base = plan_for(size, f"bench-{size.family}-baseline", baseline_stages(size), seed)
+    if method == "baseline":
+        return base
+    m = BASELINE_FRACTION.match(method)
+    if m:
+        frac = float(m.group(1))
+        steps = int(round(budget.baseline_steps * frac))
+        steps -= steps % budget.eval_every
+        if not 0 < frac <= 1 or steps < budget.eval_every:
+            raise MethodError(f"{method}: the fraction must be in (0, 1] and leave one evaluation")
+        short = replace(size, steps=steps)
+        return plan_for(short, f"bench-{size.family}-{method}", baseline_stages(short), seed)
+    if method.startswith("plan:"):
+        plan = load_plan(_plan_file(method[5:]))
+        _check_same_model(plan, base, method)
+        plan = _bench_settings(plan, base)
+    elif method in TEMPLATES:
+        if method == "gong":
+            stages: list[Stage] = gong_stages(size)
+        elif method == "vcycle":
+            stages = vcycle_stages(size)
+        else:
+            stages = mslt_stages(size, MSLT_VARIANTS[method[5:]])
+        plan = plan_for(size, f"bench-{size.family}-{method}", stages, seed)
+    else:
+        raise MethodError(
+            f"unknown method {method!r}; one of baseline, baseline-<f>x, "
+            f"{', '.join(TEMPLATES)}, plan:<file or sample plan name>"
+        )
+    fitted = fit_to_budget(plan, budget)
+    validate_plan(fitted, source=method)
+    return fitted
+
+
+def method_label(method: str) -> str:
+    """A file-name-safe label for a method (plan:path/to/x.toml → plan-x)."""
+    if method.startswith("plan:"):
+        return "plan-" + Path(method[5:]).stem
+    return method
+
+
+def stages_summary(plan: Plan) -> list[dict[str, object]]:
+    return [
+        {
+            k: v
+            for k, v in dataclasses.asdict(s).items()
+            if k in ("name", "layers", "train", "steps", "enter")
+        }
+        for s in plan.stages
+    ]

@@ -1,0 +1,130 @@
+"""One run's progress as the comparison needs it, folded from its events.
+
+Training time is the sum of the steps' `step_ms` plus the operators'
+`op_seconds`: evaluations, checkpoints and pauses are left out, so a run that
+was paused or evaluated often is not penalised. Estimated FLOPs come from the
+plan's cost model (`growcockpit.plan.step_cost`, refined, r = 2) priced per
+stage from what each `stage_started` event says was trained (so a plan edited
+while running is priced as it ran), in block-forward units × the FLOPs of one
+full-width block forward over the step's tokens.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from growcockpit.plan import Plan, PlanError, default_head_cost, plan_from_dict, step_cost
+from growcockpit.protocol.eventlog import read_all
+from growcockpit.protocol.events import Eval, Event, RunFinished, RunStarted, StageStarted, Step
+from growcockpit.protocol.rundir import RunPaths
+
+R = 2.0  # backward/forward ratio of the cost model (methods.md §6)
+
+
+@dataclass(frozen=True)
+class EvalPoint:
+    """One evaluation: the step, cumulative training seconds and FLOPs, the val loss."""
+
+    step: int
+    wall_s: float
+    flops: float | None  # None when the run's plan is unknown
+    val_loss: float
+
+
+@dataclass(frozen=True)
+class StageMark:
+    """Where a later stage began: its first step, training seconds and FLOPs before it."""
+
+    step: int
+    wall_s: float
+    flops: float | None
+
+
+@dataclass
+class RunProgress:
+    """What a run has done so far (module doc)."""
+
+    name: str
+    plan_name: str = ""
+    evals: list[EvalPoint] = field(default_factory=list)
+    step: int = 0
+    total_steps: int | None = None
+    wall_s: float = 0.0
+    flops: float | None = None
+    status: str = "running"  # running | completed | stopped | crashed
+    stages: list[StageMark] = field(default_factory=list)  # each later stage's start
+
+    @property
+    def final_val_loss(self) -> float | None:
+        return self.evals[-1].val_loss if self.evals else None
+
+
+def _block_fwd_flops_per_token(plan: Plan) -> float:
+    d, ffn = plan.model.hidden_size, plan.model.intermediate_size
+    return 2.0 * (4 * d * d + 2 * d * ffn)
+
+
+def _stage_cost(plan: Plan, ev: StageStarted) -> float:
+    """Step cost (block-forward units) of the stage `ev` started, as it was entered."""
+    d = plan.model.hidden_size
+    width = ev.width or d
+    return step_cost(
+        ev.layers,
+        len(ev.trainable_layers),
+        r=R,
+        h=default_head_cost(plan),
+        width_fraction=width / d if d > 0 else 1.0,
+        embeddings_trainable=ev.embeddings_trainable,
+        head_trainable=ev.head_trainable,
+        refined=True,
+    )
+
+
+def fold_events(name: str, events: Iterable[Event]) -> RunProgress:
+    """Fold a run's events (in log order) into its `RunProgress`."""
+    run = RunProgress(name)
+    plan: Plan | None = None
+    cost = 0.0
+    per_token = 0.0
+    wall_ms = 0.0
+    flops = 0.0
+    tokens = 0
+    at_step: dict[int, tuple[float, float]] = {0: (0.0, 0.0)}
+    for ev in events:
+        if isinstance(ev, RunStarted):
+            run.plan_name = str((ev.plan or {}).get("name", ""))
+            try:
+                plan = plan_from_dict(dict(ev.plan or {}), validate=False)
+            except (PlanError, TypeError, ValueError):
+                plan = None
+            if plan is not None:
+                run.total_steps = plan.total_steps
+                per_token = _block_fwd_flops_per_token(plan)
+        elif isinstance(ev, StageStarted):
+            wall_ms += 1e3 * max(0.0, ev.op_seconds)
+            if plan is not None:
+                cost = _stage_cost(plan, ev)
+            if ev.index > 0:
+                run.stages.append(StageMark(ev.step, wall_ms / 1e3, flops if plan else None))
+        elif isinstance(ev, Step):
+            wall_ms += max(0.0, ev.step_ms)
+            flops += cost * per_token * max(0, ev.tokens - tokens)
+            tokens = ev.tokens
+            run.step = ev.step
+            at_step[ev.step] = (wall_ms / 1e3, flops)
+        elif isinstance(ev, Eval) and ev.step in at_step:
+            wall, fl = at_step[ev.step]
+            run.evals.append(EvalPoint(ev.step, wall, fl if plan else None, ev.val_loss))
+        elif isinstance(ev, RunFinished):
+            run.status = ev.status
+    run.wall_s = wall_ms / 1e3
+    run.flops = flops if plan is not None else None
+    return run
+
+
+def load_progress(run_dir: Path) -> RunProgress:
+    """`fold_events` over a run directory's event log (OSError if it cannot be read)."""
+    root = Path(run_dir)
+    return fold_events(root.name, read_all(RunPaths(root).events))
