@@ -34,7 +34,15 @@ from common import (
     vcycle_stages,
 )
 
-from growcockpit.plan import Stage, estimate_cost, load_plan, validate_plan
+from growcockpit.plan import (
+    BudgetSpec,
+    PlanError,
+    Stage,
+    fill_index,
+    fitted_plan,
+    load_plan,
+    validate_plan,
+)
 from growcockpit.plan.cost import vocab_size
 from growcockpit.plan.types import Plan
 
@@ -54,35 +62,29 @@ class Budget:
     eval_every: int
 
 
-def budget_cost(plan: Plan, baseline_steps: int) -> float:
-    """Estimated cost (plan cost-model units) of `baseline_steps` full-depth steps."""
-    return estimate_cost(plan).baseline_step_cost * baseline_steps
-
-
 def fit_to_budget(plan: Plan, budget: Budget) -> Plan:
-    """`plan` with its last stage's steps set so that its estimated cost meets the budget.
+    """`plan` with its fill stage fitted to the budget by the plan package (`fitted_plan`).
 
-    The total is then rounded down to a multiple of `budget.eval_every`.
+    The fill stage is the plan's own `fill = true` stage, else its last. The total is then
+    rounded down to a multiple of `budget.eval_every`, and the fitted steps are written into
+    the plan (no `[budget]` left), so the engine trains exactly this plan.
     """
-    stages = list(plan.stages)
-    fill = len(stages) - 1
-    costs = estimate_cost(plan).stages
-    fixed = sum(
-        c.step_cost * max(0, s.steps)
-        for i, (c, s) in enumerate(zip(costs, stages, strict=True))
-        if i != fill
-    )
-    left = budget_cost(plan, budget.baseline_steps) - fixed
-    steps = int(left // costs[fill].step_cost) if costs[fill].step_cost > 0 else 0
-    total = sum(s.steps for s in stages[:fill]) + steps
-    steps -= total % budget.eval_every
+    asked = replace(plan, budget=BudgetSpec(baseline_steps=budget.baseline_steps))
+    index = fill_index(asked)
+    try:
+        fitted = fitted_plan(asked)
+    except PlanError as exc:
+        raise MethodError(f"{plan.name}: {exc}") from None
+    assert index is not None
+    stages = [replace(s, fill=False) for s in fitted.stages]
+    steps = stages[index].steps - fitted.total_steps % budget.eval_every
     if steps < 1:
         raise MethodError(
-            f"{plan.name}: the stages before {stages[fill].name!r} alone exceed the budget "
-            f"of {budget.baseline_steps} baseline steps; shorten them"
+            f"{plan.name}: the stages besides {stages[index].name!r} leave it no step of the "
+            f"budget of {budget.baseline_steps} baseline steps; shorten them"
         )
-    stages[fill] = replace(stages[fill], steps=steps)
-    return replace(plan, stages=stages)
+    stages[index] = replace(stages[index], steps=steps)
+    return replace(fitted, stages=stages, budget=None)
 
 
 def _bench_settings(plan: Plan, template: Plan) -> Plan:
