@@ -105,6 +105,11 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     ap.add_argument("--threads", type=int, help="OMP_NUM_THREADS for the runs")
     ap.add_argument("--parallel", type=int, default=1, help="runs at a time (default 1)")
     ap.add_argument("--runs-dir", type=Path, help="keep (and reuse) the runs here (default: temp)")
+    ap.add_argument(
+        "--reuse-only",
+        action="store_true",
+        help="train nothing: report the finished runs in --runs-dir, leave the rest out",
+    )
     ap.add_argument("--timeout-s", type=float, default=3600.0, help="per run")
     ap.add_argument("--json", type=Path, help="write the results here")
     ap.add_argument("--plot", action="store_true", help="print loss vs time and vs FLOPs plots")
@@ -200,11 +205,17 @@ def main(argv: list[str] | None = None) -> int:
                     Job(label, seed, plan, root / family / f"seed{seed}" / label)
                     for label, plan in plans
                 ]
-            results = run_jobs(jobs, args.parallel, args.device, args.threads, args.timeout_s)
+            results = run_jobs(
+                jobs, args.parallel, args.device, args.threads, args.timeout_s, args.reuse_only
+            )
             runs = []
             for seed, plans in per_seed:
+                if ("baseline", seed) not in results:
+                    continue  # --reuse-only without this seed's baseline: nothing to compare with
                 run = {}
                 for label, plan in plans:
+                    if (label, seed) not in results:
+                        continue
                     res = results[(label, seed)]
                     cost = estimate_cost(plan)
                     res.update(

@@ -128,9 +128,25 @@ def run_job(job: Job, device: str | None, threads: int | None, timeout: float) -
 
 
 def run_jobs(
-    jobs: list[Job], parallel: int, device: str | None, threads: int | None, timeout: float
+    jobs: list[Job],
+    parallel: int,
+    device: str | None,
+    threads: int | None,
+    timeout: float,
+    reuse_only: bool = False,
 ) -> dict[tuple[str, int], dict[str, Any]]:
-    """Run `jobs`, `parallel` at a time, in order; results keyed by (label, seed)."""
+    """Run `jobs`, `parallel` at a time, in order; results keyed by (label, seed).
+
+    `reuse_only`: train nothing; the jobs without a finished run are left out.
+    """
+    if reuse_only:
+        done = [j for j in jobs if reusable(j)]
+        for j in jobs:
+            if j not in done:
+                print(
+                    f"time_to_loss: seed {j.seed} {j.label}: no finished run, left out", flush=True
+                )
+        jobs = done
 
     def one(job: Job) -> dict[str, Any]:
         print(
