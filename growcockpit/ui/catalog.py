@@ -168,12 +168,13 @@ def run_entry(run_dir: Path) -> RunEntry | None:
             if word in ("live", "paused") and not pid_alive(st.pid):
                 word = "crashed"
             n = f"/{st.num_stages}" if st.num_stages else ""
+            shown = min(st.stage + 1, st.num_stages or st.stage + 1)  # old finished runs: one past
             return RunEntry(
                 path=paths.root,
                 name=paths.root.name,
                 status=word,
                 plan=st.plan_name,
-                stage=f"{st.stage + 1}{n} {st.stage_name}".strip(),
+                stage=f"{shown}{n} {st.stage_name}".strip(),
                 step=st.step,
                 total_steps=st.total_steps,
                 loss=st.loss,
