@@ -182,13 +182,32 @@ class EventTail:
 
     def read_new(self, max_events: int | None = None) -> list[Event]:
         """Events appended since the last call (at most `max_events`)."""
-        if max_events is not None and max_events <= 0:
+        events: list[Event] = []
+        while max_events is None or len(events) < max_events:
+            want = None if max_events is None else max_events - len(events)
+            lines = self.read_lines(want)
+            if not lines:
+                break
+            for line in lines:
+                try:
+                    events.append(decode_event(line))
+                except (ValueError, TypeError, RecursionError):
+                    self.skipped += 1
+        return events
+
+    def read_lines(self, max_lines: int | None = None) -> list[bytes]:
+        """The complete, non-blank lines appended since the last call, undecoded.
+
+        For readers that decode in bulk (the cockpit attaching to a long run);
+        such a reader counts the lines it cannot decode in `skipped` itself.
+        """
+        if max_lines is not None and max_lines <= 0:
             return []
         try:
             fh = open(self.path, "rb")  # noqa: SIM115 - closed below
         except FileNotFoundError:
             return []  # the run has not started writing yet
-        events: list[Event] = []
+        out: list[bytes] = []
         with fh:
             st = os.fstat(fh.fileno())
             identity = (st.st_dev, st.st_ino)
@@ -199,7 +218,7 @@ class EventTail:
                 self.resets += 1
             self._identity = identity
             if st.st_size == self.offset:
-                return events
+                return out
             fh.seek(self.offset)
             pos = self.offset  # file offset of the first byte of `carry`
             carry = b""
@@ -213,16 +232,12 @@ class EventTail:
                     pos += len(line) + 1
                     if not line.strip():
                         continue
-                    try:
-                        events.append(decode_event(line))
-                    except (ValueError, TypeError, RecursionError):
-                        self.skipped += 1
-                        continue
-                    if max_events is not None and len(events) >= max_events:
+                    out.append(line)
+                    if max_lines is not None and len(out) >= max_lines:
                         self.offset = pos
-                        return events
+                        return out
             self.offset = pos
-        return events
+        return out
 
 
 def read_all(path: Path) -> list[Event]:

@@ -7,7 +7,6 @@ directory and its `plans/`). Runs: `runs/*/` directories, summarised from
 
 from __future__ import annotations
 
-import json
 import os
 import tomllib
 from dataclasses import dataclass
@@ -15,6 +14,8 @@ from pathlib import Path
 
 from growcockpit.protocol.rundir import RunDirError, RunPaths, pid_alive, read_status
 from growcockpit.resources import sample_plans_dir
+from growcockpit.ui.fold.bulk import fold_lines
+from growcockpit.ui.run_state import RunState
 
 TAIL_BYTES = 256 * 1024
 STATUS_WORDS = {
@@ -99,7 +100,7 @@ def list_plans(workdir: Path | None = None, samples: Path | None = None) -> list
     return out
 
 
-def _tail_events(path: Path) -> list[dict[str, object]]:
+def _tail_lines(path: Path) -> list[bytes]:
     try:
         with open(path, "rb") as fh:
             fh.seek(0, os.SEEK_END)
@@ -111,49 +112,34 @@ def _tail_events(path: Path) -> list[dict[str, object]]:
     lines = chunk.split(b"\n")
     if size > TAIL_BYTES:
         lines = lines[1:]  # the first line may be cut
-    out: list[dict[str, object]] = []
-    for line in lines:
-        try:
-            data = json.loads(line)
-        except ValueError:
-            continue
-        if isinstance(data, dict):
-            out.append(data)
-    return out
+    return [ln for ln in lines if ln.strip()]
 
 
 def _from_events(paths: RunPaths) -> RunEntry:
-    events = _tail_events(paths.events)
-    status, plan, stage, step, total, loss = "unknown", "", "", 0, 0, None
-    for ev in events:
-        kind = ev.get("type")
-        if kind == "run_started":
-            status = "live"
-            p = ev.get("plan")
-            if isinstance(p, dict):
-                plan = str(p.get("name", ""))
-                stages = p.get("stages")
-                if isinstance(stages, list):
-                    total = sum(int(s.get("steps", 0) or 0) for s in stages if isinstance(s, dict))
-        elif kind == "stage_started":
-            stage = f"{int(ev.get('index', 0)) + 1} {ev.get('name', '')}"  # type: ignore[call-overload]
-        elif kind == "step":
-            step = int(ev.get("step", 0))  # type: ignore[call-overload]
-            raw = ev.get("loss")
-            loss = float(raw) if isinstance(raw, int | float) else loss
-        elif kind == "paused":
-            status = "paused"
-        elif kind == "resumed":
-            status = "live"
-        elif kind == "run_finished":
-            status = STATUS_WORDS.get(str(ev.get("status")), "finished")
-    if status in ("live", "paused"):
-        status = "unknown"  # no status.json: we cannot tell whether a backend is alive
+    """A run without status.json, summarised by folding the tail of its log (as the
+    dashboard folds it). Only a finished run's state is certain: without
+    status.json nobody says whether a backend is still alive."""
+    state = RunState()
+    fold_lines(state, _tail_lines(paths.events))
+    status = STATUS_WORDS.get(state.status, "finished") if state.finished else "unknown"
+    stage = f"{state.stage_index + 1} {state.stage_name}" if state.stage_index >= 0 else ""
+    total = state.total_steps if state.plan_dict else 0  # a plan seen whole, not guessed
+    loss = state.loss if isinstance(state.loss, int | float) else None
     try:
         updated = paths.events.stat().st_mtime
     except OSError:
         updated = 0.0
-    return RunEntry(paths.root, paths.root.name, status, plan, stage, step, total, loss, updated)
+    return RunEntry(
+        paths.root,
+        paths.root.name,
+        status,
+        state.plan_name,
+        stage,
+        state.step,
+        total,
+        loss,
+        updated,
+    )
 
 
 def run_entry(run_dir: Path) -> RunEntry | None:

@@ -135,6 +135,11 @@ class RunClient:
         return _LAUNCHED.get(self.run_dir.resolve())
 
     # ---- watching --------------------------------------------------------
+    @property
+    def tail(self) -> EventTail:
+        """The reader of events.jsonl (its offset is where this client has read to)."""
+        return self._tail
+
     def read_new(self, max_events: int | None = None) -> list[Event]:
         """Events appended since the last call (all of them the first time)."""
         return self._tail.read_new(max_events=max_events)

@@ -36,6 +36,32 @@ class StageTiming:
         self.opt_ms += ((ev.opt_ms or 0.0) - self.opt_ms) * k
         self.data_ms += ((ev.data_ms or 0.0) - self.data_ms) * k
 
+    def add_many(
+        self,
+        step_ms: list[float | None],
+        tokens_per_s: list[float | None],
+        fwd_ms: list[float | None],
+        bwd_ms: list[float | None],
+        opt_ms: list[float | None],
+        data_ms: list[float | None],
+    ) -> None:
+        """`add` for many steps at once (the same means, up to float rounding)."""
+        k = len(step_ms)
+        if not k:
+            return
+        n = self.n + k
+
+        def mean(old: float, values: list[float | None]) -> float:
+            return old + (sum(v or 0.0 for v in values) - k * old) / n
+
+        self.step_ms = mean(self.step_ms, step_ms)
+        self.tokens_per_s = mean(self.tokens_per_s, tokens_per_s)
+        self.fwd_ms = mean(self.fwd_ms, fwd_ms)
+        self.bwd_ms = mean(self.bwd_ms, bwd_ms)
+        self.opt_ms = mean(self.opt_ms, opt_ms)
+        self.data_ms = mean(self.data_ms, data_ms)
+        self.n = n
+
 
 @dataclass
 class GpuView:

@@ -26,10 +26,10 @@ def minmax_downsample(
         hi = (b + 1) * n // buckets
         if hi <= lo:
             continue
-        span = range(lo, hi)
-        i_min = min(span, key=ys.__getitem__)
-        i_max = max(span, key=ys.__getitem__)
-        first, second = sorted((i_min, i_max))
+        seg = ys[lo:hi]  # C-level min/max and index: first occurrences, as with key=
+        i_min = lo + seg.index(min(seg))
+        i_max = lo + seg.index(max(seg))
+        first, second = (i_min, i_max) if i_min <= i_max else (i_max, i_min)
         out_x.append(xs[first])
         out_y.append(ys[first])
         if second != first:
@@ -56,6 +56,18 @@ class Series:
         xs.append(x)
         self.ys.append(y)
         if len(xs) > self.cap:
+            self.xs, self.ys = minmax_downsample(self.xs, self.ys, self.cap // 2)
+
+    def extend(self, xs: list[float], ys: list[float]) -> None:
+        """Append many points (none None or NaN), compacting at most once.
+
+        Folding a long backlog this way costs one min/max pass instead of one
+        per `cap / 2` points; the result is the same kind of compaction as
+        appending one by one (every bucket's min and max), bucketed once.
+        """
+        self.xs.extend(xs)
+        self.ys.extend(ys)
+        if len(self.xs) > self.cap:
             self.xs, self.ys = minmax_downsample(self.xs, self.ys, self.cap // 2)
 
     def last(self) -> float | None:

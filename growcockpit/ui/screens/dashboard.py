@@ -1,13 +1,15 @@
 """The live view of one run: header, tabs (overview, layers, timing, system, events), commands.
 
-A thread worker tails events.jsonl and folds events into a `RunState` under a
-lock, in chunks, so attaching to a long run shows its history progressively
-and hundreds of events per second cost one fold per poll. Timers flush text at
-4 Hz and plots at 2 Hz; a plot (or the heatmap) redraws only when its data,
-size or theme changed and only while it is on screen. Commands go over the
-control socket in a thread worker, since the backend answers at its next step
-boundary. Only the cockpit holding the run's controller role (see
-`growcockpit.ui.controller`) sends commands; others are read-only and say so.
+The screen is a view of a `RunSession` (plain Python): a thread worker runs
+the session's tail loop, which reads the run directory and folds events into
+the session's `RunState`; the screen only composes, binds keys and draws.
+Timers flush text at 4 Hz and plots at 2 Hz, holding the session's lock only
+to read the state (no disk I/O in a timer); a plot (or the heatmap) redraws
+only when its data, size or theme changed and only while it is on screen.
+Commands go over the control socket in a thread worker, since the backend
+answers at its next step boundary. Only the cockpit holding the run's
+controller role (see `growcockpit.ui.controller`) sends commands; others are
+read-only and say so.
 """
 
 from __future__ import annotations
@@ -36,6 +38,7 @@ from growcockpit.ui.run_client import RunClient
 from growcockpit.ui.run_state import RunState
 from growcockpit.ui.screens.confirm import ConfirmScreen
 from growcockpit.ui.screens.prompt import HelpScreen, PromptScreen, keys_of
+from growcockpit.ui.session import RunSession
 from growcockpit.ui.widgets import (
     EventLogPanel,
     LayerHeatmap,
@@ -50,9 +53,6 @@ from growcockpit.ui.widgets.loss_plot import MARKER_LEGEND
 
 TEXT_FLUSH_S = 0.25  # ≤ 4 Hz
 PLOT_FLUSH_S = 0.5  # ≤ 2 Hz
-POLL_S = 0.2  # how often the tail worker looks for new lines
-ALIVE_CHECK_S = 2.0
-READ_CHUNK = 5000
 TABS = ("overview", "layers", "timing", "system", "events")
 LAYERS_TITLE = f"layers · ms: median of the last n ≤ {TIMING_WINDOW} samples"
 
@@ -107,16 +107,42 @@ class DashboardScreen(Screen[None]):
         super().__init__()
         self.run_dir = Path(run_dir)
         self.plan_path = Path(plan_path) if plan_path is not None else None
-        self.client = RunClient(self.run_dir)
-        self.state = RunState()
-        self.state_lock = threading.Lock()
+        self.session = RunSession(self.run_dir, plan_path=self.plan_path)
         self.clock = clock
         self.command_timeout = command_timeout
-        self.caught_up = False  # the tail has reached the end of the log at least once
-        self.events_read = 0
-        self.controller = ControllerLock(self.run_dir)
-        self.role = ""  # shown in the header: "controller" or "read-only: …"
-        self._plan_loaded = False
+
+    # The session's parts, under the names views, tests and benchmarks use.
+    @property
+    def state(self) -> RunState:
+        return self.session.state
+
+    @property
+    def state_lock(self) -> threading.Lock:
+        return self.session.lock
+
+    @property
+    def client(self) -> RunClient:
+        return self.session.client
+
+    @property
+    def controller(self) -> ControllerLock:
+        return self.session.controller
+
+    @property
+    def caught_up(self) -> bool:
+        return self.session.caught_up
+
+    @property
+    def events_read(self) -> int:
+        return self.session.events_read
+
+    @property
+    def role(self) -> str:
+        return self.session.role
+
+    @property
+    def read_only(self) -> bool:
+        return self.session.read_only
 
     def compose(self) -> ComposeResult:
         yield RunHeader(id="run-header")
@@ -151,74 +177,18 @@ class DashboardScreen(Screen[None]):
         self.query_one("#ov-system").border_title = "system"
         self.query_one("#system-panel").border_title = "system"
         self.query_one("#timing-panel").border_title = "time per step"
-        self._claim_control()
+        self.session.claim_control()
         self._tail()
         self.set_interval(TEXT_FLUSH_S, self.flush_text)
         self.set_interval(PLOT_FLUSH_S, self.flush_plot)
 
     def on_unmount(self) -> None:
-        self.controller.release()
+        self.session.release()
 
-    # ---- controller role ---------------------------------------------------
-    def _claim_control(self) -> None:
-        """Take the controller role if free; otherwise say who holds it (read-only)."""
-        if self.controller.try_acquire():
-            self.role = "controller"
-        elif self.controller.problem:
-            self.role = f"controller (no lock: {self.controller.problem})"
-        else:
-            holder = self.controller.holder()
-            who = holder.describe() if holder is not None else "another cockpit"
-            self.role = f"read-only: controlled by {who}"
-
-    @property
-    def read_only(self) -> bool:
-        return self.role.startswith("read-only")
-
-    # ---- tailing (thread worker) -------------------------------------------
     @work(thread=True, exclusive=True, group="tail", exit_on_error=False)
     def _tail(self) -> None:
         worker = get_current_worker()
-        last_alive = 0.0
-        while not worker.is_cancelled:
-            try:
-                events = self.client.read_new(max_events=READ_CHUNK)
-            except Exception as exc:  # a broken log must not kill the view
-                with self.state_lock:
-                    self.state.note("cockpit", f"cannot read events.jsonl: {exc}", "error")
-                events = []
-                time.sleep(1.0)
-            if events:
-                with self.state_lock:
-                    self.state.apply_all(events)
-                self.events_read += len(events)
-            if len(events) < READ_CHUNK:
-                self.caught_up = True
-            now = time.monotonic()
-            if now - last_alive >= ALIVE_CHECK_S:
-                last_alive = now
-                self._check_alive()
-                if self.read_only:
-                    self._claim_control()  # the controller may have left: take over
-            if len(events) < READ_CHUNK:
-                time.sleep(POLL_S)
-
-    def _check_alive(self) -> None:
-        alive = self.client.backend_alive()
-        with self.state_lock:
-            before = self.state.backend_alive
-            if alive == before:
-                return
-            self.state.backend_alive = alive
-            self.state.version += 1
-            if alive is False and before is not False and not self.state.finished:
-                code = self.client.exit_code()
-                why = f" (exit code {code})" if code is not None else ""
-                tail = self.client.log_tail(1)
-                detail = f": {tail[0]}" if tail else ""
-                self.state.note(
-                    "backend", f"backend is not running{why}; see backend.log{detail}", "error"
-                )
+        self.session.run(lambda: worker.is_cancelled)
 
     # ---- flushing (timers on the event loop) ---------------------------------
     def _on_screen(self, widget: Widget) -> bool:
@@ -226,7 +196,6 @@ class DashboardScreen(Screen[None]):
 
     def flush_text(self) -> None:
         with self.state_lock:
-            self._load_plan_if_needed()
             role = "" if self.state.finished else self.role
             self.query_one(RunHeader).show_state(self.state, self.clock(), role)
             for table in self.query(LayerTable):
@@ -257,26 +226,6 @@ class DashboardScreen(Screen[None]):
         self.flush_text()
         self.flush_plot()
 
-    def _load_plan_if_needed(self) -> None:
-        """Stage names for the header and the advance dialog when events lack the plan.
-
-        The run's own plan.toml wins; the launched plan file stands in until it exists.
-        """
-        if self._plan_loaded or self.state.stages:
-            return
-        path = self.client.paths.plan
-        if not path.exists():
-            if self.plan_path is None or self.state.plan_name:
-                return
-            path = self.plan_path
-        self._plan_loaded = path == self.client.paths.plan
-        try:
-            from growcockpit.plan import load_plan
-
-            self.state.set_plan(load_plan(path))
-        except Exception:  # only cosmetic: the events still drive everything
-            self._plan_loaded = True
-
     # ---- view keys ----------------------------------------------------------
     def action_tab(self, tab: str) -> None:
         self.query_one(TabbedContent).active = tab
@@ -297,7 +246,7 @@ class DashboardScreen(Screen[None]):
 
     def action_leave(self) -> None:
         """Close the cockpit; training goes on (reattach with `growcockpit attach`)."""
-        self.controller.release()
+        self.session.release()
         self.app.exit()
 
     # ---- commands ---------------------------------------------------------
@@ -312,7 +261,7 @@ class DashboardScreen(Screen[None]):
             )
             return False
         if self.read_only:
-            self._claim_control()
+            self.session.claim_control()
         if self.read_only:
             self.notify(
                 f"This cockpit is {self.role}. Only the controlling cockpit can {what}; "
@@ -431,7 +380,7 @@ class DashboardScreen(Screen[None]):
     @work(thread=True, group="command", exit_on_error=False)
     def _send_worker(self, command: str, args: dict[str, Any]) -> None:
         try:
-            ack = self.client.send(command, args, timeout=self.command_timeout)
+            ack = self.session.send(command, args, timeout=self.command_timeout)
         except ControlError as exc:
             self.post_message(self.CommandDone(command, None, str(exc)))
         except Exception as exc:  # anything else is still a failed command, not a crash
@@ -455,8 +404,7 @@ class DashboardScreen(Screen[None]):
             text = f"{cmd} refused: {message.ack.reason or 'no reason given'}"
             self.notify(text, title="Command refused", severity="warning", timeout=8)
             severity = "warning"
-        with self.state_lock:
-            self.state.note("cockpit", text, severity)
+        self.session.note("cockpit", text, severity)
         self.flush_text()
 
 
