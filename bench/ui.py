@@ -1,5 +1,6 @@
-"""Cockpit benchmarks: attach time for a 100k-event log, frame time under a 500 events/s
-stream, and the cockpit's RSS. Headless (Textual's test driver), no GPU, no torch.
+"""Cockpit benchmarks: attach time for a 100k-event log (cold: folding the whole log; warm:
+re-attaching, from the attach index the first cockpit left), frame time under a 500
+events/s stream, and the cockpit's RSS. Headless (Textual's test driver), no GPU, no torch.
 
     .venv/bin/python bench/ui.py                 # defaults: 100k events, 10 s at 500 ev/s
     .venv/bin/python bench/ui.py --json out.json --stream-seconds 5
@@ -31,6 +32,7 @@ from ui_fixtures import write_long_log  # noqa: E402
 
 from growcockpit.protocol import EventLog, LayerStat, LayerStats, RunPaths, Step  # noqa: E402
 from growcockpit.ui import GrowCockpitApp  # noqa: E402
+from growcockpit.ui.attach_index import INDEX_NAME  # noqa: E402
 from growcockpit.ui.screens import DashboardScreen  # noqa: E402
 
 
@@ -210,6 +212,11 @@ def main() -> int:
         out["log_write_s"] = round(time.perf_counter() - t, 2)
         out.update(asyncio.run(attach(long_dir, size)))
         assert out["events"] == info["events"], out
+        warm = asyncio.run(attach(long_dir, size))
+        assert warm["events"] == info["events"], warm
+        out["reattach_s"] = warm["attach_s"]
+        index = long_dir / INDEX_NAME
+        out["attach_index_kib"] = round(index.stat().st_size / 1024) if index.exists() else 0
         stream_dir = Path(tmp) / "stream"
         stream_dir.mkdir()
         out.update(asyncio.run(stream(stream_dir, args.rate, args.stream_seconds, size)))

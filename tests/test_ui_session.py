@@ -10,6 +10,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
 from ui_fixtures import recorded_events, write_events, write_long_log, write_recorded_run
 
 from growcockpit.protocol import EventLog, RunPaths, RunStarted, Step, encode_event, read_all
@@ -190,3 +191,54 @@ def test_catalog_summarises_a_run_without_status_by_folding_its_tail(tmp_path: P
     write_events(RunPaths(live).events, recorded_events(finished=False, upto_step=30))
     entry = run_entry(live)
     assert entry is not None and entry.status == "unknown" and entry.step == 30
+
+
+def test_attach_index_resumes_from_where_the_last_session_folded(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import growcockpit.ui.session as session_mod
+    from growcockpit.ui.attach_index import INDEX_NAME
+
+    monkeypatch.setattr(session_mod, "INDEX_EVERY", 1000)
+    run_dir = tmp_path / "run"
+    events = RunPaths(run_dir).events
+    write_long_log(events, n_events=3_000, layers=8)
+    first = RunSession(run_dir, read_chunk=1_000)
+    while first.poll() == 1_000:
+        pass
+    first.poll()  # the round after catching up writes the index
+    assert (run_dir / INDEX_NAME).exists()
+    with EventLog(events) as log:  # the run goes on after the index was written
+        log.append(Step(step=10**6, loss=1.5, t=2e9))
+    second = RunSession(run_dir)
+    assert second.load_index()
+    second.poll()
+    assert second.events_read == 3_001
+    fresh = RunState()
+    fresh.apply_all(read_all(events))
+    _compare(second.state, fresh)
+
+    (run_dir / INDEX_NAME).write_text('{"format": 1, "offset": 5, "state": {}}')
+    assert not RunSession(run_dir).load_index()  # a damaged index is ignored
+    third = RunSession(run_dir)
+    third.poll()
+    assert third.events_read == 3_001  # folded from the log itself
+
+
+def test_attach_index_of_another_log_is_ignored(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import growcockpit.ui.session as session_mod
+
+    monkeypatch.setattr(session_mod, "INDEX_EVERY", 100)
+    run_dir = tmp_path / "run"
+    events = RunPaths(run_dir).events
+    write_long_log(events, n_events=500, layers=4)
+    first = RunSession(run_dir)
+    first.poll()
+    first.release()  # leaving writes the index too
+    assert first.load_index()
+    text = events.read_text().replace('"name":"long-48"', '"name":"other-48"', 1)
+    events.unlink()
+    events.write_text(text)  # same length, other content
+    assert not RunSession(run_dir).load_index()

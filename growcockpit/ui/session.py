@@ -9,7 +9,9 @@ tail loop a view starts in a thread; `poll()` is one round of it, for tests
 and scripts.
 
 Attaching to a long run folds its backlog in large chunks through the bulk
-fold (`fold.bulk`), so the whole history is there at once, not replayed.
+fold (`fold.bulk`), so the whole history is there at once, not replayed; a
+session that folded a long log leaves a derived index next to it
+(`attach_index`), so the next attach starts from there.
 """
 
 from __future__ import annotations
@@ -21,6 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from growcockpit.protocol.commands import CommandAck
+from growcockpit.ui import attach_index
 from growcockpit.ui.controller import ControllerLock
 from growcockpit.ui.fold.bulk import fold_objects, parse_lines
 from growcockpit.ui.run_client import RunClient
@@ -29,6 +32,7 @@ from growcockpit.ui.run_state import RunState
 POLL_S = 0.2  # how often the tail loop looks for new lines once caught up
 ALIVE_CHECK_S = 2.0
 READ_CHUNK = 50_000  # lines folded per round (bounds memory on a huge backlog)
+INDEX_EVERY = 10_000  # events folded from the log before the attach index is (re)written
 
 
 class RunSession:
@@ -50,6 +54,9 @@ class RunSession:
         self._plan_loaded = False
         self._resets = 0
         self._last_alive = 0.0
+        self._folded_offset = 0  # the log offset the state covers (under `lock`)
+        self._unindexed = 0  # events folded from the log since the index was written
+        self._index_tried = False
 
     # ---- controller role ---------------------------------------------------
     def claim_control(self) -> None:
@@ -68,12 +75,40 @@ class RunSession:
         return self.role.startswith("read-only")
 
     def release(self) -> None:
+        """Leave the run: give up the controller role and keep the attach index current."""
         self.controller.release()
+        if self._unindexed >= INDEX_EVERY:
+            self.save_index()
+
+    # ---- the attach index --------------------------------------------------
+    def load_index(self) -> bool:
+        """Start from the run's attach index when it matches the log (first poll only)."""
+        self._index_tried = True
+        found = attach_index.load(self.run_dir, self.client.paths.events)
+        if found is None:
+            return False
+        state, offset, count = found
+        with self.lock:
+            self.state = state
+            self.client.tail.offset = self._folded_offset = offset
+            self.events_read = count
+        return True
+
+    def save_index(self) -> None:
+        with self.lock:
+            snapshot = attach_index.state_to_dict(self.state)
+            offset, count = self._folded_offset, self.events_read
+        if attach_index.save(self.run_dir, self.client.paths.events, snapshot, offset, count):
+            self._unindexed = 0
 
     # ---- tailing -----------------------------------------------------------
     def poll(self) -> int:
         """Read and fold what was appended; returns how many lines were read."""
         tail = self.client.tail
+        if not self._index_tried and tail.offset == 0:
+            self.load_index()
+        elif self.caught_up and self._unindexed >= INDEX_EVERY:
+            self.save_index()  # a round after catching up: the first screen comes first
         try:
             lines = tail.read_lines(self.read_chunk)
         except OSError as exc:  # a broken log must not kill the view
@@ -86,9 +121,12 @@ class RunSession:
                 self.state = RunState()
                 self.events_read = 0
                 self._plan_loaded = False
+                self._unindexed = 0
             folded, odd = fold_objects(self.state, objs)
+            self._folded_offset = tail.offset
+            self.events_read += folded
         tail.skipped += bad + odd
-        self.events_read += folded
+        self._unindexed += folded
         if len(lines) < self.read_chunk:
             self.load_plan_if_needed()
             self.caught_up = True
