@@ -75,6 +75,51 @@ def test_load_checkpoint_reads_plain_data(tmp_path: Path) -> None:
     assert tuple(state["rng"]["python"][1]) == random.getstate()[1]
 
 
+@pytest.mark.parametrize("optim", ["adamw", "lamb"])
+def test_everything_save_checkpoint_writes_loads_as_data(tmp_path: Path, optim: str) -> None:
+    """Guards the save side: new checkpoint state must stay loadable with weights_only=True."""
+    from transformers import BertConfig, BertForMaskedLM
+
+    from growcockpit.backend import rng
+    from growcockpit.backend.checkpoint import TrainerPosition, save_checkpoint
+    from growcockpit.backend.optim import build_optimizer
+    from growcockpit.plan.types import OptimSpec
+
+    config = BertConfig(
+        vocab_size=50,
+        hidden_size=16,
+        num_hidden_layers=2,
+        num_attention_heads=2,
+        intermediate_size=32,
+        max_position_embeddings=16,
+    )
+    model = BertForMaskedLM(config)
+    opt = build_optimizer(model, OptimSpec(name=optim), lr=1e-3)  # type: ignore[arg-type]
+    model(torch.randint(0, 50, (2, 8)), labels=torch.randint(0, 50, (2, 8))).loss.backward()
+    opt.step()
+    level = {
+        "layers": 1,
+        "width": 16,
+        "pairing": "adjacent",
+        "config": config.to_dict(),
+        "state": model.state_dict(),
+    }
+    path = save_checkpoint(
+        tmp_path,
+        model,
+        opt,
+        TrainerPosition(step=3, plan={"name": "x"}),
+        keep=2,
+        levels=[level],
+        rng_ranks=[rng.capture(torch.device("cpu"))],
+        scaler=torch.amp.GradScaler("cpu").state_dict(),
+    )
+    state = load_checkpoint(path)
+    assert state["position"]["step"] == 3 and state["scaler"]["scale"] == 65536.0
+    assert state["optimizer"]["state"], "optimizer moments were saved"
+    assert torch.equal(state["rng"]["ranks"][0]["torch"], state["rng"]["torch"])
+
+
 def test_truncated_or_foreign_checkpoint_is_one_line(tmp_path: Path) -> None:
     ckpt = tmp_path / "step-1"
     ckpt.mkdir()
