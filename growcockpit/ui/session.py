@@ -31,7 +31,7 @@ from growcockpit.ui.run_state import RunState
 
 POLL_S = 0.2  # how often the tail loop looks for new lines once caught up
 ALIVE_CHECK_S = 2.0
-READ_CHUNK = 50_000  # lines folded per round (bounds memory on a huge backlog)
+READ_CHUNK = 25_000  # lines folded per round (bounds memory on a huge backlog)
 INDEX_EVERY = 10_000  # events folded from the log before the attach index is (re)written
 
 

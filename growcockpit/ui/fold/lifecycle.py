@@ -14,6 +14,7 @@ from growcockpit.protocol.events import (
     RunStarted,
     StageStarted,
 )
+from growcockpit.protocol.rundir import FINAL_STATES
 from growcockpit.ui.fold.layers import LayerRow, layer_ranges
 from growcockpit.ui.fold.plan import StageInfo, decode_plan, stages_of
 from growcockpit.ui.fold.records import StageTiming
@@ -21,7 +22,7 @@ from growcockpit.ui.fold.records import StageTiming
 if TYPE_CHECKING:
     from growcockpit.ui.run_state import RunState
 
-FINAL_STATUSES = ("completed", "stopped", "crashed")
+FINAL_STATUSES = FINAL_STATES  # the run directory's names for a run that is over
 FINISH_SEVERITY = {"completed": "good", "stopped": "warning", "crashed": "error"}
 
 

@@ -62,8 +62,10 @@ so leaving (q) or losing SSH never touches training: `growcockpit attach RUN` co
 
 Loss: the train curve is smoothed (EMA) by default; r shows the raw loss. Vertical
 lines mark stage changes, grows, pauses and learning-rate changes on every time axis.
-Layers: one row per layer (trainable, frozen, or new from the last grow) and one
-layers × time heatmap of grad norms, grouped by stage.
+Layers: one row per layer (trainable, frozen, or new from the last grow): grad norm,
+update ratio ‖Δθ‖/‖θ‖, and fwd/bwd ms as the median of the last n timing samples (they
+restart when the stage or the layer's frozen state changes); and one layers × time
+heatmap of grad norms, grouped by stage.
 Commands wait for the backend's answer at its next step and show it (accepted or
 why refused). Only one cockpit at a time controls a run; others are read-only."""
 
