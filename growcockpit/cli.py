@@ -70,6 +70,11 @@ def build_parser() -> argparse.ArgumentParser:
     t.add_argument("--run-dir", type=Path, help="run directory (default: runs/<plan>-<time>)")
     t.add_argument("--device", help="torch device, e.g. cpu or cuda:0 (default: cuda if available)")
     t.add_argument(
+        "--compile",
+        action="store_true",
+        help="torch.compile each stage's step (as [optim] compile = true)",
+    )
+    t.add_argument(
         "--detach", action="store_true", help="start in the background (own session) and return"
     )
     _add_distributed_args(t)
@@ -306,6 +311,8 @@ def cmd_train(args: argparse.Namespace) -> int:
         return _run_torchrun(prefix, forwarded)
     if os.environ.get("RANK", "0") == "0":
         print(f"run directory: {run_dir}", flush=True)
+    if args.compile:
+        plan.optim.compile = True
     return run_training(plan, args.plan.read_text(), run_dir, device=args.device)
 
 
@@ -353,7 +360,8 @@ def _distributed_args(args: argparse.Namespace) -> list[str]:
 
 
 def _device_args(args: argparse.Namespace) -> list[str]:
-    return ["--device", args.device] if getattr(args, "device", None) else []
+    compile_flag = ["--compile"] if getattr(args, "compile", False) else []
+    return (["--device", args.device] if getattr(args, "device", None) else []) + compile_flag
 
 
 def _detach(argv: list[str], run_dir: Path) -> int:

@@ -19,6 +19,7 @@ from torch import nn
 from growcockpit.backend import rng
 from growcockpit.backend.checkpoint import TrainerPosition, load_checkpoint, save_checkpoint
 from growcockpit.backend.data import Batch, BatchPrefetcher, TokenBlocks
+from growcockpit.backend.device import release_cached_memory
 from growcockpit.backend.distributed import DistContext
 from growcockpit.backend.forward import LossModule, StagedForward
 from growcockpit.backend.init_from import initial_model
@@ -179,6 +180,7 @@ class Trainer:
         trainable = trainable_layer_ids(stage, depth_before)
         self.pos.gated_layers = gated_layer_ids(stage, grow)
         self.configure_training(stage, trainable, grow)
+        freed = release_cached_memory(self.device)  # the replaced model and optimizer
         self.pos.stage_entered = True
         self.waiting = False
         self.report.status_stage(self)
@@ -196,6 +198,8 @@ class Trainer:
                 steps=stage.steps,
                 advance=stage.advance,
                 step=self.pos.step,
+                compile_s=self.steps.compile_s,
+                freed_bytes=freed if self.device.type == "cuda" else None,
             )
         )
         if grow is not None:
@@ -258,6 +262,7 @@ class Trainer:
             step_in_stage=self.pos.step_in_stage,
             step=self.pos.step,
         )
+        self.steps.compile(self)
 
     def set_train_modes(self) -> None:
         set_train_modes(self.model)

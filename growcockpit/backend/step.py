@@ -166,6 +166,36 @@ class StepRunner:
         )
         self.timer = StepTimer(device)
         self.window = StepWindow(device)
+        self.compile_s: float | None = None
+
+    def compile(self, t: Trainer) -> None:
+        """`optim.compile`: compile the stage's step module now, after its operator.
+
+        A new stage has a new module (other depth, frozen prefix, DDP wrapper),
+        so the previous graphs are dropped and this one is compiled by one
+        forward and backward on the stage's first batch, with the random state
+        put back and the gradients dropped: the compile time lands in
+        `stage_started` instead of the first step, and training is unchanged.
+        """
+        self.compile_s = None
+        if not t.plan.optim.compile:
+            return
+        started = time.perf_counter()
+        torch._dynamo.reset()
+        t.train_module = torch.compile(t.train_module)
+        devices = [self.device] if self.device.type == "cuda" else []
+        with torch.random.fork_rng(devices=devices):
+            batch = t.batch(t.pos.step, 0)
+            with self.autocast():
+                loss = t.train_module(batch.input_ids, batch.labels, batch.picked)
+            if loss.requires_grad:
+                loss.backward()
+        if t.optimizer is not None:
+            t.optimizer.zero_grad(set_to_none=True)
+        t.model.zero_grad(set_to_none=True)
+        if self.device.type == "cuda":
+            torch.cuda.synchronize(self.device)
+        self.compile_s = time.perf_counter() - started
 
     def autocast(self) -> contextlib.AbstractContextManager[None]:
         return autocast(self.precision, self.device)

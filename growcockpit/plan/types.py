@@ -86,6 +86,7 @@ class OptimSpec:
     optimizer_reset: bool = True
     grad_accum_steps: int = 1
     precision: str = "auto"
+    compile: bool = False  # torch.compile each stage's step after its operator (CUDA)
 
 
 @dataclass

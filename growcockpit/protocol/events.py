@@ -101,6 +101,8 @@ class StageStarted(Event):
     steps: int = 0
     advance: str = "auto"
     step: int = 0
+    compile_s: float | None = None  # optim.compile: seconds to compile this stage's step
+    freed_bytes: int | None = None  # GPU memory returned to the driver at the stage change
 
 
 @dataclass(kw_only=True)
