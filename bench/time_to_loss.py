@@ -44,7 +44,7 @@ if str(BENCH) not in sys.path:
 
 from common import METHODS, MSLT_VARIANTS, TTL_SIZES, Size, method_plan  # noqa: E402
 from ttl_plans import Budget, MethodError, budget_plan, method_label, stages_summary  # noqa: E402
-from ttl_report import plot, report_family  # noqa: E402
+from ttl_report import markdown, plot, report_family  # noqa: E402
 from ttl_runs import Job, analyse, first_reach, run_jobs  # noqa: E402
 
 from growcockpit.plan import estimate_cost  # noqa: E402
@@ -115,6 +115,9 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     ap.add_argument("--plot", action="store_true", help="print loss vs time and vs FLOPs plots")
     ap.add_argument("--plot-x", choices=("wall_s", "flops", "both"), default="both")
     ap.add_argument("--replot", type=Path, metavar="JSON", help="only plot a previous --json")
+    ap.add_argument(
+        "--markdown", action="store_true", help="with --replot: Markdown tables instead"
+    )
     return ap.parse_args(argv)
 
 
@@ -173,6 +176,9 @@ def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
     if args.replot:
         data = json.loads(args.replot.read_text())
+        if args.markdown:
+            print(markdown(data))
+            return 0
         xs = ("wall_s", "flops") if args.plot_x == "both" else (args.plot_x,)
         print("\n\n".join(plot(data, x) for x in xs))
         return 0

@@ -112,6 +112,33 @@ def summary_table(summary: dict[str, dict[str, Any]]) -> list[str]:
     return lines
 
 
+def _speedup_range(s: dict[str, float] | None) -> str:
+    """Like `_range`, with a seed that never reached the loss (0) shown as n/r."""
+    if s is None or s["max"] == 0:
+        return "not reached"
+    return _range(s, ".2f", "×").replace("0.00×", "n/r").replace("0.00–", "n/r–")
+
+
+def markdown(data: dict[str, Any]) -> str:
+    """The seed summaries of a --json as Markdown tables (for the README)."""
+    out = []
+    for family, fam in data["families"].items():
+        out.append(
+            f"| {family} method | seeds reached | final val loss | Δ vs baseline | FLOPs to baseline's loss "
+            "| wall time to baseline's loss | steps | est. FLOPs |"
+        )
+        out.append("|---|---|---|---|---|---|---|---|")
+        for name, s in fam["summary"].items():
+            out.append(
+                f"| {name} | {s['reached']}/{len(s['seeds'])} | {_range(s['final_val_loss'], '.3f')} "
+                f"| {_range(s['delta'], '+.3f')} | {_speedup_range(s['speedup_flops'])} "
+                f"| {_speedup_range(s['speedup_wall'])} | {_range(s['steps'], '.0f')} "
+                f"| {_range(s['flops_ratio'], '.2f', '×')} |"
+            )
+        out.append("")
+    return "\n".join(out)
+
+
 def report_family(
     family: str, size: Size, runs: list[dict[str, dict[str, Any]]], budget: int | None
 ) -> tuple[dict[str, dict[str, Any]], list[str]]:

@@ -149,6 +149,37 @@ def test_budget_plans_spend_the_baseline_budget() -> None:
             ttl_plans.budget_plan(bad, size, 0, budget)
 
 
+def test_seed_summary_and_markdown() -> None:
+    import ttl_report
+
+    def res(seed: int, final: float, wall: float | None, flops: float | None) -> dict[str, object]:
+        return {
+            "seed": seed,
+            "final_val_loss": final,
+            "target": 5.0,
+            "reach": {"wall_s": 1.0} if wall else None,
+            "speedup_wall": wall,
+            "speedup_flops": flops,
+            "flops_ratio": 1.0,
+            "wall_ratio": 1.0,
+            "steps": 400,
+        }
+
+    runs = [
+        {"baseline": res(s, 5.0, 1.0, 1.0), "grown": res(s, f, w, fl)}
+        for s, f, w, fl in ((0, 4.9, 1.5, 2.0), (1, 4.95, 1.2, 1.8), (2, 5.1, None, None))
+    ]
+    summary = ttl_report.summarise(runs)
+    grown = summary["grown"]
+    assert grown["reached"] == 2 and grown["seeds"] == [0, 1, 2]
+    # the seed that never reached counts as 0×: median 1.2, not 1.35
+    assert grown["speedup_wall"] == {"median": 1.2, "min": 0.0, "max": 1.5}
+    assert grown["delta"]["median"] == pytest.approx(-0.05)
+    md = ttl_report.markdown({"families": {"gpt2": {"summary": summary}}})
+    row = next(line for line in md.splitlines() if line.startswith("| grown"))
+    assert "| 2/3 |" in row and "1.80× (n/r–2.00)" in row and "1.20× (n/r–1.50)" in row
+
+
 def _ttl(tmp_path: Path, gc_cache: Path, *extra: str) -> subprocess.CompletedProcess[str]:
     cmd = [sys.executable, str(REPO / "bench" / "time_to_loss.py"), "--quick", "--family", "gpt2"]
     cmd += ["--threads", "1", "--steps", "24", "--evals", "6", *extra]
