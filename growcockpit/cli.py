@@ -449,6 +449,7 @@ def _stages_from_file(value: str | None) -> list[dict[str, object]]:
 def cmd_status(args: argparse.Namespace) -> int:
     from growcockpit.protocol import RunDirError, read_status
     from growcockpit.protocol.node import latest_node
+    from growcockpit.protocol.safe_text import terminal_safe
 
     try:
         status = read_status(args.run_dir)
@@ -461,12 +462,12 @@ def cmd_status(args: argparse.Namespace) -> int:
     loss = f"{status.loss:.4f}" if status.loss is not None else "-"
     # A finished run's stage index is one past the last stage; show the last one.
     stage = min(status.stage + 1, status.num_stages) if status.num_stages else status.stage + 1
-    print(
+    line = (
         f"{status.run_id}: {status.state}  plan {status.plan_name}  stage {stage}/{status.num_stages} "
         f"({status.stage_name})  step {status.step}/{status.total_steps}  loss {loss}  pid {status.pid}"
     )
-    for line in node.lines():
-        print(f"  {line}")
+    for text in [line] + [f"  {node_line}" for node_line in node.lines()]:
+        print(terminal_safe(text))  # the run directory may come from someone else
     return EXIT_OK
 
 

@@ -135,3 +135,17 @@ def test_status_json_with_nan_loss(run_dir: Path, capsys: pytest.CaptureFixture[
     assert main(["status", str(run_dir), "--json"]) == 0
     out = capsys.readouterr().out
     _strict(out[out.index("{") :])
+
+
+def test_status_never_prints_terminal_controls(
+    run_dir: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A copied run directory's status.json cannot redraw the terminal through `status`."""
+    write_status(
+        run_dir / "status.json",
+        RunStatus(run_id="r", state="stopped", plan_name="x\x1b[2J\u202eevil\nfake: ok"),
+    )
+    assert main(["status", str(run_dir)]) == 0
+    out = capsys.readouterr().out
+    assert "\x1b" not in out and "\u202e" not in out and out.count("\n") == 1
+    assert "\\x1b[2J" in out and "\\u202e" in out
