@@ -46,6 +46,8 @@ class SeriesBatch:
         self._pending: dict[int, tuple[Series, list[float], list[float]]] = {}
 
     def add(self, series: Series, xs: list[float], ys: list[float]) -> None:
+        if not xs:
+            return
         entry = self._pending.get(id(series))
         if entry is None:
             self._pending[id(series)] = (series, list(xs), list(ys))
@@ -213,13 +215,14 @@ def fold_steps(state: RunState, rows: list[dict[str, Any]], batch: SeriesBatch) 
     if state.status == "starting":
         state.status = "running"
 
-    finite = [(x, y) for x, y in zip(steps, losses, strict=True) if y is not None and y == y]
-    _add(batch, state.train_loss, finite)
+    loss_x, loss_y = _points(steps, losses)
+    batch.add(state.train_loss, loss_x, loss_y)
     ema = state.ema_value
     ema_x: list[float] = []
     ema_y: list[float] = []
-    for x, y in finite:
-        if math.isfinite(y):
+    all_finite = math.isfinite(sum(loss_y))
+    for x, y in zip(loss_x, loss_y, strict=True):
+        if all_finite or math.isfinite(y):
             ema = y if ema is None else ema + EMA_ALPHA * (y - ema)
             ema_x.append(x)
             ema_y.append(ema)
@@ -236,31 +239,23 @@ def fold_steps(state: RunState, rows: list[dict[str, Any]], batch: SeriesBatch) 
         last = next((v for v in reversed(col) if v is not None), None)
         if last is not None:
             setattr(state, key, last)
-        _add(
-            batch,
-            series,
-            [(x, v) for x, v in zip(steps, col, strict=True) if v is not None and v == v],
-        )
-    _add(batch, state.tok_s, [(x, v) for x, v in zip(steps, tps, strict=True) if v and v == v])
-    _add(
-        batch,
-        state.step_ms_series,
-        [(x, v) for x, v in zip(steps, step_ms, strict=True) if v and v == v],
-    )
+        batch.add(series, *_points(steps, col))
+    batch.add(state.tok_s, *_points(steps, tps, drop_zero=True))
+    batch.add(state.step_ms_series, *_points(steps, step_ms, drop_zero=True))
 
-    index = range(len(rows))
-    for stage, group in groupby(index, key=stages.__getitem__):
-        picked = list(group)
+    for stage, group in groupby(range(len(rows)), key=stages.__getitem__):
+        span = list(group)  # consecutive positions
+        lo, hi = span[0], span[-1] + 1
         timing = state.stage_timings.get(stage)
         if timing is None:
             timing = state.stage_timings[stage] = StageTiming(stage)
         timing.add_many(
-            [step_ms[i] for i in picked],
-            [tps[i] for i in picked],
-            [parts["fwd_ms"][i] for i in picked],
-            [parts["bwd_ms"][i] for i in picked],
-            [parts["opt_ms"][i] for i in picked],
-            [parts["data_ms"][i] for i in picked],
+            step_ms[lo:hi],
+            tps[lo:hi],
+            parts["fwd_ms"][lo:hi],
+            parts["bwd_ms"][lo:hi],
+            parts["opt_ms"][lo:hi],
+            parts["data_ms"][lo:hi],
         )
 
     last_t_seen, last_step, gap, sps = (
@@ -285,10 +280,15 @@ def fold_steps(state: RunState, rows: list[dict[str, Any]], batch: SeriesBatch) 
     return len(rows)
 
 
-def _add(batch: SeriesBatch, series: Series, points: list[tuple[float, float]]) -> None:
-    if points:
-        xs, ys = zip(*points, strict=True)
-        batch.add(series, list(xs), list(ys))
+def _points(xs: list[Any], ys: list[Any], drop_zero: bool = False) -> tuple[list[Any], list[Any]]:
+    """The points worth plotting, as `Series.append` keeps them: y not None, not NaN
+    (nor 0 with `drop_zero`, for rates that are 0 when unknown)."""
+    if None not in ys and not (drop_zero and 0 in ys):
+        total = sum(ys)
+        if total == total:  # no NaN (an inf - inf sum also takes the careful path)
+            return xs, ys
+    keep = [i for i, y in enumerate(ys) if y is not None and y == y and (y or not drop_zero)]
+    return [xs[i] for i in keep], [ys[i] for i in keep]
 
 
 def _one_by_one(state: RunState, rows: list[dict[str, Any]], batch: SeriesBatch) -> int:

@@ -52,7 +52,7 @@ class StageTiming:
         n = self.n + k
 
         def mean(old: float, values: list[float | None]) -> float:
-            return old + (sum(v or 0.0 for v in values) - k * old) / n
+            return old + (sum(filter(None, values)) - k * old) / n  # None counts as 0
 
         self.step_ms = mean(self.step_ms, step_ms)
         self.tokens_per_s = mean(self.tokens_per_s, tokens_per_s)
