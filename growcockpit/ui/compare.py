@@ -41,11 +41,16 @@ def load_runs(paths: list[Path]) -> list[RunProgress]:
 
 
 def default_target(runs: list[RunProgress]) -> int | None:
-    """The first run that looks like a baseline and has evaluated, else the first that has."""
+    """The longest-trained run that looks like a baseline and has evaluated, else the first
+    run that has evaluated (a shortened baseline beside the full one is not the target)."""
     evaluated = [i for i, r in enumerate(runs) if r.evals]
-    for i in evaluated:
-        if "baseline" in runs[i].name.lower() or "baseline" in runs[i].plan_name.lower():
-            return i
+    baselines = [
+        i
+        for i in evaluated
+        if "baseline" in runs[i].name.lower() or "baseline" in runs[i].plan_name.lower()
+    ]
+    if baselines:
+        return max(baselines, key=lambda i: (runs[i].step, -i))
     return evaluated[0] if evaluated else None
 
 
@@ -68,8 +73,19 @@ def next_target(comparison: Comparison) -> int | None:
     return None
 
 
-def series(run: RunProgress, axis: Axis) -> tuple[list[float], list[float], list[float]]:
-    """(x, val loss, stage starts) of a run: x in training seconds or in PFLOPs."""
+FLOP_UNITS = (("PFLOPs", 1e15), ("TFLOPs", 1e12), ("GFLOPs", 1e9), ("MFLOPs", 1e6))
+
+
+def flop_unit(runs: list[RunProgress]) -> tuple[str, float]:
+    """The largest unit that the biggest run's FLOPs reach at least once."""
+    top = max((r.flops or 0.0 for r in runs), default=0.0)
+    return next(((n, s) for n, s in FLOP_UNITS if top >= s), FLOP_UNITS[-1])
+
+
+def series(
+    run: RunProgress, axis: Axis, scale: float = 1e15
+) -> tuple[list[float], list[float], list[float]]:
+    """(x, val loss, stage starts) of a run: x in training seconds or in FLOPs / `scale`."""
     if axis == "wall":
         return (
             [p.wall_s for p in run.evals],
@@ -78,7 +94,7 @@ def series(run: RunProgress, axis: Axis) -> tuple[list[float], list[float], list
         )
     pts = [p for p in run.evals if p.flops is not None]
     return (
-        [(p.flops or 0.0) / 1e15 for p in pts],
+        [(p.flops or 0.0) / scale for p in pts],
         [p.val_loss for p in pts],
-        [(m.flops or 0.0) / 1e15 for m in run.stages if m.flops is not None],
+        [(m.flops or 0.0) / scale for m in run.stages if m.flops is not None],
     )

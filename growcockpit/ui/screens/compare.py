@@ -18,7 +18,15 @@ from textual_plotext import PlotextPlot
 
 from growcockpit.compare import RunProgress
 from growcockpit.ui.catalog import list_runs
-from growcockpit.ui.compare import Axis, Comparison, compare, load_runs, next_target, series
+from growcockpit.ui.compare import (
+    Axis,
+    Comparison,
+    compare,
+    flop_unit,
+    load_runs,
+    next_target,
+    series,
+)
 from growcockpit.ui.screens.prompt import HelpScreen, keys_of
 
 CURVE_COLOURS = ("cyan", "magenta", "green", "yellow", "red", "blue", "white", "orange")
@@ -30,9 +38,9 @@ lines mark stage changes. The horizontal line is the target: the final validatio
 loss of the target run (a baseline by default; g picks the next run). The table says
 how much sooner each run reached it, in time and in FLOPs, or, if it has not, how
 many more steps the current slope needs."""
-PLOTS: tuple[tuple[str, Axis, str, str], ...] = (
-    ("#compare-time", "wall", "training seconds", "val loss vs training time"),
-    ("#compare-flops", "flops", "estimated PFLOPs", "val loss vs estimated FLOPs"),
+PLOTS: tuple[tuple[str, Axis, str], ...] = (
+    ("#compare-time", "wall", "val loss vs training time"),
+    ("#compare-flops", "flops", "val loss vs estimated FLOPs"),
 )
 
 
@@ -78,10 +86,10 @@ class CompareScreen(Screen[None]):
                 chosen.add(r.path.resolve())
         for r in runs:
             sel.add_option((f"{r.name} ({r.status})", str(r.path), r.path.resolve() in chosen))
-        for wid, _, _, title in PLOTS:
+        for wid, _, title in PLOTS:
             self.query_one(wid).border_title = title
         table = self.query_one("#compare-table", DataTable)
-        for col in ("run", "plan", "final val", "verdict"):
+        for col in ("run", "final val", "verdict", "plan"):
             table.add_column(col, key=col)
         self.load()
 
@@ -118,15 +126,16 @@ class CompareScreen(Screen[None]):
 
     def redraw(self) -> None:
         runs = self.comparison.runs
-        for wid, axis, xlabel, _ in PLOTS:
+        unit, scale = flop_unit(runs)
+        for wid, axis, _ in PLOTS:
             plot = self.query_one(wid, PlotextPlot)
             plt = plot.plt
             plt.clear_data()
             plt.clear_figure()
-            plt.xlabel(xlabel)
+            plt.xlabel("training seconds" if axis == "wall" else f"estimated {unit}")
             drawn = False
             for i, run in enumerate(runs):
-                xs, ys, marks = series(run, axis)
+                xs, ys, marks = series(run, axis, scale)
                 if not xs:
                     continue
                 drawn = True
@@ -148,9 +157,9 @@ class CompareScreen(Screen[None]):
         for i, (run, v) in enumerate(zip(c.runs, c.verdicts, strict=False)):
             table.add_row(
                 Text(run.name, style=CURVE_COLOURS[i % len(CURVE_COLOURS)]),
-                run.plan_name,
                 "–" if run.final_val_loss is None else f"{run.final_val_loss:.3f}",
                 v.text,
+                run.plan_name,
             )
 
     def action_back(self) -> None:
