@@ -9,6 +9,7 @@ loop has applied or refused it at a step boundary.
 from __future__ import annotations
 
 import json
+import math
 import uuid
 from dataclasses import dataclass, field
 from typing import Any
@@ -41,7 +42,12 @@ class CommandRequest:
             )
         if self.command == "set_lr":
             factor = self.args.get("factor")
-            if not isinstance(factor, int | float) or isinstance(factor, bool) or factor <= 0:
+            if (
+                not isinstance(factor, int | float)
+                or isinstance(factor, bool)
+                or not math.isfinite(factor)
+                or factor <= 0
+            ):
                 raise CommandError("set_lr needs a positive number: args.factor, e.g. 0.5")
         if self.command == "edit_stages" and not isinstance(self.args.get("stages"), list):
             raise CommandError("edit_stages needs args.stages: a list of stage tables")

@@ -31,7 +31,7 @@ from textual.widgets import Footer, TabbedContent, TabPane
 from textual.worker import get_current_worker
 
 from growcockpit.protocol import ControlError
-from growcockpit.protocol.commands import CommandAck
+from growcockpit.protocol.commands import CommandAck, CommandError, CommandRequest
 from growcockpit.ui.controller import ControllerLock
 from growcockpit.ui.fold.layers import TIMING_WINDOW
 from growcockpit.ui.run_client import RunClient
@@ -411,10 +411,13 @@ class DashboardScreen(Screen[None]):
 
 
 def _factor_problem(value: str) -> str:
+    """The LR prompt's check: a number, then the protocol's own check of set_lr."""
     try:
         factor = float(value)
     except ValueError:
         return "a number, e.g. 0.5"
-    if not factor > 0 or factor != factor or factor == float("inf"):
+    try:
+        CommandRequest("set_lr", {"factor": factor}).validate()
+    except CommandError:
         return "must be a positive number"
     return ""
