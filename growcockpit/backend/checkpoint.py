@@ -115,6 +115,8 @@ def load_checkpoint(path: Path, mmap: bool = False) -> dict[str, Any]:
             "resume from a checkpoint this tool wrote, or delete this one"
         ) from None
     except (RuntimeError, EOFError, zipfile.BadZipFile, OSError) as exc:
+        if mmap and "mmap" in str(exc):  # torch's older, non-zip format: check it the slow way
+            return load_checkpoint(path, mmap=False)
         reason = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
         raise CheckpointError(
             f"{file}: cannot be read ({reason}); resume from an earlier checkpoint"

@@ -32,23 +32,26 @@ class _Payload:
         return (os.system, (f"touch {self.marker}",))
 
 
-def _plant(run_dir: Path, marker: Path) -> Path:
+def _plant(run_dir: Path, marker: Path, legacy: bool = False) -> Path:
     """A stopped run whose only checkpoint is a pickle bomb in torch's own format."""
     ckpt = run_dir / "checkpoints" / "step-10"
     ckpt.mkdir(parents=True)
     (run_dir / "plan.toml").write_text(TINY.read_text())
     write_status(run_dir / "status.json", RunStatus(run_id=run_dir.name, state="stopped", step=10))
     torch.save(
-        {"config": {}, "model": {}, "position": _Payload(marker), "rng": {}}, ckpt / "state.pt"
+        {"config": {}, "model": {}, "position": _Payload(marker), "rng": {}},
+        ckpt / "state.pt",
+        _use_new_zipfile_serialization=not legacy,
     )
     return ckpt
 
 
-def test_load_checkpoint_refuses_pickled_code(tmp_path: Path) -> None:
+@pytest.mark.parametrize(("legacy", "mmap"), [(False, False), (False, True), (True, True)])
+def test_load_checkpoint_refuses_pickled_code(tmp_path: Path, legacy: bool, mmap: bool) -> None:
     marker = tmp_path / "pwned"
-    ckpt = _plant(tmp_path / "run", marker)
+    ckpt = _plant(tmp_path / "run", marker, legacy)
     with pytest.raises(CheckpointError, match="refused to load") as err:
-        load_checkpoint(ckpt)
+        load_checkpoint(ckpt, mmap=mmap)
     assert "\n" not in str(err.value) and str(ckpt / "state.pt") in str(err.value)
     assert not marker.exists()
 
