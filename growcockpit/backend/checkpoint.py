@@ -31,6 +31,8 @@ class TrainerPosition:
     lr_scale: float = 1.0
     stage_entered: bool = False
     gated_layers: list[int] = field(default_factory=list)  # ramp_steps: the stage's gated blocks
+    plateau: dict[str, Any] | None = None  # advance = "plateau": the trigger's state
+    enter_reason: str = "init"  # why the next stage to enter begins (stage_started.reason)
     plan: dict[str, Any] = field(default_factory=dict)
 
 

@@ -32,6 +32,7 @@ from growcockpit.backend.operators import (
     open_levels_at,
 )
 from growcockpit.backend.optim import build_optimizer, lr_at
+from growcockpit.backend.plateau import PlateauTrigger, check_event, trigger_for
 from growcockpit.backend.recipes import StageRecipes, fresh_state_layers, gated_layer_ids
 from growcockpit.backend.reporter import RunReporter
 from growcockpit.backend.step import StepOutcome, StepRunner
@@ -44,7 +45,8 @@ from growcockpit.grow import (
     set_train_modes,
 )
 from growcockpit.metrics import LayerStatsSampler, LayerTimer
-from growcockpit.plan import plan_from_dict, plan_to_dict, resolve_shapes
+from growcockpit.plan import dump_plan, plan_from_dict, plan_to_dict, resolve_shapes
+from growcockpit.plan.edit import end_stage_early
 from growcockpit.plan.operators import changes_model
 from growcockpit.plan.types import Plan, Stage, trainable_layer_ids
 from growcockpit.protocol.events import (
@@ -52,6 +54,7 @@ from growcockpit.protocol.events import (
     Error,
     Eval,
     Grow,
+    PlanChanged,
     RunFinished,
     StageStarted,
 )
@@ -96,6 +99,7 @@ class Trainer:
         self.stop_requested = False
         self.levels: dict[int, LevelSnapshot] = {}  # open levels, by coalesce stage (plan walk)
         self.recipes = StageRecipes()
+        self.plateau: PlateauTrigger | None = None  # advance = "plateau": asked after each step
 
     # ---- the run -----------------------------------------------------------------
     def run(self) -> str:
@@ -103,7 +107,7 @@ class Trainer:
         while self.pos.stage_index < len(self.plan.stages) and not self.stopping:
             if not self.pos.stage_entered:
                 self.enter_stage()
-            self.train_stage()
+            self.pos.enter_reason = self.train_stage()
             if self.stopping:
                 break
             self.pos.stage_index += 1
@@ -112,24 +116,41 @@ class Trainer:
             self.advance_now = False
         return self.finish()
 
-    def train_stage(self) -> None:
+    def train_stage(self) -> str:
+        """Train the current stage; returns why it ended (the next stage's `reason`)."""
         stage = self.stage
         while True:
             self.report.handle_commands(self, block=self.paused or self.waiting)
             if self.stopping or self.advance_now:
-                return
+                return "command"
             if self.paused:
                 continue
+            if self.plateau is not None and self.plateau.fired:
+                self.replan(
+                    end_stage_early(self.plan, self.pos.stage_index, self.pos.step_in_stage)
+                )
+                return "plateau"
             if self.pos.step_in_stage >= stage.steps:
                 if stage.advance == "manual" and self.pos.stage_index + 1 < len(self.plan.stages):
                     self.wait_for_advance()
                     continue
-                return
+                return "steps"
             outcome = self.train_step()
             if outcome is not None:
                 self.after_step(outcome.loss, outcome.skipped)
             else:
                 self.after_step(None)
+
+    def replan(self, plan: Plan) -> None:
+        """Run `plan` from here on (its started stages unchanged) and say so (plan_changed)."""
+        self.plan = plan
+        if self.dist.is_main:
+            self.report.paths.plan.write_text(dump_plan(plan))
+        self.report.emit(
+            PlanChanged(
+                step=self.pos.step, from_stage=self.pos.stage_index, plan=plan_to_dict(plan)
+            )
+        )
 
     def train_step(self) -> StepOutcome | None:
         """One optimizer step (backend/step.py); an outcome on steps that report."""
@@ -139,6 +160,10 @@ class Trainer:
         """`loss` is None on steps that read nothing from the device (metrics.log_every_steps)."""
         if loss is not None:
             self.last_loss = loss
+            if self.plateau is not None:
+                fired = self.plateau.observe(loss, self.pos.tokens)
+                if fired or self.pos.step % max(1, self.plan.metrics.every_steps) == 0:
+                    self.report.emit(check_event(self.plateau, self.pos.step, self.pos.stage_index))
         self.recipes.after_step(self.pos.step_in_stage, self.pos.step)
         self.report.status_step(self)
         if loss is not None and (skipped or not math.isfinite(loss)):
@@ -173,6 +198,7 @@ class Trainer:
         stage = self.stage
         depth_before = len(get_layers(self.model)) if index > 0 else 0
         self.recipes.clear()  # a stage advanced mid-ramp leaves its gates behind
+        self.plateau = trigger_for(stage)
         started = time.perf_counter()
         loss_before = self.probe_loss() if changes_model(stage.enter) else None
         grow = self.apply_operator(stage, depth_before)
@@ -200,6 +226,7 @@ class Trainer:
                 step=self.pos.step,
                 compile_s=self.steps.compile_s,
                 freed_bytes=freed if self.device.type == "cuda" else None,
+                reason="init" if index == 0 else self.pos.enter_reason,
             )
         )
         if grow is not None:
@@ -339,6 +366,7 @@ class Trainer:
 
     def checkpoint(self, reason: str) -> Path:
         self.pos.plan = plan_to_dict(self.plan)
+        self.pos.plateau = self.plateau.state() if self.plateau is not None else None
         path = self.run_dir / "checkpoints" / f"step-{self.pos.step}"
         rng_ranks = rng.gather(
             self.dist, self.device
@@ -374,6 +402,7 @@ class Trainer:
         self.levels = levels_from_saved(
             state.get("levels", []), open_levels, type(self.model), type(config)
         )
+        self.plateau = trigger_for(self.stage, self.pos.plateau) if self.pos.stage_entered else None
         if self.pos.stage_entered:
             stage = self.stage
             prev = _depth_before(self.plan, self.pos.stage_index)

@@ -32,3 +32,15 @@ def replace_remaining_stages(
     apply_fit(result, fit_budget(result))  # the fill stage absorbs the edit
     validate_plan(result, source=source)
     return result
+
+
+def end_stage_early(plan: Plan, index: int, steps_done: int) -> Plan:
+    """A new plan in which stage `index` ran `steps_done` steps (advance = "plateau" fired
+    before its `steps`): totals and the LR schedule follow, and with a budget a fill stage
+    that has not started yet is refitted so the run still spends its budget."""
+    result = copy.deepcopy(plan)
+    result.stages[index].steps = steps_done
+    fit = fit_budget(result)
+    if fit is not None and fit.ok and fit.fill_index > index:
+        apply_fit(result, fit)
+    return result

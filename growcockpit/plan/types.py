@@ -14,7 +14,7 @@ Family = Literal["bert", "gpt2"]
 Operator = Literal["init", "continue", "stack", "coalesce", "decoalesce", "interpolate"]
 StackSource = Literal["top", "bottom", "random", "middle"]
 Pairing = Literal["adjacent", "half"]
-Advance = Literal["auto", "manual"]
+Advance = Literal["auto", "manual", "plateau"]
 Toggle = Literal["train", "frozen"]
 StackInit = Literal["copy", "zero"]
 
@@ -152,7 +152,9 @@ class Stage:
     `layer_drop = p` skips each middle block with probability p per step;
     `rewarmup_steps` is the LR warm-up after the stage's operator (the same
     warm-up a later stage's `warmup_steps` sets; see `stage_warmup`).
-    `fill` marks the stage whose `steps` are fitted to the plan's `[budget]`
+    `advance = "plateau"` ends the stage early once the loss EMA falls by less
+    than `min_delta` per 1M tokens over `patience` steps (`steps` stays the
+    upper bound). `fill` marks the stage whose `steps` are fitted to the plan's `[budget]`
     (by default the last stage, when the plan has a budget).
     """
 
@@ -175,6 +177,8 @@ class Stage:
     layer_drop: float = 0.0
     rewarmup_steps: int | None = None
     fill: bool = False
+    patience: int | None = None
+    min_delta: float | None = None
 
     def embeddings_trainable(self) -> bool:
         if self.embeddings is not None:

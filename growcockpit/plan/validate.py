@@ -12,6 +12,7 @@ import math
 import re
 from collections.abc import Callable
 
+from growcockpit.plan.advance_checks import advance_problems
 from growcockpit.plan.budget import budget_problems, fill_index, fit_budget
 from growcockpit.plan.errors import PlanError
 from growcockpit.plan.init_from import init_from_problems
@@ -292,6 +293,7 @@ def collect_problems(plan: Plan) -> list[Problem]:
         if k.rsplit(".", 1)[0] not in wrong_layers or not k.endswith(".train")
     ]
     _operator_options(plan, c)
+    c.problems += advance_problems(plan)
     for key, problem in budget_problems(plan):
         c.add(key, problem)
     fit = fit_budget(plan)

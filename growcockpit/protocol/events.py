@@ -103,6 +103,9 @@ class StageStarted(Event):
     step: int = 0
     compile_s: float | None = None  # optim.compile: seconds to compile this stage's step
     freed_bytes: int | None = None  # GPU memory returned to the driver at the stage change
+    # why the stage began: "init" (first stage), "steps" (the previous one ran its steps),
+    # "plateau" (its loss stopped falling), "command" (advance); "" from older backends
+    reason: str = ""
 
 
 @dataclass(kw_only=True)
@@ -120,6 +123,25 @@ class Step(Event):
     opt_ms: float | None = None
     data_ms: float | None = None
     rank_step_ms: list[float] | None = None
+
+
+@dataclass(kw_only=True)
+class PlateauCheck(Event):
+    """The `advance = "plateau"` trigger's state: how close the stage is to ending.
+
+    `rate` is the loss EMA's drop per 1M tokens over the last `patience` steps
+    (None until that window is full); the stage ends once rate ≤ `min_delta`.
+    """
+
+    TYPE: ClassVar[str] = "plateau"
+    step: int = 0
+    stage: int = 0
+    ema: float | None = None
+    rate: float | None = None
+    min_delta: float = 0.0
+    patience: int = 0
+    seen: int = 0
+    fired: bool = False
 
 
 @dataclass(kw_only=True)
@@ -273,6 +295,7 @@ EVENT_TYPES: dict[str, type[Event]] = {
         RunStarted,
         StageStarted,
         Step,
+        PlateauCheck,
         LayerStats,
         System,
         Eval,

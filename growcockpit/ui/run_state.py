@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from growcockpit.plan import Plan
-from growcockpit.protocol.events import Event
+from growcockpit.protocol.events import Event, PlateauCheck
 from growcockpit.ui.fold.layers import LayerRow, layer_ranges
 from growcockpit.ui.fold.lifecycle import FINAL_STATUSES
 from growcockpit.ui.fold.metrics import EMA_ALPHA
@@ -63,6 +63,7 @@ class RunState:
     stage_steps: int = 0
     stage_start_step: int = 0
     stage_advance: str = "auto"
+    plateau: PlateauCheck | None = None  # advance = "plateau": the trigger's latest state
     step: int = 0
     loss: float | None = None
     lr: float | None = None

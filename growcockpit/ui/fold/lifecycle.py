@@ -17,6 +17,7 @@ from growcockpit.protocol.events import (
 from growcockpit.protocol.rundir import FINAL_STATES
 from growcockpit.ui.fold.layers import LayerRow, layer_ranges
 from growcockpit.ui.fold.plan import StageInfo, decode_plan, stages_of
+from growcockpit.ui.fold.plateau import REASON_TEXT
 from growcockpit.ui.fold.records import StageTiming
 
 if TYPE_CHECKING:
@@ -106,7 +107,8 @@ def on_stage_started(state: RunState, ev: StageStarted) -> None:
         ev.step,
         "stage",
         f"stage {ev.index + 1} {ev.name}: {ev.operator}, {ev.layers} layers, "
-        f"training {layer_ranges(trainable) or 'none'} ({ev.op_seconds:.2f}s)",
+        f"training {layer_ranges(trainable) or 'none'} ({ev.op_seconds:.2f}s)"
+        + (f"; {REASON_TEXT[ev.reason]}" if ev.reason in REASON_TEXT else ""),
         "info",
         ev.t,
     )

@@ -16,6 +16,7 @@ from growcockpit.protocol.events import (
     LayerStats,
     Paused,
     PlanChanged,
+    PlateauCheck,
     Resumed,
     RunFinished,
     RunStarted,
@@ -24,7 +25,7 @@ from growcockpit.protocol.events import (
     System,
     WarningEvent,
 )
-from growcockpit.ui.fold import lifecycle, messages, metrics
+from growcockpit.ui.fold import lifecycle, messages, metrics, plateau
 
 if TYPE_CHECKING:
     from growcockpit.ui.run_state import RunState
@@ -47,6 +48,7 @@ FOLDS: dict[type[Event], Fold] = dict(
         _fold(Resumed, lifecycle.on_resumed),
         _fold(RunFinished, lifecycle.on_run_finished),
         _fold(Step, metrics.on_step),
+        _fold(PlateauCheck, plateau.on_plateau),
         _fold(LayerStats, metrics.on_layer_stats),
         _fold(Eval, metrics.on_eval),
         _fold(System, metrics.on_system),

@@ -5,6 +5,7 @@ from __future__ import annotations
 from rich.text import Text
 from textual.widgets import Static
 
+from growcockpit.ui.fold.plateau import plateau_label
 from growcockpit.ui.run_state import RunState
 from growcockpit.ui.widgets.text_bits import human_count
 
@@ -68,6 +69,8 @@ def header_text(
             line.append(f"{bar} {done}/{state.stage_steps}")
         if state.stage_advance == "manual":
             line.append(" (manual advance)" if wide else " (manual)", style="italic")
+        elif state.stage_advance == "plateau":
+            line.append(plateau_label(state, wide), style="italic")
     line.append("\n")
     total = f"/{state.total_steps}" if state.total_steps else ""
     line.append(f"step {state.step}{total}")
