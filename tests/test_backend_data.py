@@ -39,7 +39,7 @@ def test_local_text_directory(text_dir: Path) -> None:
     assert torch.equal(a.input_ids, b.input_ids) and torch.equal(a.labels, b.labels)
     assert not torch.equal(a.input_ids, blocks.train_batch(4, 4).input_ids)
     again = load_blocks(spec, "bert", seed=1)  # second launch: cached tokenizer and ids
-    assert torch.equal(again.train, blocks.train)
+    assert torch.equal(again.train[:], blocks.train[:])
 
 
 def test_jsonl_glob_and_gpt2_blocks(tmp_path: Path) -> None:
@@ -78,7 +78,7 @@ def test_local_tokenizer_path(text_dir: Path, tmp_path: Path) -> None:
         DataSpec(source=str(text_dir), tokenizer=str(saved), seq_len=32), "bert", 0
     )
     assert len(reused.tokenizer) == len(trained.tokenizer)
-    assert torch.equal(reused.train, trained.train)
+    assert torch.equal(reused.train[:], trained.train[:])
 
 
 def test_bad_sources_say_how_to_fix(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -145,3 +145,56 @@ def test_vocabulary_ids_are_canonical(text_dir: Path) -> None:
     b = json.loads(blocks.tokenizer.backend_tokenizer.to_str())["model"]["vocab"]
     assert a == b
     assert [a[t] for t in specials] == list(range(len(specials)))
+
+
+def test_tokens_are_a_memory_mapped_shard_of_every_line(text_dir: Path) -> None:
+    import numpy as np
+
+    from growcockpit.backend.token_cache import cached_shard, id_dtype, shard_dir
+
+    spec = DataSpec(source=str(text_dir), tokenizer="train:600", seq_len=32, val_fraction=0.1)
+    blocks = load_blocks(spec, "bert", seed=0)
+    tok = blocks.tokenizer
+    shard = cached_shard(shard_dir(resolve_corpus(str(text_dir)), tok, "bert"))
+    assert shard is not None and shard.dtype == "uint16"
+    ids = shard.ids()
+    assert isinstance(ids, np.memmap)
+    lines = [line for f in ("a.txt", "b.txt") for line in (text_dir / f).read_text().splitlines()]
+    expected = [i for line in lines if line for i in tok.encode(line, add_special_tokens=False)]
+    assert ids.tolist() == [*expected, tok.sep_token_id]
+    # blocks: train and val rows interleave back into every block of the id stream, in order
+    body = 30
+    every = 10
+    n = len(ids) // body
+    train, val = blocks.train[:], blocks.val[:]
+    assert train.shape[0] + val.shape[0] == n
+    merged = []
+    t = v = 0
+    for b in range(n):
+        if b % every == every - 1:
+            merged.append(val[v])
+            v += 1
+        else:
+            merged.append(train[t])
+            t += 1
+    bodies = torch.stack(merged)[:, 1:-1]
+    assert torch.equal(bodies, torch.from_numpy(ids[: n * body].astype(np.int64)).view(n, body))
+    assert id_dtype(30_000) == "uint16" and id_dtype(70_000) == "uint32"
+
+
+def test_a_half_written_token_cache_is_never_used(text_dir: Path) -> None:
+    from growcockpit.backend.token_cache import META, SHARD, shard_dir
+
+    spec = DataSpec(source=str(text_dir), tokenizer="train:600", seq_len=32)
+    good = load_blocks(spec, "bert", seed=0)
+    root = shard_dir(resolve_corpus(str(text_dir)), good.tokenizer, "bert")
+    train, val = good.train[:], good.val[:]  # read before the file under the mapping is cut
+    del good
+    full = (root / SHARD).read_bytes()
+    (root / SHARD).write_bytes(full[: len(full) // 2])  # torn: shorter than meta.json says
+    again = load_blocks(spec, "bert", seed=0)
+    assert (root / SHARD).read_bytes() == full, "the torn shard was rebuilt"
+    assert torch.equal(again.train[:], train)
+    (root / META).unlink()  # no meta.json: not finished, rebuilt
+    assert torch.equal(load_blocks(spec, "bert", seed=0).val[:], val)
+    assert not list(root.parent.glob(".*.tmp*")), "no temporary directory left behind"

@@ -12,6 +12,7 @@ import glob
 import hashlib
 import importlib.util
 import os
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -91,8 +92,12 @@ def resolve_corpus(source: str, text_column: str = "text") -> Corpus:
     return Corpus(kinds.pop(), tuple(files), source, text_column)
 
 
-def load_texts(corpus: Corpus) -> list[list[str]]:
-    """Documents as lists of lines (one document: the corpus in file order)."""
+def iter_line_batches(corpus: Corpus, batch_lines: int = 8192) -> Iterator[list[str]]:
+    """The corpus's non-empty lines in file order, `batch_lines` at a time.
+
+    Streamed through `datasets` (`streaming=True`): nothing is held in memory
+    or copied to an Arrow cache, so a corpus of tens of GB reads in flat memory.
+    """
     import datasets
 
     datasets.disable_progress_bars()
@@ -102,25 +107,35 @@ def load_texts(corpus: Corpus) -> list[list[str]]:
                 f"data.source = {corpus.name!r} is a hub dataset but HF_HUB_OFFLINE=1; "
                 "download it first, or point data.source at local files"
             )
-        try:
-            ds = datasets.load_dataset(corpus.name, split="train")
-        except Exception as exc:
-            raise DataError(
-                f"data.source = {corpus.name!r}: could not load from the hub ({exc})"
-            ) from None
-        if corpus.text_column not in ds.column_names:
-            raise DataError(
-                f"data.source = {corpus.name!r}: no {corpus.text_column!r} column (has {ds.column_names})"
-            )
-        return [list(ds[corpus.text_column])]
+        where = f"data.source = {corpus.name!r}: could not load from the hub"
+        args: tuple[str, ...] = (corpus.name,)
+        kwargs: dict[str, object] = {}
+    else:
+        where = f"data.source = {corpus.name!r}: could not read as {corpus.kind}"
+        args, kwargs = (corpus.kind,), {"data_files": list(corpus.files)}
     try:
-        ds = datasets.load_dataset(corpus.kind, data_files=list(corpus.files), split="train")
+        ds = datasets.load_dataset(*args, split="train", streaming=True, **kwargs)
+        for batch in ds.iter(batch_size=batch_lines):
+            if corpus.text_column not in batch:
+                raise DataError(
+                    f"data.source = {corpus.name!r}: no {corpus.text_column!r} column "
+                    f"(has {sorted(batch)})"
+                )
+            lines = [t for t in batch[corpus.text_column] if t]
+            if lines:
+                yield lines
+    except DataError:
+        raise
     except Exception as exc:
-        raise DataError(
-            f"data.source = {corpus.name!r}: could not read as {corpus.kind} ({exc})"
-        ) from None
-    if corpus.text_column not in ds.column_names:
-        raise DataError(
-            f"data.source = {corpus.name!r}: no {corpus.text_column!r} column (has {ds.column_names})"
-        )
-    return [[t for t in ds[corpus.text_column] if t]]
+        raise DataError(f"{where} ({exc})") from None
+
+
+class CorpusLines:
+    """The corpus's lines as a re-iterable stream (what a tokenizer trains on)."""
+
+    def __init__(self, corpus: Corpus) -> None:
+        self.corpus = corpus
+
+    def __iter__(self) -> Iterator[str]:
+        for lines in iter_line_batches(self.corpus):
+            yield from lines

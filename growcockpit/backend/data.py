@@ -1,15 +1,15 @@
 """Token blocks for training and validation, and the batches drawn from them.
 
-The corpus is tokenized once and cached as a flat id array; blocks of
-`seq_len` tokens are cut from it, every `1/val_fraction`-th block is held out.
+The corpus is tokenized once into a memory-mapped token shard (token_cache.py);
+blocks of `seq_len` tokens are read from it on demand, every
+`1/val_fraction`-th block is held out, so memory stays flat whatever the size
+of the corpus.
 Batches and MLM masks are pure functions of (seed, step), so a resumed run
 sees exactly the batches the uninterrupted run would have seen.
 """
 
 from __future__ import annotations
 
-import hashlib
-import os
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 
@@ -17,8 +17,9 @@ import numpy as np
 import torch
 from transformers import PreTrainedTokenizerBase
 
-from growcockpit.backend.corpus import Corpus, DataError, load_texts, resolve_corpus
-from growcockpit.backend.tokenizer import build_tokenizer, cache_root
+from growcockpit.backend.corpus import CorpusLines, DataError, resolve_corpus
+from growcockpit.backend.token_cache import tokenize_to_shard
+from growcockpit.backend.tokenizer import build_tokenizer
 from growcockpit.plan.types import DataSpec
 
 
@@ -81,20 +82,94 @@ class BatchPrefetcher:
         self._pool.shutdown(wait=False, cancel_futures=True)
 
 
+class BlockView:
+    """Blocks of a memory-mapped id array, read on demand: row j is block `index(j)`.
+
+    BERT blocks are [CLS] + seq_len-2 tokens + [SEP]; GPT-2 blocks are raw
+    windows. Indexing (`view[rows]`, `view[rows, cols]`) returns a long tensor.
+    """
+
+    def __init__(
+        self,
+        ids: np.ndarray,
+        seq_len: int,
+        family: str,
+        tokenizer: PreTrainedTokenizerBase,
+        every: int,
+        val: bool,
+    ) -> None:
+        self.ids = ids
+        self.family = family
+        self.body = seq_len - 2 if family == "bert" else seq_len
+        self.seq_len = seq_len
+        self.every = every
+        self.val = val
+        self.cls = tokenizer.cls_token_id
+        self.sep = tokenizer.sep_token_id
+        total = len(ids) // self.body
+        held = total // every if every else 0
+        self.rows = held if val else total - held
+
+    @property
+    def shape(self) -> tuple[int, int]:
+        return (self.rows, self.seq_len)
+
+    def __len__(self) -> int:
+        return self.rows
+
+    def block_index(self, rows: np.ndarray) -> np.ndarray:
+        """Row number → block number: every `every`-th block is a validation block."""
+        if self.val:
+            return rows * self.every + self.every - 1
+        if self.every:
+            return rows + rows // (self.every - 1)
+        return rows
+
+    def take(self, rows: np.ndarray) -> torch.Tensor:
+        rows = np.asarray(rows, dtype=np.int64)
+        if rows.size and (rows.min() < 0 or rows.max() >= self.rows):
+            raise IndexError(f"block rows out of range 0..{self.rows - 1}")
+        starts = self.block_index(rows) * self.body
+        body = np.asarray(self.ids[starts[:, None] + np.arange(self.body)], dtype=np.int64)
+        out = torch.from_numpy(body)
+        if self.family == "bert":
+            n = out.shape[0]
+            cls = torch.full((n, 1), self.cls, dtype=torch.long)
+            sep = torch.full((n, 1), self.sep, dtype=torch.long)
+            out = torch.cat([cls, out, sep], dim=1)
+        return out
+
+    def __getitem__(self, key: object) -> torch.Tensor:
+        rest: tuple[object, ...] = ()
+        if isinstance(key, tuple):
+            key, rest = key[0], key[1:]
+        if isinstance(key, int):
+            row = self.take(np.asarray([key % self.rows if key < 0 else key]))[0]
+            return row[rest] if rest else row
+        if isinstance(key, slice):
+            rows = np.arange(*key.indices(self.rows))
+        else:
+            rows = key.numpy() if isinstance(key, torch.Tensor) else np.asarray(key)
+        block = self.take(rows)
+        return block[(slice(None), *rest)] if rest else block
+
+
 class TokenBlocks:
     """Fixed-length training/validation blocks plus the family's batch recipe."""
 
     def __init__(
         self,
-        train: torch.Tensor,
-        val: torch.Tensor,
+        ids: np.ndarray,
+        seq_len: int,
+        val_fraction: float,
         tokenizer: PreTrainedTokenizerBase,
         family: str,
         mlm_probability: float,
         seed: int,
     ) -> None:
-        self.train = train
-        self.val = val
+        every = max(2, round(1 / val_fraction)) if val_fraction > 0 else 0
+        self.train = BlockView(ids, seq_len, family, tokenizer, every, val=False)
+        self.val = BlockView(ids, seq_len, family, tokenizer, every, val=True)
         self.tokenizer = tokenizer
         self.family = family
         self.mlm_probability = mlm_probability
@@ -176,79 +251,32 @@ def mask_tokens(
 
 
 def load_blocks(spec: DataSpec, family: str, seed: int) -> TokenBlocks:
-    """Corpus → tokenizer → cached ids → blocks. Raises DataError with a fix on bad input."""
+    """Corpus → tokenizer → cached token shard → blocks. Raises DataError with a fix on bad input."""
     corpus = resolve_corpus(spec.source)
-    texts: list[list[str]] | None = None
-    tokenizer = _tokenizer_with_texts(spec, family, corpus)
-    if isinstance(tokenizer, tuple):
-        tokenizer, texts = tokenizer
-    ids = _cached_ids(corpus, tokenizer, family, texts)
-    blocks = _cut_blocks(ids, spec.seq_len, tokenizer, family)
-    if blocks.shape[0] < 2:
-        raise DataError(
-            f"data.source = {spec.source!r}: only {blocks.shape[0]} block(s) of {spec.seq_len} tokens; "
-            "add more text or lower data.seq_len"
-        )
-    every = max(2, round(1 / spec.val_fraction)) if spec.val_fraction > 0 else 0
-    is_val = torch.zeros(blocks.shape[0], dtype=torch.bool)
-    if every:
-        is_val[every - 1 :: every] = True
-    return TokenBlocks(
-        blocks[~is_val], blocks[is_val], tokenizer, family, spec.mlm_probability, seed
-    )
-
-
-def _tokenizer_with_texts(
-    spec: DataSpec, family: str, corpus: Corpus
-) -> PreTrainedTokenizerBase | tuple[PreTrainedTokenizerBase, list[list[str]]]:
-    """Load the corpus text only when the tokenizer or the id cache needs it."""
     try:
-        return build_tokenizer(spec.tokenizer, family, corpus, None)
+        tokenizer = build_tokenizer(spec.tokenizer, family, corpus, None)
     except DataError as exc:
         if "internal: texts are needed" not in str(exc):
             raise
-    texts = load_texts(corpus)
-    return build_tokenizer(spec.tokenizer, family, corpus, texts), texts
+        tokenizer = build_tokenizer(spec.tokenizer, family, corpus, [CorpusLines(corpus)])
+    ids = tokenize_to_shard(corpus, tokenizer, family).ids()
+    body = spec.seq_len - 2 if family == "bert" else spec.seq_len
+    if len(ids) // body < 2:
+        raise DataError(
+            f"data.source = {spec.source!r}: only {len(ids) // body} block(s) of {spec.seq_len} tokens; "
+            "add more text or lower data.seq_len"
+        )
+    return TokenBlocks(
+        ids, spec.seq_len, spec.val_fraction, tokenizer, family, spec.mlm_probability, seed
+    )
 
 
-def _cached_ids(
-    corpus: Corpus, tokenizer: PreTrainedTokenizerBase, family: str, texts: list[list[str]] | None
-) -> np.ndarray:
-    vocab_hash = hashlib.sha1(tokenizer.backend_tokenizer.to_str().encode()).hexdigest()[:12]
-    path = cache_root() / "tokens" / f"{family}-{corpus.fingerprint()}-{vocab_hash}.npy"
-    if path.exists():
-        return np.load(path)
-    if texts is None:
-        texts = load_texts(corpus)
-    sep = tokenizer.sep_token_id if family == "bert" else tokenizer.eos_token_id
-    backend = tokenizer.backend_tokenizer
-    chunks: list[np.ndarray] = []
-    for doc in texts:
-        lines = [t + "\n" for t in doc] if family == "gpt2" else doc
-        for start in range(0, len(lines), 4096):
-            enc = backend.encode_batch(lines[start : start + 4096], add_special_tokens=False)
-            chunks.extend(np.asarray(e.ids, dtype=np.int32) for e in enc)
-        chunks.append(np.asarray([sep], dtype=np.int32))
-    ids = np.concatenate(chunks)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(path.name + f".tmp{os.getpid()}.npy")
-    np.save(tmp, ids)
-    os.replace(tmp, path)
-    return ids
-
-
-def _cut_blocks(
-    ids: np.ndarray, seq_len: int, tokenizer: PreTrainedTokenizerBase, family: str
-) -> torch.Tensor:
-    """BERT blocks are [CLS] + seq_len-2 tokens + [SEP]; GPT-2 blocks are raw windows."""
-    body = seq_len - 2 if family == "bert" else seq_len
-    n = len(ids) // body
-    blocks = torch.from_numpy(ids[: n * body].astype(np.int64)).view(n, body)
-    if family == "bert":
-        cls = torch.full((n, 1), tokenizer.cls_token_id, dtype=torch.long)
-        sep = torch.full((n, 1), tokenizer.sep_token_id, dtype=torch.long)
-        blocks = torch.cat([cls, blocks, sep], dim=1)
-    return blocks
-
-
-__all__ = ["Batch", "BatchPrefetcher", "DataError", "TokenBlocks", "load_blocks", "mask_tokens"]
+__all__ = [
+    "Batch",
+    "BatchPrefetcher",
+    "BlockView",
+    "DataError",
+    "TokenBlocks",
+    "load_blocks",
+    "mask_tokens",
+]

@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import os
 import shutil
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
@@ -36,7 +37,7 @@ def cache_root() -> Path:
 
 
 def build_tokenizer(
-    spec: str, family: str, corpus: Corpus, texts: list[list[str]] | None
+    spec: str, family: str, corpus: Corpus, texts: Iterable[Iterable[str]] | None
 ) -> PreTrainedTokenizerBase:
     """Resolve `data.tokenizer`. `texts` is only read when a vocabulary must be trained."""
     if spec.startswith("train:"):
@@ -92,7 +93,7 @@ def _load_local(path: Path, family: str) -> PreTrainedTokenizerBase:
     return tok
 
 
-def _train(vocab: int, family: str, texts: list[list[str]]) -> PreTrainedTokenizerFast:
+def _train(vocab: int, family: str, texts: Iterable[Iterable[str]]) -> PreTrainedTokenizerFast:
     from tokenizers import Tokenizer, decoders, models, normalizers, pre_tokenizers, trainers
 
     lines = (line for doc in texts for line in doc)
