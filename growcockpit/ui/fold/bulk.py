@@ -211,6 +211,8 @@ def fold_steps(state: RunState, rows: list[dict[str, Any]], batch: SeriesBatch) 
     state.step, state.loss, state.lr = steps[-1], losses[-1], lrs[-1]
     state.tokens_per_s = next((v for v in reversed(tps) if v), state.tokens_per_s)
     state.step_ms = next((v for v in reversed(step_ms) if v), state.step_ms)
+    ranks = _column(rows, "rank_step_ms", None)
+    state.rank_step_ms = next((v for v in reversed(ranks) if _rank_times(v)), state.rank_step_ms)
     state.tokens = next((v for v in reversed(tokens) if v), state.tokens)
     if state.status == "starting":
         state.status = "running"
@@ -278,6 +280,15 @@ def fold_steps(state: RunState, rows: list[dict[str, Any]], batch: SeriesBatch) 
     state.version += len(rows)
     state.plot_version += len(rows)
     return len(rows)
+
+
+def _rank_times(value: Any) -> bool:
+    """Each DDP rank's step time: a list of numbers (anything else is skipped)."""
+    return (
+        isinstance(value, list)
+        and len(value) > 1
+        and all(isinstance(v, int | float) and not isinstance(v, bool) for v in value)
+    )
 
 
 def _points(xs: list[Any], ys: list[Any], drop_zero: bool = False) -> tuple[list[Any], list[Any]]:
