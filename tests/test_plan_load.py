@@ -221,3 +221,25 @@ def test_sample_plan_loads(path: Path) -> None:
     assert loads_plan(dump_plan(plan)) == plan
     assert 0 < estimate_cost(plan).ratio <= 1.0 + 1e-9
     assert plan.name in format_plan(plan)
+
+
+def test_seq_len_defaults_to_a_short_max_seq_len(tmp_path: Path) -> None:
+    # issue 10 §4: a plan that only sets max_seq_len = 32 was rejected (seq_len 128 > 32)
+    text = HEAD.replace("max_seq_len = 128", "max_seq_len = 32") + (
+        '\n[[stages]]\nname = "all"\nlayers = 4\nsteps = 10\n'
+    )
+    plan = loads_plan(text)
+    assert plan.data.seq_len == 32
+    assert (
+        loads_plan(HEAD + '\n[[stages]]\nname = "a"\nlayers = 4\nsteps = 1\n').data.seq_len == 128
+    )
+
+    def with_seq_len(n: int) -> str:
+        return text.replace("\n[[stages]]", f"\n[data]\nseq_len = {n}\n\n[[stages]]", 1)
+
+    assert loads_plan(with_seq_len(16)).data.seq_len == 16  # as written
+    with pytest.raises(PlanError, match="longer than model.max_seq_len"):
+        loads_plan(with_seq_len(64))  # a written seq_len longer than max_seq_len stays an error
+    path = tmp_path / "p.toml"
+    save_plan(plan, path, original_text=text)
+    assert load_plan(path) == plan

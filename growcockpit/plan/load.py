@@ -266,8 +266,19 @@ def _plan_or_problems(data: object) -> tuple[Plan | None, _Problems]:
     if problems or stages is None or any(v is None for v in sections.values()):
         return None, problems
     plan = Plan(stages=stages, budget=budget, **top, **sections)
+    _default_seq_len(plan, data)
     apply_fit(plan, fit_budget(plan))
     return plan, problems
+
+
+def _default_seq_len(plan: Plan, data: dict[str, Any]) -> None:
+    """data.seq_len left out: 128, or the model's max_seq_len when that is shorter, so a
+    plan that only sets a small max_seq_len is valid as written."""
+    written = data.get("data")
+    if isinstance(written, dict) and "seq_len" in written:
+        return
+    if plan.model.max_seq_len >= 1:
+        plan.data.seq_len = min(DataSpec().seq_len, plan.model.max_seq_len)
 
 
 def _validate(plan: Plan, source: str, text: str | None) -> list[PlanError]:

@@ -65,7 +65,7 @@ class DataSpec:
 
     source: str = "builtin"
     tokenizer: str = "train:8000"
-    seq_len: int = 128
+    seq_len: int = 128  # left out of a plan file: min(128, model.max_seq_len) (load.py)
     val_fraction: float = 0.01
     mlm_probability: float = 0.15
 
