@@ -67,7 +67,10 @@ def fit_to_budget(plan: Plan, budget: Budget) -> Plan:
 
     The fill stage is the plan's own `fill = true` stage, else its last. The total is then
     rounded down to a multiple of `budget.eval_every`, and the fitted steps are written into
-    the plan (no `[budget]` left), so the engine trains exactly this plan.
+    the plan (no `[budget]` left), so the engine trains exactly this plan. A plan with an
+    `advance = "plateau"` stage keeps its `[budget]` (the engine refits the fill stage when
+    the plateau ends a stage early), so its last evaluation may fall a few steps short of
+    its end.
     """
     asked = replace(plan, budget=BudgetSpec(baseline_steps=budget.baseline_steps))
     index = fill_index(asked)
@@ -76,6 +79,8 @@ def fit_to_budget(plan: Plan, budget: Budget) -> Plan:
     except PlanError as exc:
         raise MethodError(f"{plan.name}: {exc}") from None
     assert index is not None
+    if any(s.advance == "plateau" for s in plan.stages):
+        return fitted
     stages = [replace(s, fill=False) for s in fitted.stages]
     steps = stages[index].steps - fitted.total_steps % budget.eval_every
     if steps < 1:
