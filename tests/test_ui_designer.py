@@ -337,3 +337,22 @@ async def test_budget_fit_shown_and_refitted_live(tmp_path: Path) -> None:
         saved = path.read_text()
         assert "[budget]" in saved and f"steps = {refit.fitted_steps}" not in saved
         assert load_plan(path).stages[3].steps == refit.fitted_steps
+
+
+async def test_plateau_fields_show_with_advance_plateau(tmp_path: Path) -> None:
+    app = GrowCockpitApp(plan_path=write_plan(tmp_path / "p.toml"))
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.pause()
+        screen = designer(app)
+        assert not screen.query_one("#sf-patience-cell").display
+        screen.query_one("#sf-advance").value = "plateau"  # type: ignore[attr-defined]
+        await pilot.pause()
+        assert screen.query_one("#sf-patience-cell").display
+        assert screen.plan is not None and screen.plan.stages[0].advance == "plateau"
+        assert "needs patience" in field_error(app, "sf-advance")
+        await type_into(pilot, "sf-patience", "20")
+        await type_into(pilot, "sf-min-delta", "0.5")
+        assert (screen.plan.stages[0].patience, screen.plan.stages[0].min_delta) == (20, 0.5)
+        assert field_error(app, "sf-advance") == "" and "✔ valid" in str(
+            screen.query_one("#plan-problems").render()
+        )

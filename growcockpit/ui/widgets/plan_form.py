@@ -57,7 +57,10 @@ STAGE_FIELDS: tuple[Field, ...] = (
     Field("fill", "fill", "bool", help="fit this stage's steps to the [budget]"),
     Field("lr", "lr", "opt_float", help="empty: the optimizer's lr"),
     Field("advance", "advance", "choice", ADVANCES, "manual: wait for `g` at the end"),
+    Field("patience", "patience", "opt_int", help="plateau: window in steps"),
+    Field("min_delta", "min Δ", "opt_float", help="plateau: loss drop per 1M tokens; empty: 0"),
 )
+PLATEAU_FIELDS = ("patience", "min_delta")  # shown only when advance = "plateau"
 # operator options show only for the operators that take them (the operator table)
 OPERATOR_FIELDS = {f.key: operators_with(f.key) for f in STAGE_FIELDS if f.key in OPTION_DEFAULTS}
 SECTION_CHOICES: dict[str, tuple[str, ...]] = {
@@ -250,6 +253,11 @@ class StageForm(_Form):
             self._set(key, getattr(stage, key))
             self.editor(key).disabled = locked
         self.show_operator(stage.enter)
+        self.show_advance(stage.advance)
+
+    def show_advance(self, advance: str) -> None:
+        for key in PLATEAU_FIELDS:
+            self.query_one(f"#sf-{_safe(key)}-cell").display = advance == "plateau"
 
     def show_budget(self, has_budget: bool, fills: bool, steps: int) -> None:
         """The fill field shows only under a budget; a fill stage's steps follow the fit."""
@@ -284,6 +292,8 @@ class StageForm(_Form):
         super().on_select_changed(event)
         if event.select.id == "sf-enter" and isinstance(event.value, str):
             self.show_operator(event.value)
+        if event.select.id == "sf-advance" and isinstance(event.value, str):
+            self.show_advance(event.value)
 
 
 class SectionForm(_Form):
