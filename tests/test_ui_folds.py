@@ -7,7 +7,7 @@ from __future__ import annotations
 import copy
 from pathlib import Path
 
-from ui_fixtures import PLAN, STAGE_STEPS, T0, recorded_events, settle, write_events
+from ui_fixtures import PLAN, STAGE_STEPS, T0, recorded_events, screen_text, settle, write_events
 
 from growcockpit.plan import plan_from_dict, plan_to_dict
 from growcockpit.protocol import LayerStat, LayerStats, PlanChanged, RunPaths, StageStarted, Step
@@ -139,6 +139,9 @@ async def test_dashboard_follows_a_live_plan_edit(tmp_path: Path) -> None:
         screen = await settle(pilot)
         cells = [str(c) for c in screen.query_one(LayerTable).layer_cells(screen.state.layers[0])]
         assert "2.5e-03" in cells and "1.25" in cells and cells[-1] == "1"
+        top = screen_text(app).splitlines()[:3]
+        assert any(f"21/{STAGE_STEPS + 300}" in line for line in top), top  # header total
+        assert any("stage 1/3" in line for line in top), top
         await pilot.press("g")
         await pilot.pause()
         modal = app.screen
