@@ -3,11 +3,10 @@
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable
 
 from textual.widget import Widget
 
-from growcockpit.ui.fold.layers import layer_ranges
 from growcockpit.ui.themes import GC_DEFAULTS
 
 SPARKS = "▁▂▃▄▅▆▇█"
@@ -95,6 +94,3 @@ def blend(a: str, b: str, t: float) -> str:
     r, g, bl = (round(x + (y - x) * t) for x, y in zip(ra, rb, strict=True))
     return f"#{r:02x}{g:02x}{bl:02x}"
 
-
-def ranges(ids: Sequence[int]) -> str:
-    return layer_ranges(ids)
