@@ -48,7 +48,6 @@ os.environ.setdefault("TOKENIZERS_PARALLELISM", "true")
 import torch  # noqa: E402
 from torch import nn  # noqa: E402
 
-from growcockpit.backend import data as data_mod  # noqa: E402
 from growcockpit.backend.calibrate import Clock, autocast_for, measure_r_h  # noqa: E402
 from growcockpit.backend.data import Batch, TokenBlocks, load_blocks  # noqa: E402
 from growcockpit.backend.device import prepare_device  # noqa: E402
@@ -291,31 +290,16 @@ def default_vocab(plan: Plan) -> int:
 
 # ---- main ----------------------------------------------------------------------------
 def fallback_texts_if_no_datasets() -> str | None:
-    """The GPU machine may lack `datasets`: read plain-text corpora the way its "text" builder does."""
-    import importlib.util
-    import io
-
+    """The GPU machine may lack `datasets` (or hold a lone wheel of it that cannot import):
+    backend/corpus.py then reads the plain-text corpus directly; say so."""
     try:
-        if importlib.util.find_spec("datasets") is not None:
-            return None
-    except ValueError:  # a test may have set sys.modules["datasets"] = None
-        pass
-
-    from growcockpit.backend.corpus import DataError
-
-    def load_texts(corpus: Any) -> list[list[str]]:
-        if corpus.kind != "text":
-            raise DataError(
-                f"data.source = {corpus.name!r}: needs the `datasets` package (not installed)"
-            )
-        lines: list[str] = []
-        for f in corpus.files:
-            with open(f, encoding="utf-8") as fh:
-                lines.extend(line.rstrip("\n") for line in io.StringIO(fh.read()).readlines())
-        return [[t for t in lines if t]]
-
-    data_mod.load_texts = load_texts  # type: ignore[assignment]
-    return "`datasets` not installed: reading the corpus text files directly (same lines)"
+        import datasets  # noqa: F401
+    except Exception as exc:
+        return (
+            f"`datasets` unusable ({type(exc).__name__}): reading the corpus text files directly "
+            "(same lines)"
+        )
+    return None
 
 
 def pick_device(requested: str | None) -> torch.device:

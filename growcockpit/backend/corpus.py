@@ -97,9 +97,20 @@ def iter_line_batches(corpus: Corpus, batch_lines: int = 8192) -> Iterator[list[
 
     Streamed through `datasets` (`streaming=True`): nothing is held in memory
     or copied to an Arrow cache, so a corpus of tens of GB reads in flat memory.
+    Plain-text corpora are read directly when `datasets` is missing or cannot
+    import (a lone wheel without its dependencies, as on an offline GPU box):
+    the same non-empty lines its "text" builder gives.
     """
-    import datasets
-
+    try:
+        import datasets
+    except Exception as exc:
+        if corpus.kind == "text":
+            yield from _text_line_batches(corpus.files, batch_lines)
+            return
+        raise DataError(
+            f"data.source = {corpus.name!r}: reading {corpus.kind} needs the `datasets` package "
+            f"({type(exc).__name__}: {exc}); install it, or use plain .txt files"
+        ) from None
     datasets.disable_progress_bars()
     if corpus.kind == "hub":
         if os.environ.get("HF_HUB_OFFLINE") == "1" or os.environ.get("HF_DATASETS_OFFLINE") == "1":
@@ -128,6 +139,22 @@ def iter_line_batches(corpus: Corpus, batch_lines: int = 8192) -> Iterator[list[
         raise
     except Exception as exc:
         raise DataError(f"{where} ({exc})") from None
+
+
+def _text_line_batches(files: tuple[str, ...], batch_lines: int) -> Iterator[list[str]]:
+    """`datasets`' text builder without `datasets`: lines without their newline, empty ones dropped."""
+    batch: list[str] = []
+    for f in files:
+        with open(f, encoding="utf-8") as fh:
+            for line in fh:
+                text = line.rstrip("\n")
+                if text:
+                    batch.append(text)
+                if len(batch) >= batch_lines:
+                    yield batch
+                    batch = []
+    if batch:
+        yield batch
 
 
 class CorpusLines:

@@ -7,6 +7,7 @@ is removed, so a cockpit never shows a run as live when it is not.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import os
 import platform
@@ -212,10 +213,12 @@ def _crash(
 
 def _quiet_libraries() -> None:
     """Progress bars and one-off library notices would only clutter backend.log."""
-    import datasets
     import transformers
 
-    datasets.disable_progress_bars()
+    with contextlib.suppress(Exception):  # optional for plain-text corpora (backend/corpus.py)
+        import datasets
+
+        datasets.disable_progress_bars()
     transformers.utils.logging.disable_progress_bar()
     transformers.utils.logging.set_verbosity_error()
 
