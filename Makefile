@@ -37,9 +37,9 @@ lint: test-setup
 typecheck: test-setup
 	$(VENV)/bin/mypy growcockpit/plan growcockpit/protocol growcockpit/grow growcockpit/ui
 
-## make gpu-check: time every stage of the BERT-Base MSLT plan against the full-depth baseline
-gpu-check: setup
-	PYTHON=$(PY) bash bench/gpu_check.sh
+## make gpu-check: the offline GPU check (bench/gpu_check.sh); installs nothing, uses .venv if present
+gpu-check:
+	PYTHON=$${PYTHON:-$$(test -x $(PY) && echo $(PY) || echo python3)} bash bench/gpu_check.sh
 
 clean:
 	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache
