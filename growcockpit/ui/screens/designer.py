@@ -36,8 +36,17 @@ from growcockpit.plan import (
 )
 from growcockpit.plan.budget import apply_fit
 from growcockpit.plan.show import budget_lines
-from growcockpit.plan.types import Plan, Stage
-from growcockpit.resources import sample_plans_dir
+from growcockpit.plan.types import Plan
+from growcockpit.ui.plan_drafts import (
+    display_path,
+    estimate,
+    is_sample,
+    new_plan,
+    next_stage,
+    path_problem,
+    plan_summary,
+    unique_name,
+)
 from growcockpit.ui.screens.confirm import ConfirmScreen
 from growcockpit.ui.screens.launch import LaunchOptions, LaunchScreen
 from growcockpit.ui.screens.prompt import HelpScreen, PromptScreen, keys_of
@@ -56,102 +65,6 @@ goes back to the table. Problems show under each field as you type (the same che
 as `growcockpit plan validate`). The timeline draws each stage's depth: trainable,
 new and frozen layers in different colours. The cost estimate compares the plan's
 compute with training the final model at full depth for as many steps."""
-
-
-def estimate(plan: Plan) -> tuple[Any, str]:
-    """(PlanCost or None, one line for the screen). Never raises."""
-    try:
-        from growcockpit.plan import estimate_cost
-
-        cost = estimate_cost(plan)
-    except Exception as exc:  # the estimate is advisory: never block a launch on it
-        return None, f"cost estimate unavailable: {exc}"
-    speedup = getattr(cost, "speedup", None)
-    if not speedup:
-        return cost, "cost estimate: –"
-    return cost, (
-        f"estimated compute: {1 / speedup:.2f}× the full-depth baseline "
-        f"({plan.model.final_layers} layers, {plan.total_steps} steps, all trained): "
-        f"{speedup:.2f}× faster"
-    )
-
-
-def display_path(path: Path | None) -> str:
-    """Relative to the working directory when inside it (short, and stable in snapshots)."""
-    if path is None:
-        return "(not saved yet)"
-    try:
-        return str(path.resolve().relative_to(Path.cwd().resolve()))
-    except ValueError:
-        return str(path)
-
-
-def plan_summary(plan: Plan) -> str:
-    m, d, o = plan.model, plan.data, plan.optim
-    return (
-        f"model {m.family} · hidden {m.hidden_size} · {m.num_heads} heads · "
-        f"{m.final_layers} layers at the end · seq {m.max_seq_len}\n"
-        f"data {d.source} · tokenizer {d.tokenizer} · {o.name} lr {o.lr:g} · "
-        f"batch {o.batch_size} · {len(plan.stages)} stages, {plan.total_steps} steps"
-    )
-
-
-def new_plan(name: str = "my-plan") -> Plan:
-    """A fresh, valid plan: one full-depth stage to build on."""
-    return Plan(name=name, stages=[Stage(name="stage-1", layers=4, steps=200, enter="init")])
-
-
-def unique_name(base: str, taken: set[str]) -> str:
-    if base not in taken:
-        return base
-    stem = re.sub(r"-\d+$", "", base)
-    n = 2
-    while f"{stem}-{n}" in taken:
-        n += 1
-    return f"{stem}-{n}"
-
-
-def next_stage(plan: Plan, after: int) -> Stage:
-    """A sensible stage to add after `after`: grow toward the final depth, train the new layers."""
-    prev = plan.stages[after] if plan.stages else None
-    taken = {s.name for s in plan.stages}
-    if prev is None:
-        return Stage(name="stage-1", layers=plan.model.final_layers, steps=200, enter="init")
-    final = plan.model.final_layers
-    if prev.layers < final:
-        layers = min(final, max(prev.layers + 1, 2 * prev.layers))
-        return Stage(
-            name=unique_name(f"grow-{layers}", taken),
-            layers=layers,
-            steps=prev.steps,
-            enter="stack",
-            train="new",
-        )
-    return Stage(
-        name=unique_name("all-layers", taken), layers=prev.layers, steps=prev.steps, train="all"
-    )
-
-
-def is_sample(path: Path | None) -> bool:
-    if path is None:
-        return False
-    try:
-        return path.resolve().parent == sample_plans_dir().resolve()
-    except OSError:
-        return False
-
-
-def path_problem(text: str) -> str:
-    if not text.strip():
-        return "give a file name, e.g. my-plan.toml"
-    path = Path(text.strip()).expanduser()
-    if path.suffix != ".toml":
-        return "the file name must end in .toml"
-    if not path.parent.exists():
-        return f"{path.parent}: no such directory"
-    if path.is_dir():
-        return "that is a directory; give a file name"
-    return ""
 
 
 class DesignerScreen(Screen[list[dict[str, Any]] | None]):
