@@ -119,7 +119,11 @@ def test_plan_checks(extra: str, key: str, needle: str) -> None:
 
 
 def test_plan_accepts_plateau() -> None:
-    assert text_problems(HEAD + 'advance = "plateau"\npatience = 5\nmin_delta = 0.1\n' + GROW) == []
+    from growcockpit.plan import format_plan, loads_plan
+
+    text = HEAD + 'advance = "plateau"\npatience = 5\nmin_delta = 0.1\n' + GROW
+    assert text_problems(text) == []
+    assert "plateau(5,≤0.1/1M)" in format_plan(loads_plan(text))
 
 
 TINY = (Path(__file__).resolve().parent / "plans" / "tiny.toml").read_text()

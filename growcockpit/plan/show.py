@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from growcockpit.plan.advance_checks import min_delta_of
 from growcockpit.plan.budget import FittedBudget, fit_budget
 from growcockpit.plan.cost import PlanCost, estimate_cost
 from growcockpit.plan.operators import operator_label
@@ -23,6 +24,13 @@ def format_ids(ids: list[int]) -> str:
         if i is not None:
             start = prev = i
     return ",".join(runs)
+
+
+def _advance_label(stage: Stage) -> str:
+    """e.g. "plateau(50,≤2/1M)": window and min_delta per 1M tokens."""
+    if stage.advance != "plateau":
+        return stage.advance
+    return f"plateau({stage.patience},≤{min_delta_of(stage.min_delta):g}/1M)"
 
 
 def _train_label(stage: Stage) -> str:
@@ -125,7 +133,7 @@ def format_plan(plan: Plan, cost: PlanCost | None = None) -> str:
                 if fit is not None and fit.fill_index == shape.index
                 else str(stage.steps),
                 f"{stage.lr:g}" if stage.lr is not None else "·",
-                stage.advance,
+                _advance_label(stage),
                 f"{sc.rel_step_cost:.2f}" if sc else "?",
             ]
         )

@@ -93,4 +93,3 @@ def blend(a: str, b: str, t: float) -> str:
     t = max(0.0, min(1.0, t))
     r, g, bl = (round(x + (y - x) * t) for x, y in zip(ra, rb, strict=True))
     return f"#{r:02x}{g:02x}{bl:02x}"
-
