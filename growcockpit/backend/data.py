@@ -10,6 +10,9 @@ sees exactly the batches the uninterrupted run would have seen.
 
 from __future__ import annotations
 
+import contextlib
+import os
+import time
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 
@@ -17,10 +20,11 @@ import numpy as np
 import torch
 from transformers import PreTrainedTokenizerBase
 
-from growcockpit.backend.corpus import CorpusLines, DataError, resolve_corpus
-from growcockpit.backend.token_cache import tokenize_to_shard
+from growcockpit.backend.corpus import Corpus, CorpusLines, DataError, resolve_corpus
+from growcockpit.backend.token_cache import TokenShard, tokenize_to_shard
 from growcockpit.backend.tokenizer import build_tokenizer
 from growcockpit.plan.types import DataSpec
+from growcockpit.protocol.token_index import CacheRecord, read_record, record_path, write_record
 
 
 @dataclass
@@ -259,7 +263,10 @@ def load_blocks(spec: DataSpec, family: str, seed: int) -> TokenBlocks:
         if "internal: texts are needed" not in str(exc):
             raise
         tokenizer = build_tokenizer(spec.tokenizer, family, corpus, [CorpusLines(corpus)])
-    ids = tokenize_to_shard(corpus, tokenizer, family).ids()
+    started = time.perf_counter()
+    shard = tokenize_to_shard(corpus, tokenizer, family)
+    _note_in_index(spec, family, corpus, shard, time.perf_counter() - started)
+    ids = shard.ids()
     body = spec.seq_len - 2 if family == "bert" else spec.seq_len
     if len(ids) // body < 2:
         raise DataError(
@@ -269,6 +276,18 @@ def load_blocks(spec: DataSpec, family: str, seed: int) -> TokenBlocks:
     return TokenBlocks(
         ids, spec.seq_len, spec.val_fraction, tokenizer, family, spec.mlm_probability, seed
     )
+
+
+def _note_in_index(
+    spec: DataSpec, family: str, corpus: Corpus, shard: TokenShard, seconds: float
+) -> None:
+    """Leave the record the designer's Data tab reads (protocol/token_index.py)."""
+    path = record_path(spec.source, spec.tokenizer, family)
+    if not shard.fresh and read_record(path) is not None:
+        return
+    files = [(f, os.stat(f).st_size, int(os.stat(f).st_mtime)) for f in corpus.files]
+    with contextlib.suppress(OSError):  # the record is advisory: a read-only cache still trains
+        write_record(path, CacheRecord(files, shard.count, seconds if shard.fresh else 0.0))
 
 
 __all__ = [

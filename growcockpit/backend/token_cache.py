@@ -11,6 +11,7 @@ shard is written in a temporary directory and renamed into place with its
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import json
 import os
@@ -36,6 +37,7 @@ class TokenShard:
     root: Path
     dtype: str
     count: int
+    fresh: bool = False  # tokenized just now (not read from the cache)
 
     def ids(self) -> np.ndarray:
         """The ids, memory-mapped read-only (pages load as batches touch them)."""
@@ -113,4 +115,4 @@ def tokenize_to_shard(
     shard = cached_shard(root)
     if shard is None:  # pragma: no cover - the rename above put it there
         raise OSError(f"{root}: token cache vanished after writing")
-    return shard
+    return dataclasses.replace(shard, fresh=True)

@@ -16,6 +16,7 @@ from typing import Any
 from transformers import PreTrainedTokenizerBase, PreTrainedTokenizerFast
 
 from growcockpit.backend.corpus import Corpus, DataError
+from growcockpit.protocol.token_index import cache_root
 
 BERT_SPECIALS = {
     "pad_token": "[PAD]",
@@ -29,11 +30,6 @@ GPT2_SPECIALS = {
     "eos_token": "<|endoftext|>",
     "unk_token": "<|endoftext|>",
 }
-
-
-def cache_root() -> Path:
-    root = os.environ.get("GROWCOCKPIT_CACHE")
-    return Path(root) if root else Path.home() / ".cache" / "growcockpit"
 
 
 def build_tokenizer(

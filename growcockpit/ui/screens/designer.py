@@ -37,6 +37,7 @@ from growcockpit.plan import (
 from growcockpit.plan.budget import apply_fit
 from growcockpit.plan.show import budget_lines
 from growcockpit.plan.types import Plan
+from growcockpit.protocol.token_index import data_state
 from growcockpit.ui.plan_drafts import (
     display_path,
     estimate,
@@ -109,6 +110,7 @@ class DesignerScreen(Screen[list[dict[str, Any]] | None]):
         self.selected = 0
         self.field_errors: dict[str, str] = {}
         self.problems: list[PlanError] = []
+        self._data_key: tuple[str, str, str] | None = None
         self._load()
 
     def _load(self) -> None:
@@ -140,6 +142,7 @@ class DesignerScreen(Screen[list[dict[str, Any]] | None]):
             with TabPane("Data", id="tab-data"), VerticalScroll():
                 if plan is not None:
                     yield SectionForm("data", plan.data, id="form-data", disabled=self.remaining)
+                    yield Static("", id="data-state")
             with TabPane("Optimizer", id="tab-optim"), VerticalScroll():
                 if plan is not None:
                     yield SectionForm("optim", plan.optim, id="form-optim", disabled=self.remaining)
@@ -209,6 +212,14 @@ class DesignerScreen(Screen[list[dict[str, Any]] | None]):
         )
         self._show_problems(by_key)
         self._show_title()
+        self._show_data_state(plan)
+
+    def _show_data_state(self, plan: Plan) -> None:
+        """Corpus size, token count and cache state; recomputed only when the data changes."""
+        key = (plan.data.source, plan.data.tokenizer, plan.model.family)
+        if key != self._data_key:
+            self._data_key = key
+            self.query_one("#data-state", Static).update(data_state(*key))
 
     def _show_problems(self, by_key: dict[str, str]) -> None:
         box = self.query_one("#plan-problems", Static)
