@@ -24,6 +24,7 @@ from pathlib import Path
 import torch
 
 from growcockpit.backend.data import load_blocks
+from growcockpit.backend.device import prepare_device
 from growcockpit.backend.engine import Trainer
 from growcockpit.backend.reporter import RunReporter
 from growcockpit.metrics import SystemSampler
@@ -82,7 +83,9 @@ def make_trainer(
     reporter = RunReporter(paths, EventLog(paths.events), RunStatus(), None, console=None)
     data = load_blocks(plan.data, plan.model.family, plan.seed)
     torch.manual_seed(0)
-    device = torch.device(args.device or ("cuda" if torch.cuda.is_available() else "cpu"))
+    device = prepare_device(
+        torch.device(args.device or ("cuda" if torch.cuda.is_available() else "cpu"))
+    )
     trainer = Trainer(plan, root, data, reporter, device)
     trainer.enter_stage()
     sampler = None

@@ -256,3 +256,15 @@ def test_compile_flag_reaches_the_plan_and_the_workers() -> None:
     args = build_parser().parse_args(["train", "plan.toml", "--compile", "--device", "cuda:1"])
     assert args.compile and _device_args(args) == ["--device", "cuda:1", "--compile"]
     assert loads_plan(TINY.replace("[optim]\n", "[optim]\ncompile = true\n"), "t").optim.compile
+
+
+def test_auto_precision_is_bf16_only_where_it_is_native(monkeypatch: pytest.MonkeyPatch) -> None:
+    from growcockpit.backend.step import resolve_precision
+
+    capability = {"cap": (9, 0)}
+    monkeypatch.setattr(torch.cuda, "get_device_capability", lambda d=None: capability["cap"])
+    assert resolve_precision("auto", torch.device("cuda", 0)) == "bf16"  # Hopper
+    capability["cap"] = (7, 5)  # Turing: bf16 only emulated
+    assert resolve_precision("auto", torch.device("cuda", 0)) == "fp32"
+    assert resolve_precision("auto", torch.device("cpu")) == "fp32"
+    assert resolve_precision("fp16", torch.device("cuda", 0)) == "fp16"

@@ -40,10 +40,14 @@ AMP_DTYPES = {"bf16": torch.bfloat16, "fp16": torch.float16}
 
 
 def resolve_precision(requested: str, device: torch.device) -> str:
-    """ "auto": bf16 autocast on a CUDA device that supports it, fp32 elsewhere."""
+    """ "auto": bf16 autocast on a GPU with native bf16 (Ampere and newer), fp32 elsewhere.
+
+    Not `torch.cuda.is_bf16_supported()`: it also says yes where bf16 is only
+    emulated (Volta, Turing), which is slower than fp32 there.
+    """
     if requested != "auto":
         return requested
-    if device.type == "cuda" and torch.cuda.is_bf16_supported():
+    if device.type == "cuda" and torch.cuda.get_device_capability(device) >= (8, 0):
         return "bf16"
     return "fp32"
 
@@ -302,7 +306,13 @@ class StepRunner:
         return grad_norms, norm.detach().float(), ok
 
     def emit_step(self, t: Trainer, loss: float, lr: float) -> float:
-        """The Step event for the window that just ended; returns the loss (mean over ranks)."""
+        """The Step event for the window that just ended; returns the loss (mean over ranks).
+
+        `loss` is the reported step's; `step_ms`, `data_ms` and `tokens_per_s` are
+        averaged over every step since the last report (host wall time: on a GPU
+        the unreported steps only queue work, and the read waits for all of it);
+        fwd/bwd/opt are the reported step's own phases.
+        """
         w = self.window
         step_s = w.host_s / max(1, w.steps)
         loss, rank_ms = t.dist.step_summary(loss, step_s * 1e3, self.device)
