@@ -127,3 +127,14 @@ def test_layer_drop_trains_and_resumes_exactly(tmp_path: Path, gc_cache: Path) -
     steps = of_type(read_all(run / "events.jsonl"), Step)
     assert len(steps) == 22 and all(s.loss == s.loss for s in steps)
     resume_replays(tmp_path, gc_cache, run, 16)
+
+
+def test_ramp_on_decoalesce_keeps_the_small_models_function(tmp_path: Path, gc_cache: Path) -> None:
+    vcycle = (Path(__file__).parent / "plans" / "tiny-vcycle.toml").read_text()
+    text = vcycle.replace('enter = "interpolate"', 'enter = "decoalesce"\nramp_steps = 5')
+    text = text.replace('family = "bert"', 'family = "gpt2"')
+    run = train(tmp_path, gc_cache, "vcycle-ramp", text)
+    grow = of_type(read_all(run / "events.jsonl"), Grow)[-1]
+    assert grow.operator == "decoalesce" and grow.to_layers == 4 and grow.to_width == 64
+    assert grow.loss_before is not None and grow.loss_after is not None
+    assert abs(grow.loss_after - grow.loss_before) <= 1e-5
