@@ -8,11 +8,10 @@ Kept apart from `validate` so each recipe's rules read as one table of
 from __future__ import annotations
 
 from growcockpit.plan.shapes import StageShape
-from growcockpit.plan.types import Plan, Stage
+from growcockpit.plan.types import STACK_INITS, Plan, Stage
 
 Problem = tuple[str, str]
 
-INITS: tuple[str, ...] = ("copy", "zero")
 # operators whose new blocks a ramp can gate (decoalesce: only with depth growth)
 RAMP_OPERATORS: tuple[str, ...] = ("stack", "decoalesce")
 
@@ -73,7 +72,7 @@ def _ramp(key: str, stage: Stage, shape: StageShape) -> list[Problem]:
 def _init(key: str, stage: Stage, family: str) -> list[Problem]:
     if stage.init == "copy":
         return []
-    if stage.init not in INITS:
+    if stage.init not in STACK_INITS:
         return [(key, f'unknown value "{stage.init}"; use "copy" or "zero"')]
     if stage.enter != "stack":
         return [

@@ -26,6 +26,7 @@ from growcockpit.plan.types import (
     OPTIMIZERS,
     PAIRINGS,
     SCHEDULES,
+    STACK_INITS,
     STACK_SOURCES,
     Stage,
 )
@@ -46,6 +47,8 @@ STAGE_FIELDS: tuple[Field, ...] = (
     Field("name", "name", "str"),
     Field("enter", "enter", "choice", OPERATOR_NAMES, "operator that builds this stage's model"),
     Field("source", "source", "choice", STACK_SOURCES, "which layers stack copies"),
+    Field("init", "init", "choice", STACK_INITS, "zero: new blocks add nothing (GPT-2)"),
+    Field("ramp_steps", "ramp", "opt_int", help="fade new blocks in over K steps"),
     Field("pairing", "pairing", "choice", PAIRINGS),
     Field("alpha", "alpha", "opt_float", help="interpolation weight; empty: family default"),
     Field("layers", "layers", "int", help="depth after entering"),
@@ -56,6 +59,8 @@ STAGE_FIELDS: tuple[Field, ...] = (
     Field("steps", "steps", "int"),
     Field("fill", "fill", "bool", help="fit this stage's steps to the [budget]"),
     Field("lr", "lr", "opt_float", help="empty: the optimizer's lr"),
+    Field("rewarmup_steps", "rewarm", "opt_int", help="LR warm-up after the operator"),
+    Field("layer_drop", "drop", "float", help="skip each middle block with this probability"),
     Field("advance", "advance", "choice", ADVANCES, "manual: wait for `g` at the end"),
     Field("patience", "patience", "opt_int", help="plateau: window in steps"),
     Field("min_delta", "min Δ", "opt_float", help="plateau: loss drop per 1M tokens; empty: 0"),
@@ -253,6 +258,8 @@ class StageForm(_Form):
             self._set(key, getattr(stage, key))
             self.editor(key).disabled = locked
         self.show_operator(stage.enter)
+        # the warm-up after an operator: the first stage has none (it uses warmup_steps)
+        self.query_one("#sf-rewarmup-steps-cell").display = index > 0
         self.show_advance(stage.advance)
 
     def show_advance(self, advance: str) -> None:
@@ -279,7 +286,7 @@ class StageForm(_Form):
 
     def show_operator(self, enter: str) -> None:
         for key, ops in OPERATOR_FIELDS.items():
-            self.query_one(f"#sf-{key}-cell").display = enter in ops
+            self.query_one(f"#sf-{_safe(key)}-cell").display = enter in ops
 
     def on_input_changed(self, event: Input.Changed) -> None:
         super().on_input_changed(event)
