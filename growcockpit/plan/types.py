@@ -17,6 +17,10 @@ Pairing = Literal["adjacent", "half"]
 Advance = Literal["auto", "manual", "plateau"]
 Toggle = Literal["train", "frozen"]
 StackInit = Literal["copy", "zero"]
+Schedule = Literal["constant", "linear", "cosine"]
+OptimizerName = Literal["adamw", "lamb"]
+Precision = Literal["auto", "fp32", "bf16", "fp16"]
+WandbMode = Literal["off", "offline"]
 
 # the allowed values, for validation and the cockpit's choices (one source: the Literals)
 OPERATORS: tuple[str, ...] = get_args(Operator)  # each one's rules: plan/operators.py
@@ -26,10 +30,10 @@ PAIRINGS: tuple[str, ...] = get_args(Pairing)
 ADVANCES: tuple[str, ...] = get_args(Advance)
 TOGGLES: tuple[str, ...] = get_args(Toggle)
 STACK_INITS: tuple[str, ...] = get_args(StackInit)
-SCHEDULES: tuple[str, ...] = ("constant", "linear", "cosine")
-OPTIMIZERS: tuple[str, ...] = ("adamw", "lamb")
-PRECISIONS: tuple[str, ...] = ("auto", "fp32", "bf16", "fp16")
-WANDB_MODES: tuple[str, ...] = ("off", "offline")
+SCHEDULES: tuple[str, ...] = get_args(Schedule)
+OPTIMIZERS: tuple[str, ...] = get_args(OptimizerName)
+PRECISIONS: tuple[str, ...] = get_args(Precision)
+WANDB_MODES: tuple[str, ...] = get_args(WandbMode)
 # multi-level interpolation weight when a stage gives no `alpha` (methods.md decisions table)
 DEFAULT_ALPHA: dict[str, float] = {"bert": 0.5, "gpt2": 0.25}
 
@@ -76,16 +80,16 @@ class OptimSpec:
     global batch is batch_size × world size × grad_accum_steps. `precision`
     "auto" means bf16 autocast on a CUDA device that supports it, else fp32."""
 
-    name: str = "adamw"
+    name: OptimizerName = "adamw"
     lr: float = 3e-4
     warmup_steps: int = 20
     batch_size: int = 16
     weight_decay: float = 0.01
-    schedule: str = "constant"
+    schedule: Schedule = "constant"
     grad_clip: float = 1.0
     optimizer_reset: bool = True
     grad_accum_steps: int = 1
-    precision: str = "auto"
+    precision: Precision = "auto"
     compile: bool = False  # torch.compile each stage's step after its operator (CUDA)
 
 
@@ -131,7 +135,7 @@ class LoggingSpec:
     TensorBoard files in runs/<id>/tb/, a W&B offline run in runs/<id>/wandb/."""
 
     tensorboard: bool = False
-    wandb: str = "off"
+    wandb: WandbMode = "off"
 
 
 @dataclass
