@@ -106,11 +106,14 @@ def shrink(plan: Plan) -> Plan:
         dropout=0.0,
     )
     stages = [
-        dataclasses.replace(s, width=None if s.width is None else s.width * hidden // m.hidden_size)
+        dataclasses.replace(
+            s, width=None if s.width is None else s.width * hidden // m.hidden_size, fill=False
+        )
         for s in plan.stages
     ]
     data = dataclasses.replace(plan.data, seq_len=16)
-    return dataclasses.replace(plan, model=model, stages=stages, data=data)
+    # steps stay as fitted to the budget at full size: the tiny model's cost model differs
+    return dataclasses.replace(plan, model=model, stages=stages, data=data, budget=None)
 
 
 def replay(plan: Plan) -> list[str]:
