@@ -82,6 +82,17 @@ def build_parser() -> argparse.ArgumentParser:
 
     r = sub.add_parser("resume", help="continue a run from its last checkpoint")
     r.add_argument("run_dir", type=Path)
+    r.add_argument(
+        "--from",
+        dest="from_step",
+        metavar="step-N",
+        help="restore this checkpoint instead of the latest (later ones move to checkpoints/rolled-back/)",
+    )
+    r.add_argument(
+        "--force",
+        action="store_true",
+        help="resume even a completed run (retrains, rewrites final/)",
+    )
     r.add_argument("--device")
     r.add_argument("--detach", action="store_true")
     _add_distributed_args(r)
@@ -95,12 +106,22 @@ def build_parser() -> argparse.ArgumentParser:
     c.add_argument("run_dir", type=Path)
     c.add_argument(
         "command",
-        choices=["pause", "resume", "advance", "checkpoint", "stop", "set_lr", "edit_stages"],
+        choices=[
+            "pause",
+            "resume",
+            "advance",
+            "checkpoint",
+            "stop",
+            "set_lr",
+            "edit_stages",
+            "rollback",
+        ],
     )
     c.add_argument(
         "value",
         nargs="?",
-        help="set_lr: factor (e.g. 0.5); edit_stages: a TOML file with [[stages]]",
+        help="set_lr: factor (e.g. 0.5); edit_stages: a TOML file with [[stages]]; "
+        "rollback: a checkpoint step (default: the latest)",
     )
     c.add_argument("--timeout", type=float, default=120.0)
     c.set_defaults(func=cmd_ctl)
@@ -301,19 +322,26 @@ def cmd_train(args: argparse.Namespace) -> int:
     forwarded = ["train", str(args.plan), "--run-dir", str(run_dir)] + _device_args(args)
     if args.detach:
         return _detach(forwarded + _distributed_args(args), run_dir)
-    from growcockpit.backend.run import LaunchError, check_supported, run_training
+    from growcockpit.backend import startup
 
+    if prefix is None:
+        startup.guard_startup(run_dir, plan.name, len(plan.stages), plan.total_steps)
     try:
-        check_supported(plan, str(args.plan))
-    except LaunchError as exc:
-        raise UserError(str(exc)) from None
-    if prefix is not None:
-        return _run_torchrun(prefix, forwarded)
-    if os.environ.get("RANK", "0") == "0":
-        print(f"run directory: {run_dir}", flush=True)
-    if args.compile:
-        plan.optim.compile = True
-    return run_training(plan, args.plan.read_text(), run_dir, device=args.device)
+        from growcockpit.backend.run import LaunchError, check_supported, run_training
+
+        try:
+            check_supported(plan, str(args.plan))
+        except LaunchError as exc:
+            raise UserError(str(exc)) from None
+        if prefix is not None:
+            return _run_torchrun(prefix, forwarded)
+        if os.environ.get("RANK", "0") == "0":
+            print(f"run directory: {run_dir}", flush=True)
+        if args.compile:
+            plan.optim.compile = True
+        return run_training(plan, args.plan.read_text(), run_dir, device=args.device)
+    except startup.StartupInterrupted as exc:
+        return startup.end_interrupted(run_dir, exc)
 
 
 def cmd_resume(args: argparse.Namespace) -> int:
@@ -324,32 +352,53 @@ def cmd_resume(args: argparse.Namespace) -> int:
         status = read_status(run_dir)
     except RunDirError as exc:
         raise UserError(str(exc)) from None
-    if status.is_live() and os.environ.get("GROWCOCKPIT_WORKER") != "1":
+    worker = os.environ.get("GROWCOCKPIT_WORKER") == "1"
+    if status.is_live() and not worker:
         raise UserError(
             f"{run_dir}: the run is still live (pid {status.pid}); attach to it instead"
         )
-    if args.detach:
-        return _detach(
-            ["resume", str(run_dir)] + _device_args(args) + _distributed_args(args), run_dir
+    if status.state == "completed" and not args.force and not worker:
+        raise UserError(
+            f"{run_dir}: the run completed (step {status.step}/{status.total_steps}); nothing to "
+            "resume. `--force` retrains from its last checkpoint and rewrites final/"
         )
+    step = _checkpoint_step(args.from_step, "resume --from") if args.from_step else None
+    from growcockpit.backend.restore import RestoreError, pick_checkpoint, set_aside_later
+
+    try:
+        ckpt, notes = pick_checkpoint(run_dir / "checkpoints", step)
+    except RestoreError as exc:
+        raise UserError(str(exc)) from None
+    again = ["resume", str(run_dir)] + _device_args(args)
+    again += [f"--from=step-{step}"] if step is not None else []
+    again += ["--force"] if args.force else []
+    if args.detach:
+        return _detach(again + _distributed_args(args), run_dir)
     prefix = _torchrun_prefix(args)
     if prefix is not None:
-        return _run_torchrun(prefix, ["resume", str(run_dir)] + _device_args(args))
-    from growcockpit.backend.checkpoint import CheckpointError, latest_checkpoint, load_checkpoint
-    from growcockpit.backend.run import run_training
+        return _run_torchrun(prefix, again)
+    from growcockpit.backend.checkpoint import CheckpointError, load_checkpoint
 
-    ckpt = latest_checkpoint(run_dir / "checkpoints")
-    if ckpt is None:
-        raise UserError(
-            f"{run_dir}/checkpoints: no checkpoint to resume from; start a new run with `growcockpit train`"
-        )
     try:
-        load_checkpoint(ckpt, mmap=True)
+        load_checkpoint(ckpt, mmap=True)  # refuses a hostile pickle before anything is touched
     except CheckpointError as exc:
         raise UserError(str(exc)) from None
     plan = _load(run_dir / "plan.toml")
-    print(f"resuming {run_dir} from {ckpt.name}", flush=True)
-    return run_training(plan, "", run_dir, device=args.device, resume_from=ckpt)
+    from growcockpit.backend import startup
+
+    startup.guard_startup(run_dir, plan.name, len(plan.stages), plan.total_steps)
+    try:
+        if os.environ.get("RANK", "0") == "0":
+            for note in notes:
+                print(f"growcockpit: {run_dir}/checkpoints/{note}", file=sys.stderr, flush=True)
+            if step is not None:
+                set_aside_later(run_dir / "checkpoints", step)
+            print(f"resuming {run_dir} from {ckpt.name}", flush=True)
+        from growcockpit.backend.run import run_training
+
+        return run_training(plan, "", run_dir, device=args.device, resume_from=ckpt)
+    except startup.StartupInterrupted as exc:
+        return startup.end_interrupted(run_dir, exc)
 
 
 def _distributed_args(args: argparse.Namespace) -> list[str]:
@@ -392,16 +441,24 @@ def spawn_backend(argv: list[str], run_dir: Path) -> subprocess.Popen[bytes]:
 
 # ---- live runs -------------------------------------------------------------------
 def cmd_ctl(args: argparse.Namespace) -> int:
-    from growcockpit.protocol import CommandError, CommandRequest, ControlError, send_command
+    from growcockpit.protocol import (
+        CommandError,
+        CommandRequest,
+        ControlError,
+        lr_factor_problem,
+        send_command,
+    )
 
     cmd_args: dict[str, object] = {}
     if args.command == "set_lr":
-        try:
-            cmd_args["factor"] = float(args.value)
-        except (TypeError, ValueError):
+        problem = lr_factor_problem(args.value) if args.value is not None else "a factor"
+        if problem:
             raise UserError(
-                "ctl set_lr needs a positive factor, e.g. `growcockpit ctl RUN set_lr 0.5`"
-            ) from None
+                f"ctl set_lr: {problem}; e.g. `growcockpit ctl RUN set_lr 0.5` halves the LR"
+            )
+        cmd_args["factor"] = float(args.value)
+    elif args.command == "rollback" and args.value is not None:
+        cmd_args["step"] = _checkpoint_step(args.value, "ctl rollback")
     elif args.command == "edit_stages":
         cmd_args["stages"] = _stages_from_file(args.value)
     elif args.value is not None:
@@ -420,6 +477,17 @@ def cmd_ctl(args: argparse.Namespace) -> int:
         return EXIT_OK
     print(f"{args.command}: refused at step {ack.step}: {ack.reason}", file=sys.stderr)
     return EXIT_FAILED
+
+
+def _checkpoint_step(value: str, where: str) -> int:
+    """`200` or `step-200` → 200."""
+    text = value.removeprefix("step-")
+    if not text.isdigit() or len(text) > 18:
+        raise UserError(
+            f"{where}: {value[:40]!r} is not a checkpoint step; give one such as 200 or step-200 "
+            "(ls RUN/checkpoints)"
+        )
+    return int(text)
 
 
 def _stages_from_file(value: str | None) -> list[dict[str, object]]:

@@ -21,7 +21,7 @@ def test_the_cockpit_prompt_uses_the_same_check() -> None:
     assert _factor_problem("0.5") == ""
     assert _factor_problem("abc") == "a number, e.g. 0.5"
     for bad in ("nan", "inf", "-2", "0"):
-        assert _factor_problem(bad) == "must be a positive number", bad
+        assert "positive number" in _factor_problem(bad), bad
     line = CommandRequest("set_lr", {"factor": 0.5}).encode().replace("0.5", "NaN")
     with pytest.raises(CommandError):
         CommandRequest.decode(line)  # the backend's side refuses it too

@@ -270,7 +270,7 @@ def test_resume_mid_stage_is_bit_for_bit(tmp_path: Path, gc_cache: Path) -> None
     shutil.copytree(full, cut)
     shutil.rmtree(cut / "checkpoints" / "step-40")
     # A fresh tokenizer cache, as on another machine: the run's own tokenizer/ must be used.
-    res = growcockpit("resume", str(cut), cache=tmp_path / "empty-cache")
+    res = growcockpit("resume", str(cut), "--force", cache=tmp_path / "empty-cache")
     assert res.returncode == 0, res.stderr
     assert "step-30" in res.stdout
     assert (cut / "tokenizer" / "tokenizer.json").exists()
@@ -313,7 +313,8 @@ def test_vcycle_runs_and_resumes_with_its_level_snapshot(tmp_path: Path, gc_cach
     cut = tmp_path / "cut"
     shutil.copytree(full, cut)
     shutil.rmtree(cut / "checkpoints" / "step-30")
-    res = growcockpit("resume", str(cut), cache=gc_cache)
+    shutil.rmtree(cut / "checkpoints" / "step-20")  # the interpolate stage's start checkpoint
+    res = growcockpit("resume", str(cut), "--force", cache=gc_cache)
     assert res.returncode == 0, res.stderr
     reference = {e.step: e.loss for e in of_type(events, Step)}
     resumed_events = read_all(cut / "events.jsonl")

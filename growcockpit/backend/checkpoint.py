@@ -2,11 +2,15 @@
 
 Each checkpoint is a directory `checkpoints/step-N/` written under a temporary
 name and renamed into place, so a crash mid-write never leaves a checkpoint
-that looks complete but is not.
+that looks complete but is not. A state with a non-finite loss or tensor is
+never written (and so never prunes a good checkpoint): the last finite
+checkpoint is what a rollback or resume needs after a blow-up.
 """
 
 from __future__ import annotations
 
+import errno
+import math
 import os
 import pickle
 import random
@@ -36,6 +40,27 @@ class TrainerPosition:
     plan: dict[str, Any] = field(default_factory=dict)
 
 
+class NonFiniteState(Exception):
+    """The state to checkpoint holds NaN/inf (in the loss or a tensor); nothing was written."""
+
+
+class DiskFull(OSError):
+    """A write failed for lack of space; the message is the one line the user sees."""
+
+    def __init__(self, path: Path | str) -> None:
+        super().__init__(
+            errno.ENOSPC,
+            f"no space left on device writing {path}; free space and `growcockpit resume`",
+        )
+        self.path = str(path)
+
+    def __str__(self) -> str:
+        return str(self.strerror)
+
+
+TMP_PREFIX = ".tmp-step-"
+
+
 def save_checkpoint(
     root: Path,
     model: nn.Module,
@@ -45,37 +70,91 @@ def save_checkpoint(
     levels: list[dict[str, Any]] | None = None,
     rng_ranks: list[dict[str, Any]] | None = None,
     scaler: dict[str, Any] | None = None,
+    loss: float | None = None,
 ) -> Path:
     """`levels`: the V-cycle snapshots a later interpolate needs (config + weights each);
-    `rng_ranks`: every DDP rank's generators (backend/rng.py); `scaler`: fp16 GradScaler state."""
-    root.mkdir(parents=True, exist_ok=True)
-    final = root / f"step-{position.step}"
-    tmp = root / f".tmp-step-{position.step}-{os.getpid()}"
-    if tmp.exists():
-        shutil.rmtree(tmp)
-    tmp.mkdir()
-    torch.save(
-        {
-            "config": model.config.to_dict(),  # type: ignore[union-attr]
-            "model": model.state_dict(),
-            "optimizer": optimizer.state_dict() if optimizer is not None else None,
-            "position": asdict(position),
-            "levels": levels or [],
-            "rng": {
-                "torch": torch.get_rng_state(),
-                "python": random.getstate(),
-                "cuda": torch.cuda.get_rng_state() if torch.cuda.is_initialized() else None,
-                "ranks": rng_ranks or [],
-            },
-            "scaler": scaler,
+    `rng_ranks`: every DDP rank's generators (backend/rng.py); `scaler`: fp16 GradScaler state.
+
+    `loss`: the last training loss; a non-finite one (or any non-finite
+    weight or optimizer moment) raises NonFiniteState before anything is
+    written. A failed write leaves no partial directory behind.
+    """
+    state = {
+        "config": model.config.to_dict(),  # type: ignore[union-attr,operator]
+        "model": model.state_dict(),
+        "optimizer": optimizer.state_dict() if optimizer is not None else None,
+        "position": asdict(position),
+        "levels": levels or [],
+        "rng": {
+            "torch": torch.get_rng_state(),
+            "python": random.getstate(),
+            "cuda": torch.cuda.get_rng_state() if torch.cuda.is_initialized() else None,
+            "ranks": rng_ranks or [],
         },
-        tmp / "state.pt",
-    )
-    if final.exists():
-        shutil.rmtree(final)
-    os.replace(tmp, final)
+        "scaler": scaler,
+    }
+    problem = non_finite_problem(state, loss)
+    if problem:
+        raise NonFiniteState(problem)
+    final = root / f"step-{position.step}"
+    tmp = root / f"{TMP_PREFIX}{position.step}-{os.getpid()}"
+    try:
+        root.mkdir(parents=True, exist_ok=True)
+        if tmp.exists():
+            shutil.rmtree(tmp)
+        tmp.mkdir()
+        torch.save(state, tmp / "state.pt")
+        if final.exists():
+            shutil.rmtree(final)
+        os.replace(tmp, final)
+    except BaseException as exc:
+        shutil.rmtree(tmp, ignore_errors=True)
+        if is_disk_full(exc, root):
+            raise DiskFull(tmp / "state.pt") from None
+        raise
     _prune(root, keep)
     return final
+
+
+def non_finite_problem(state: dict[str, Any], loss: float | None) -> str:
+    """What is non-finite in a checkpoint state ("" when everything is finite)."""
+    if loss is not None and not math.isfinite(loss):
+        return f"the last loss is {loss}"
+    model: dict[str, torch.Tensor] = state["model"]
+    for name, tensor in model.items():
+        if tensor.is_floating_point() and not bool(torch.isfinite(tensor).all()):
+            return f"weight {name} is not finite"
+    optim = state["optimizer"]
+    for index, slots in (optim or {}).get("state", {}).items():
+        for slot, tensor in slots.items():
+            floating = isinstance(tensor, torch.Tensor) and tensor.is_floating_point()
+            if floating and not bool(torch.isfinite(tensor).all()):
+                return f"optimizer state {slot} of parameter {index} is not finite"
+    return ""
+
+
+def is_disk_full(exc: BaseException, where: Path) -> bool:
+    """ENOSPC, or torch's zip writer failing ("unexpected pos") on an almost full disk."""
+    if isinstance(exc, OSError) and exc.errno in (errno.ENOSPC, errno.EDQUOT):
+        return True
+    text = str(exc)
+    if "No space left on device" in text:
+        return True
+    if isinstance(exc, RuntimeError) and ("unexpected pos" in text or "write failed" in text):
+        try:
+            return shutil.disk_usage(where).free < 64 << 20
+        except OSError:
+            return False
+    return False
+
+
+def remove_partial(root: Path) -> list[Path]:
+    """Delete `.tmp-step-*` directories a crash, a kill or a full disk left behind."""
+    removed = []
+    for tmp in sorted(root.glob(f"{TMP_PREFIX}*")) if root.is_dir() else []:
+        shutil.rmtree(tmp, ignore_errors=True)
+        removed.append(tmp)
+    return removed
 
 
 def _prune(root: Path, keep: int) -> None:

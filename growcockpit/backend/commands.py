@@ -15,7 +15,12 @@ from growcockpit.plan import (
     plan_to_dict,
     replace_remaining_stages,
 )
-from growcockpit.protocol.commands import CommandAck, CommandRequest
+from growcockpit.protocol.commands import (
+    CommandAck,
+    CommandRequest,
+    lr_factor_problem,
+    lr_scale_problem,
+)
 from growcockpit.protocol.events import PlanChanged
 
 if TYPE_CHECKING:
@@ -57,13 +62,28 @@ def apply_command(trainer: Trainer, request: CommandRequest) -> CommandAck:
         return ok(f"entering stage {index + 2} ({nxt.name}: {nxt.enter} to {nxt.layers} layers)")
     if cmd == "checkpoint":
         path = trainer.checkpoint("command")
+        if path is None:
+            return refuse("the state is not finite: no checkpoint written; use rollback")
         return ok(f"checkpoint written: {path}")
+    if cmd == "rollback":
+        from growcockpit.backend.restore import RestoreError, rollback
+
+        try:
+            return ok(rollback(trainer, request.args.get("step")))
+        except RestoreError as exc:
+            return refuse(str(exc))
     if cmd == "stop":
         trainer.stopping = True
         return ok("stopping: checkpoint, then end")
     if cmd == "set_lr":
-        factor = float(request.args["factor"])
-        trainer.pos.lr_scale *= factor
+        factor = request.args.get("factor")
+        problem = lr_factor_problem(factor) or lr_scale_problem(
+            trainer.pos.lr_scale,
+            float(factor),  # type: ignore[arg-type]
+        )
+        if problem:
+            return refuse(problem)
+        trainer.pos.lr_scale *= float(factor)  # type: ignore[arg-type]
         return ok(f"LR scale now {trainer.pos.lr_scale:g} (lr {trainer.current_lr():.3g})")
     if cmd == "edit_stages":
         started = trainer.pos.stage_index + 1

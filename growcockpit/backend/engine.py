@@ -9,15 +9,14 @@ from __future__ import annotations
 
 import math
 import time
-import traceback
 from dataclasses import asdict
 from pathlib import Path
 
 import torch
 from torch import nn
 
-from growcockpit.backend import rng
-from growcockpit.backend.checkpoint import TrainerPosition, load_checkpoint, save_checkpoint
+from growcockpit.backend.checkpoint import TrainerPosition
+from growcockpit.backend.checkpointing import CheckpointCadence, write_checkpoint
 from growcockpit.backend.data import Batch, BatchPrefetcher, TokenBlocks
 from growcockpit.backend.device import release_cached_memory
 from growcockpit.backend.distributed import DistContext
@@ -27,9 +26,6 @@ from growcockpit.backend.operators import (
     GrowInput,
     LevelSnapshot,
     apply_operator,
-    levels_from_saved,
-    levels_to_save,
-    open_levels_at,
 )
 from growcockpit.backend.optim import build_optimizer, lr_at
 from growcockpit.backend.plateau import PlateauTrigger, check_event, trigger_for
@@ -45,12 +41,11 @@ from growcockpit.grow import (
     set_train_modes,
 )
 from growcockpit.metrics import LayerStatsSampler, LayerTimer
-from growcockpit.plan import dump_plan, plan_from_dict, plan_to_dict, resolve_shapes
+from growcockpit.plan import dump_plan, plan_to_dict, resolve_shapes
 from growcockpit.plan.edit import end_stage_early
 from growcockpit.plan.operators import changes_model
 from growcockpit.plan.types import Plan, Stage, trainable_layer_ids
 from growcockpit.protocol.events import (
-    Checkpoint,
     Error,
     Eval,
     Grow,
@@ -97,6 +92,8 @@ class Trainer:
         self.advance_now = False
         self.stopping = False
         self.stop_requested = False
+        self.rewound = False  # set by rollback: re-enter the run loop at the restored position
+        self.cadence = CheckpointCadence(plan.checkpoint)
         self.levels: dict[int, LevelSnapshot] = {}  # open levels, by coalesce stage (plan walk)
         self.recipes = StageRecipes()
         self.plateau: PlateauTrigger | None = None  # advance = "plateau": asked after each step
@@ -107,7 +104,11 @@ class Trainer:
         while self.pos.stage_index < len(self.plan.stages) and not self.stopping:
             if not self.pos.stage_entered:
                 self.enter_stage()
-            self.pos.enter_reason = self.train_stage()
+            ended = self.train_stage()
+            if self.rewound:  # rollback: the restored position decides what comes next
+                self.rewound = False
+                continue
+            self.pos.enter_reason = ended
             if self.stopping:
                 break
             self.pos.stage_index += 1
@@ -121,7 +122,7 @@ class Trainer:
         stage = self.stage
         while True:
             self.report.handle_commands(self, block=self.paused or self.waiting)
-            if self.stopping or self.advance_now:
+            if self.stopping or self.advance_now or self.rewound:
                 return "command"
             if self.paused:
                 continue
@@ -183,9 +184,10 @@ class Trainer:
         every = self.plan.metrics.eval_every_steps
         if every > 0 and self.pos.step % every == 0:
             self.evaluate()
-        ck = self.plan.checkpoint.every_steps
-        if ck > 0 and self.pos.step % ck == 0:
-            self.checkpoint("periodic")
+        self.cadence.spec = self.plan.checkpoint
+        reason = self.cadence.due(self.pos.step)
+        if reason:
+            self.checkpoint(reason)
 
     # ---- stages ------------------------------------------------------------------
     @property
@@ -196,6 +198,8 @@ class Trainer:
         """Apply the stage's operator, freeze policy and a fresh optimizer."""
         index = self.pos.stage_index
         stage = self.stage
+        if self.cadence.stage_start_due(self.pos.step):
+            self.checkpoint("stage")
         depth_before = len(get_layers(self.model)) if index > 0 else 0
         self.recipes.clear()  # a stage advanced mid-ramp leaves its gates behind
         self.plateau = trigger_for(stage)
@@ -364,56 +368,18 @@ class Trainer:
             )
         )
 
-    def checkpoint(self, reason: str) -> Path:
-        self.pos.plan = plan_to_dict(self.plan)
+    def checkpoint(self, reason: str) -> Path | None:
         self.pos.plateau = self.plateau.state() if self.plateau is not None else None
-        path = self.run_dir / "checkpoints" / f"step-{self.pos.step}"
-        rng_ranks = rng.gather(
-            self.dist, self.device
-        )  # a collective: every rank, before the return
-        if not self.dist.is_main:
-            return path
-        levels = levels_to_save(self.levels)
-        path = save_checkpoint(
-            self.run_dir / "checkpoints",
-            self.model,
-            self.optimizer,
-            self.pos,
-            self.plan.checkpoint.keep,
-            levels,
-            rng_ranks=rng_ranks,
-            scaler=self.steps.scaler.state_dict() if self.steps.scaler else None,
-        )
-
-        self.report.emit(Checkpoint(step=self.pos.step, path=str(path), reason=reason))
-        self.report.status_checkpoint(self, str(path))
-        return path
+        return write_checkpoint(self, reason)
 
     def restore(self, checkpoint_dir: Path) -> None:
         """Continue from a checkpoint: same weights, optimizer, plan position and RNG."""
-        state = load_checkpoint(checkpoint_dir)
-        self.pos = TrainerPosition(**state["position"])
-        self.plan = plan_from_dict(self.pos.plan, source=str(checkpoint_dir / "state.pt"))
-        config = type(self.model.config).from_dict(state["config"])  # type: ignore[union-attr]
-        config._attn_implementation = "sdpa"
-        self.model = type(self.model)(config).to(self.device)
-        self.model.load_state_dict(state["model"])
-        open_levels = open_levels_at(self.plan, self.pos.stage_index, self.pos.stage_entered)
-        self.levels = levels_from_saved(
-            state.get("levels", []), open_levels, type(self.model), type(config)
-        )
+        from growcockpit.backend.restore import restore_trainer
+
+        restore_trainer(self, checkpoint_dir)
         self.plateau = trigger_for(self.stage, self.pos.plateau) if self.pos.stage_entered else None
-        if self.pos.stage_entered:
-            stage = self.stage
-            prev = _depth_before(self.plan, self.pos.stage_index)
-            self.configure_training(stage, trainable_layer_ids(stage, prev))
-            if state["optimizer"] is not None and self.optimizer is not None:
-                self.optimizer.load_state_dict(state["optimizer"])
-        note = rng.restore(state["rng"], self.dist, self.device)
-        if note:
-            self.report.warn(f"resume: {note}")
-        if self.steps.scaler is not None and state.get("scaler"):
-            self.steps.scaler.load_state_dict(state["scaler"])
+        self.cadence = CheckpointCadence(self.plan.checkpoint)
+        self.cadence.written(self.pos.step)
 
     def finish(self) -> str:
         self.prefetch.close()
@@ -440,18 +406,5 @@ class Trainer:
         self.report.status_final(self, status)
         return status
 
-    def crash(self, exc: BaseException) -> None:
-        self.prefetch.close()
-        tb = "".join(traceback.format_exception(exc))[-4000:]
-        self.report.emit(
-            Error(message=f"{type(exc).__name__}: {exc}", traceback=tb, step=self.pos.step)
-        )
-        self.report.emit(RunFinished(status="crashed", step=self.pos.step, message=str(exc)))
-        self.report.status_final(self, "crashed")
-
     def position_dict(self) -> dict[str, object]:
         return asdict(self.pos)
-
-
-def _depth_before(plan: Plan, index: int) -> int:
-    return plan.stages[index - 1].layers if index > 0 else 0

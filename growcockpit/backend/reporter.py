@@ -9,6 +9,7 @@ event log, the status file and the control socket. Commands are applied by
 from __future__ import annotations
 
 import sys
+import threading
 import time
 from typing import TYPE_CHECKING, TextIO
 
@@ -54,6 +55,7 @@ class RunReporter:
         self.print_every = print_every
         self._last_status = 0.0
         self.mirrors: Mirrors | None = None  # TensorBoard / W&B, when the plan asks for them
+        self._status_lock = threading.Lock()  # the heartbeat thread writes status.json too
 
     # ---- events ------------------------------------------------------------------
     def emit(self, event: Event) -> Event:
@@ -102,7 +104,15 @@ class RunReporter:
         s.loss = trainer.last_loss
         if s.state not in ("completed", "stopped", "crashed"):
             s.state = "paused" if trainer.paused else "waiting" if trainer.waiting else "running"
-        write_status(self.paths.status, s)
+        with self._status_lock:
+            write_status(self.paths.status, s)
+
+    def beat(self) -> None:
+        """Rewrite status.json as it is, refreshing its heartbeat (heartbeat thread)."""
+        if self.events is None:
+            return
+        with self._status_lock:
+            write_status(self.paths.status, self.status)
 
     def status_step(self, trainer: Trainer) -> None:
         self._write(trainer, force=False)

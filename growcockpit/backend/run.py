@@ -15,6 +15,8 @@ import signal
 import socket
 import sys
 import time
+import traceback
+from collections.abc import Callable
 from pathlib import Path
 from types import FrameType
 from typing import TYPE_CHECKING
@@ -22,13 +24,15 @@ from typing import TYPE_CHECKING
 import torch
 
 from growcockpit import __version__
-from growcockpit.backend.checkpoint import CheckpointError
+from growcockpit.backend import startup
+from growcockpit.backend.checkpoint import CheckpointError, DiskFull, is_disk_full, remove_partial
 from growcockpit.backend.corpus import DataError
 from growcockpit.backend.data import TokenBlocks, load_blocks
 from growcockpit.backend.device import prepare_device
 from growcockpit.backend.distributed import DistContext
 from growcockpit.backend.engine import Trainer
 from growcockpit.backend.init_from import data_spec_for
+from growcockpit.backend.liveness import Heartbeat, own_start_time
 from growcockpit.backend.reporter import RunReporter
 from growcockpit.backend.rng import seed_rank
 from growcockpit.metrics import SystemSampler
@@ -36,7 +40,7 @@ from growcockpit.plan import plan_to_dict
 from growcockpit.plan.types import Plan
 from growcockpit.protocol.control import ControlServer
 from growcockpit.protocol.eventlog import EventLog
-from growcockpit.protocol.events import RunStarted, Warning
+from growcockpit.protocol.events import Error, RunFinished, RunStarted, Warning
 from growcockpit.protocol.rundir import RunPaths, RunStatus, write_status
 
 if TYPE_CHECKING:
@@ -79,10 +83,12 @@ def run_training(
         num_stages=len(plan.stages),
         total_steps=plan.total_steps,
         pid=os.getpid(),
+        pid_started=own_start_time(),
         started=time.time(),
     )
     events: EventLog | None = None
     control: ControlServer | None = None
+    heartbeat: Heartbeat | None = None
     if main:
         paths.root.mkdir(parents=True, exist_ok=True)
         if resume_from is None:
@@ -116,6 +122,11 @@ def run_training(
             resumed_from=str(resume_from) if resume_from else None,
         )
     )
+    if main:
+        heartbeat = Heartbeat(reporter.beat)
+        heartbeat.start()
+        for partial in remove_partial(paths.checkpoints):
+            reporter.warn(f"removed {partial.name}: a checkpoint left half-written by a crash")
     sampler = (
         SystemSampler(reporter.emit, plan.metrics.system_every_s)
         if main and plan.metrics.system_every_s > 0
@@ -129,6 +140,7 @@ def run_training(
     _quiet_libraries()
     trainer: Trainer | None = None
     try:
+        startup.defer_signals()
         torch.manual_seed(plan.seed)
         data = _load_data(plan, dist, paths.root / "tokenizer")
         trainer = Trainer(plan, paths.root, data, reporter, dev, dist)
@@ -137,6 +149,8 @@ def run_training(
         else:
             seed_rank(plan.seed, dist.rank)  # same weights on every rank, its own dropout
         _install_stop_signals(trainer)
+        if startup.deferred.signum is not None:
+            trainer.stop_requested = True
         if sampler is not None:
             sampler.start()
         final = trainer.run()
@@ -146,7 +160,17 @@ def run_training(
         _crash(reporter, trainer, status, exc)
         print(f"growcockpit: {exc}", file=sys.stderr)
         return 2
+    except startup.StartupInterrupted as exc:
+        _safely(reporter.emit, RunFinished(status="stopped", message=str(exc)))
+        status.state = "stopped"
+        _safely(write_status, paths.status, status)
+        return startup.end_interrupted(paths.root, exc)
     except BaseException as exc:
+        if is_disk_full(exc, paths.root):
+            full = exc if isinstance(exc, DiskFull) else DiskFull(_written_path(exc, paths.root))
+            _crash(reporter, trainer, status, full)
+            print(f"growcockpit: {full}", file=sys.stderr)
+            return 1
         _crash(reporter, trainer, status, exc)
         print(
             f"growcockpit: training crashed: {type(exc).__name__}: {exc} (details in events.jsonl)",
@@ -154,6 +178,8 @@ def run_training(
         )
         return 1
     finally:
+        if heartbeat is not None:
+            heartbeat.stop()
         if sampler is not None:
             sampler.stop()
         if reporter.mirrors is not None:
@@ -200,15 +226,29 @@ def _load_data(plan: Plan, dist: DistContext, run_tokenizer: Path) -> TokenBlock
 def _crash(
     reporter: RunReporter, trainer: Trainer | None, status: RunStatus, exc: BaseException
 ) -> None:
+    """Record the crash as far as the disk allows: a failing write must not hide the cause."""
     if trainer is not None:
-        trainer.crash(exc)
-        return
-    from growcockpit.protocol.events import Error, RunFinished
-
-    reporter.emit(Error(message=f"{type(exc).__name__}: {exc}"))
-    reporter.emit(RunFinished(status="crashed", message=str(exc)))
+        trainer.prefetch.close()
+    message = str(exc) if isinstance(exc, DiskFull) else f"{type(exc).__name__}: {exc}"
+    tb = "" if isinstance(exc, DiskFull) else "".join(traceback.format_exception(exc))[-4000:]
+    step = trainer.pos.step if trainer is not None else None
+    _safely(reporter.emit, Error(message=message, traceback=tb, step=step))
+    _safely(reporter.emit, RunFinished(status="crashed", step=step or 0, message=message))
     status.state = "crashed"
-    write_status(reporter.paths.status, status)
+    if trainer is not None:
+        _safely(reporter.status_final, trainer, "crashed")
+    else:
+        _safely(write_status, reporter.paths.status, status)
+
+
+def _safely(write: Callable[..., object], *args: object) -> None:
+    with contextlib.suppress(Exception):
+        write(*args)
+
+
+def _written_path(exc: BaseException, root: Path) -> str:
+    name = getattr(exc, "filename", None)
+    return str(name) if name else f"the run directory {root}"
 
 
 def _quiet_libraries() -> None:

@@ -108,7 +108,12 @@ class MetricsSpec:
 
 @dataclass
 class CheckpointSpec:
+    """When a run saves itself. By default every 10 minutes of wall clock and at each
+    stage start (before its operator), so a killed run can always be resumed;
+    `every_steps` adds a step cadence, 0 turns either cadence off."""
+
     every_steps: int = 0
+    every_minutes: float = 10.0
     keep: int = 3
 
 

@@ -159,6 +159,9 @@ def _check_sections(plan: Plan, c: _Checks) -> None:
 
     ck = plan.checkpoint
     c.at_least("checkpoint.every_steps", ck.every_steps, 0, "0 (off) or a positive number of steps")
+    c.at_least(
+        "checkpoint.every_minutes", ck.every_minutes, 0.0, "0 (off) or a positive number of minutes"
+    )
     c.at_least("checkpoint.keep", ck.keep, 0, "the number of checkpoints to keep")
     c.one_of("logging.wandb", plan.logging.wandb, WANDB_MODES)
 

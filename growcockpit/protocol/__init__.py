@@ -5,7 +5,16 @@
 socket), `rundir` (the layout of `runs/<id>/` and its `status.json`).
 """
 
-from .commands import COMMANDS, CommandAck, CommandError, CommandRequest
+from .commands import (
+    COMMANDS,
+    LR_FACTOR_RANGE,
+    LR_SCALE_RANGE,
+    CommandAck,
+    CommandError,
+    CommandRequest,
+    lr_factor_problem,
+    lr_scale_problem,
+)
 from .control import ControlError, ControlServer
 from .control_client import send_command
 from .eventlog import EventLog, EventTail, read_all
@@ -61,6 +70,8 @@ __all__ = [
     "EVENT_TYPES",
     "FINAL_STATES",
     "LIVE_STATES",
+    "LR_FACTOR_RANGE",
+    "LR_SCALE_RANGE",
     "MAX_SOCKET_PATH",
     "Checkpoint",
     "CommandAck",
@@ -99,6 +110,8 @@ __all__ = [
     "decode_event",
     "encode_event",
     "event_from_dict",
+    "lr_factor_problem",
+    "lr_scale_problem",
     "needs_short_path",
     "pid_alive",
     "read_all",

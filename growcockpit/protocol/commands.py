@@ -22,7 +22,45 @@ COMMANDS: tuple[str, ...] = (
     "stop",
     "edit_stages",
     "set_lr",
+    "rollback",
 )
+
+# One set_lr factor, and the product of all of them, must stay inside these
+# bounds: beyond them an LR is no longer a choice but a typo (1e9, 1e-300) that
+# would leave the scale at inf, 0 or NaN for good.
+LR_FACTOR_RANGE = (1e-3, 1e3)
+LR_SCALE_RANGE = (1e-6, 1e6)
+
+
+def lr_factor_problem(factor: object) -> str:
+    """Why `factor` is not an acceptable set_lr factor ("" when it is).
+
+    The one check behind `ctl set_lr`, the cockpit's prompt and the backend.
+    """
+    if isinstance(factor, str):
+        text = factor
+        try:
+            factor = float(text)
+        except ValueError:
+            return f"set_lr needs a positive number such as 0.5, got {text[:40]!r}"
+    if isinstance(factor, bool) or not isinstance(factor, int | float):
+        return "set_lr needs a positive number such as 0.5"
+    low, high = LR_FACTOR_RANGE
+    if not math.isfinite(factor) or not low <= factor <= high:
+        return f"set_lr factor must be a finite positive number from {low:g} to {high:g}, got {factor:g}"
+    return ""
+
+
+def lr_scale_problem(scale: float, factor: float) -> str:
+    """Why multiplying the current LR scale by `factor` is refused ("" when it is fine)."""
+    new = scale * factor
+    low, high = LR_SCALE_RANGE
+    if not math.isfinite(new) or not low <= new <= high:
+        return (
+            f"LR scale would become {new:g} (now {scale:g}); "
+            f"the total scale must stay from {low:g} to {high:g}"
+        )
+    return ""
 
 
 class CommandError(ValueError):
@@ -42,13 +80,21 @@ class CommandRequest:
             )
         if self.command == "set_lr":
             factor = self.args.get("factor")
-            if (
-                not isinstance(factor, int | float)
-                or isinstance(factor, bool)
-                or not math.isfinite(factor)
-                or factor <= 0
+            problem = (
+                "set_lr needs args.factor, a positive number such as 0.5"
+                if isinstance(factor, str)
+                else lr_factor_problem(factor)
+            )
+            if problem:
+                raise CommandError(problem)
+        if self.command == "rollback":
+            step = self.args.get("step")
+            if step is not None and (
+                isinstance(step, bool) or not isinstance(step, int) or step < 0
             ):
-                raise CommandError("set_lr needs a positive number: args.factor, e.g. 0.5")
+                raise CommandError(
+                    "rollback takes args.step, a checkpoint's step (e.g. 200), or no step for the latest"
+                )
         if self.command == "edit_stages" and not isinstance(self.args.get("stages"), list):
             raise CommandError("edit_stages needs args.stages: a list of stage tables")
 

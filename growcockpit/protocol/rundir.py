@@ -19,6 +19,10 @@ from . import finite_json
 
 LIVE_STATES = ("starting", "running", "paused", "waiting")
 FINAL_STATES = ("completed", "stopped", "crashed")
+# The backend rewrites status.json at least this often (a heartbeat thread), so
+# a heartbeat older than HEARTBEAT_STALE_S means the backend is gone or stuck.
+HEARTBEAT_S = 5.0
+HEARTBEAT_STALE_S = 60.0
 
 
 class RunDirError(Exception):
@@ -121,6 +125,7 @@ class RunStatus:
     total_steps: int = 0
     loss: float | None = None
     pid: int = 0
+    pid_started: float = 0.0  # the backend process's start time: a reused pid has another
     heartbeat: float = 0.0
     started: float = 0.0
     last_checkpoint: str | None = None
@@ -139,7 +144,37 @@ class RunStatus:
 
     def is_live(self) -> bool:
         """True when the state says live *and* the backend process still exists."""
-        return self.state in LIVE_STATES and pid_alive(self.pid)
+        return self.state in LIVE_STATES and self.backend_alive()
+
+    def backend_alive(self) -> bool:
+        """Is the process that wrote this status still running?
+
+        A pid alone can lie: after a crash the kernel may give it to another
+        process. So the pid must also have the start time the backend
+        recorded; where start times cannot be read (no /proc), a fresh
+        heartbeat has to vouch for it instead.
+        """
+        if not pid_alive(self.pid):
+            return False
+        started = process_start_time(self.pid)
+        if self.pid_started and started is not None:
+            return abs(started - self.pid_started) < 1.0
+        return time.time() - self.heartbeat < HEARTBEAT_STALE_S
+
+
+def process_start_time(pid: int) -> float | None:
+    """When process `pid` started (seconds since the epoch, as psutil's create_time on Linux).
+
+    None where /proc is unavailable. Read from /proc so `protocol` stays stdlib only.
+    """
+    try:
+        with open(f"/proc/{pid}/stat") as fh:
+            ticks = int(fh.read().rsplit(")", 1)[1].split()[19])
+        with open("/proc/stat") as fh:
+            boot = next(int(line.split()[1]) for line in fh if line.startswith("btime "))
+        return boot + ticks / os.sysconf("SC_CLK_TCK")
+    except (OSError, ValueError, IndexError, StopIteration):
+        return None
 
 
 MAX_PID = 1 << 22
@@ -217,6 +252,6 @@ def read_status(run_dir: Path) -> RunStatus:
         status = RunStatus.from_dict(data)
     except ValueError as exc:
         raise RunDirError(f"{paths.status}: {exc}{damaged}") from None
-    if status.state in LIVE_STATES and not pid_alive(status.pid):
+    if status.state in LIVE_STATES and not status.backend_alive():
         status.state = "crashed"
     return status

@@ -31,7 +31,7 @@ from textual.widgets import Footer, TabbedContent, TabPane
 from textual.worker import get_current_worker
 
 from growcockpit.protocol import ControlError
-from growcockpit.protocol.commands import CommandAck, CommandError, CommandRequest
+from growcockpit.protocol.commands import CommandAck, lr_factor_problem
 from growcockpit.ui.controller import ControllerLock
 from growcockpit.ui.fold.layers import TIMING_WINDOW
 from growcockpit.ui.run_client import RunClient
@@ -416,8 +416,4 @@ def _factor_problem(value: str) -> str:
         factor = float(value)
     except ValueError:
         return "a number, e.g. 0.5"
-    try:
-        CommandRequest("set_lr", {"factor": factor}).validate()
-    except CommandError:
-        return "must be a positive number"
-    return ""
+    return lr_factor_problem(factor)

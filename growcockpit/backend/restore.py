@@ -1,0 +1,205 @@
+"""Going back to a checkpoint: `resume` of a dead run and `rollback` of a live one.
+
+Both restore the same thing (weights, optimizer, plan and position, RNG,
+V-cycle level snapshots), so a rolled-back run continues exactly as a run
+resumed from that checkpoint would. Choosing the checkpoint is careful: a
+truncated latest checkpoint is skipped for the previous good one (and the
+user is told), and checkpoints after the one restored are moved to
+`checkpoints/rolled-back/`, so a later `resume` follows the new timeline
+instead of jumping back onto the abandoned one. Choosing a checkpoint needs no
+torch, so `resume` can do it before the heavy imports.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import zipfile
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from growcockpit.plan import dump_plan, plan_from_dict, plan_to_dict
+from growcockpit.plan.types import Plan, trainable_layer_ids
+from growcockpit.protocol.events import PlanChanged
+
+if TYPE_CHECKING:
+    from growcockpit.backend.checkpoint import TrainerPosition
+    from growcockpit.backend.engine import Trainer
+
+SET_ASIDE = "rolled-back"
+
+
+class RestoreError(Exception):
+    """No usable checkpoint; the message names the directory and what to do."""
+
+
+def checkpoint_dirs(root: Path) -> list[Path]:
+    """`step-N` directories holding a `state.pt`, oldest first."""
+    if not root.is_dir():
+        return []
+    found = [
+        p
+        for p in root.glob("step-*")
+        if p.name[5:].isdigit() and len(p.name) < 25 and (p / "state.pt").is_file()
+    ]
+    return sorted(found, key=lambda p: int(p.name[5:]))
+
+
+def step_of(path: Path) -> int:
+    return int(path.name[5:])
+
+
+def unreadable_reason(path: Path) -> str:
+    """Why `path/state.pt` cannot be a checkpoint ("" when its archive is intact).
+
+    torch writes a zip archive whose directory sits at the end, so a file cut
+    short by a kill, a full disk or a bad copy fails here without being loaded.
+    """
+    state = path / "state.pt"
+    try:
+        with zipfile.ZipFile(state) as archive:
+            names = archive.namelist()
+    except (OSError, zipfile.BadZipFile, ValueError) as exc:
+        return f"truncated or corrupt ({type(exc).__name__}: {str(exc)[:80]})"
+    if not any(name.endswith("data.pkl") for name in names):
+        return "not a torch checkpoint (no data.pkl inside)"
+    return ""
+
+
+def pick_checkpoint(root: Path, step: int | None = None) -> tuple[Path, list[str]]:
+    """The checkpoint to restore, and one note per newer checkpoint skipped as unreadable.
+
+    `step` None: the newest readable checkpoint. Otherwise exactly `step-N`.
+    """
+    dirs = checkpoint_dirs(root)
+    available = ", ".join(p.name for p in dirs[-8:]) or "none"
+    if step is not None:
+        wanted = [p for p in dirs if step_of(p) == step]
+        if not wanted:
+            raise RestoreError(f"{root}/step-{step}: no such checkpoint; available: {available}")
+        reason = unreadable_reason(wanted[0])
+        if reason:
+            raise RestoreError(
+                f"{wanted[0]}/state.pt: {reason}; pick another checkpoint (available: {available})"
+            )
+        return wanted[0], []
+    notes: list[str] = []
+    for path in reversed(dirs):
+        reason = unreadable_reason(path)
+        if not reason:
+            return path, notes
+        notes.append(f"{path.name} is unusable ({reason}): skipped")
+    raise RestoreError(
+        f"{root}: no usable checkpoint"
+        + (f" ({len(notes)} unreadable)" if notes else "")
+        + "; start a new run with `growcockpit train`"
+    )
+
+
+def set_aside_later(root: Path, step: int) -> list[Path]:
+    """Move checkpoints newer than `step` to `checkpoints/rolled-back/` (nothing is deleted)."""
+    moved = []
+    aside = root / SET_ASIDE
+    for path in checkpoint_dirs(root):
+        if step_of(path) <= step:
+            continue
+        aside.mkdir(exist_ok=True)
+        target = aside / path.name
+        if target.exists():
+            shutil.rmtree(target)
+        os.replace(path, target)
+        moved.append(target)
+    return moved
+
+
+def restore_trainer(trainer: Trainer, checkpoint_dir: Path) -> None:
+    """Continue from a checkpoint: same weights, optimizer, plan position and RNG."""
+    from growcockpit.backend import rng
+    from growcockpit.backend.checkpoint import TrainerPosition, load_checkpoint
+    from growcockpit.backend.operators import levels_from_saved, open_levels_at
+
+    state = load_checkpoint(checkpoint_dir)
+    pos = TrainerPosition(**state["position"])
+    plan = plan_from_dict(pos.plan, source=str(checkpoint_dir / "state.pt"))
+    config = type(trainer.model.config).from_dict(state["config"])  # type: ignore[union-attr]
+    config._attn_implementation = "sdpa"
+    model_cls = type(trainer.model)
+    model = model_cls(config)
+    model.load_state_dict(state["model"])
+    levels = levels_from_saved(
+        state.get("levels", []),
+        open_levels_at(plan, pos.stage_index, pos.stage_entered),
+        model_cls,
+        type(config),
+    )
+    trainer.pos, trainer.plan, trainer.levels = pos, plan, levels
+    trainer.model = model.to(trainer.device)
+    trainer.optimizer = None
+    _restore_optimizer(trainer, plan, pos, state["optimizer"])
+    note = rng.restore(state["rng"], trainer.dist, trainer.device)
+    if note:
+        trainer.report.warn(f"resume: {note}")
+    if trainer.steps.scaler is not None and state.get("scaler"):
+        trainer.steps.scaler.load_state_dict(state["scaler"])
+
+
+def _restore_optimizer(
+    trainer: Trainer, plan: Plan, pos: TrainerPosition, optimizer_state: dict[str, Any] | None
+) -> None:
+    """Rebuild the optimizer the checkpoint was taken with, then load its state.
+
+    A checkpoint taken at a stage start (before the operator) holds the
+    previous stage's optimizer: it is rebuilt for that stage so that entering
+    the stage can carry its state over as the uninterrupted run did.
+    """
+    index = pos.stage_index
+    if pos.stage_entered:
+        stage = plan.stages[index]
+    elif index > 0 and not plan.optim.optimizer_reset:
+        index -= 1
+        stage = plan.stages[index]
+    else:
+        return
+    depth_before = plan.stages[index - 1].layers if index > 0 else 0
+    trainer.configure_training(stage, trainable_layer_ids(stage, depth_before))
+    if optimizer_state is not None and trainer.optimizer is not None:
+        trainer.optimizer.load_state_dict(optimizer_state)
+
+
+def rollback(trainer: Trainer, step: int | None) -> str:
+    """Restore an earlier checkpoint in a live run; returns the ack text.
+
+    `step` None means the newest checkpoint at or before the current step.
+    Raises RestoreError (the run is left untouched) when there is none.
+    """
+    root = trainer.run_dir / "checkpoints"
+    if step is None:
+        candidates = [p for p in checkpoint_dirs(root) if step_of(p) <= trainer.pos.step]
+        usable = [p for p in reversed(candidates) if not unreadable_reason(p)]
+        if not usable:
+            raise RestoreError(f"{root}: no checkpoint at or before step {trainer.pos.step}")
+        path = usable[0]
+    else:
+        path, _ = pick_checkpoint(root, step)
+    before = trainer.plan
+    try:
+        trainer.restore(path)
+    except Exception as exc:
+        raise RestoreError(f"{path}/state.pt: cannot be loaded ({str(exc)[:200]})") from None
+    trainer.last_loss = None
+    trainer.waiting = trainer.advance_now = False
+    trainer.rewound = True
+    moved: list[Path] = []
+    if trainer.dist.is_main:
+        moved = set_aside_later(root, step_of(path))
+        if trainer.plan != before:
+            trainer.report.paths.plan.write_text(dump_plan(trainer.plan))
+    if trainer.plan != before:
+        trainer.report.emit(
+            PlanChanged(step=trainer.pos.step, from_stage=0, plan=plan_to_dict(trainer.plan))
+        )
+    aside = f"; {len(moved)} later checkpoint(s) moved to checkpoints/{SET_ASIDE}/" if moved else ""
+    return (
+        f"rolled back to {path.name} (stage {trainer.pos.stage_index + 1}, "
+        f"LR scale ×{trainer.pos.lr_scale:g}){aside}"
+    )
