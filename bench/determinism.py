@@ -1,6 +1,6 @@
 """Is a run bit-for-bit reproducible? Train the same tiny plan N times and compare.
 
-    python bench/determinism.py --runs 20 [--kills 4] [--threads 1] [--other-threads 2]
+    python bench/determinism.py --runs 20 [--kills 4] [--threads 1] [--other-threads 2] [--resume-unpinned]
 
 Every run is a real `growcockpit train` subprocess. Runs 1..N train
 uninterrupted; `--kills K` more runs are SIGKILLed at a random step and
@@ -9,7 +9,10 @@ compared with run 1 on every step's loss (as logged, bitwise) and on the bytes
 of `final/model.safetensors`. `--other-threads T` adds one run with another
 intra-op thread count, which is *expected* to differ at rounding level: CPU
 kernels (MKL GEMM, reductions) split work by thread count, so the thread count
-is part of what makes a run reproducible (README, Reliability).
+is part of what makes a run reproducible (README, Reliability). Every
+checkpoint records it and `resume` adopts it unless OMP_NUM_THREADS is set:
+`--resume-unpinned` resumes the kill runs without OMP_NUM_THREADS (torch's
+default count, the number of cores) to show that.
 
 Prints one line per run and a summary such as
 `plain: 8/8 bitwise identical · kill+resume: 2/2 · other threads: differs (max |Δloss| 3e-07)`.
@@ -127,7 +130,7 @@ def plain_run(plan: Path, run: Path, env: dict[str, str], name: str) -> Outcome:
 
 
 def kill_run(
-    plan: Path, run: Path, env: dict[str, str], name: str, kill_at: int
+    plan: Path, run: Path, env: dict[str, str], name: str, kill_at: int, unpinned: bool = False
 ) -> tuple[Outcome, int]:
     """SIGKILL once step `kill_at` is logged, then `resume`; returns the step resumed from."""
     t0 = time.perf_counter()
@@ -141,9 +144,13 @@ def kill_run(
             break
         time.sleep(0.01)
     proc.wait()
+    resume_env = dict(env)
+    if unpinned:
+        resume_env.pop("OMP_NUM_THREADS", None)
+        resume_env.pop("MKL_NUM_THREADS", None)
     res = subprocess.run(
         [sys.executable, "-m", "growcockpit", "resume", str(run)],
-        env=env,
+        env=resume_env,
         check=True,
         capture_output=True,
         text=True,
@@ -160,6 +167,9 @@ def main() -> int:
     ap.add_argument("--threads", type=int, default=1, help="intra-op threads of every run")
     ap.add_argument("--other-threads", type=int, default=0, help="one more run with this count")
     ap.add_argument("--seed", type=int, default=0, help="picks the kill steps")
+    ap.add_argument(
+        "--resume-unpinned", action="store_true", help="resume kill runs without OMP_NUM_THREADS"
+    )
     ap.add_argument("--workdir", type=Path, help="keep the runs here (default: a temp dir)")
     args = ap.parse_args()
     work = args.workdir or Path(tempfile.mkdtemp(prefix="gc-determinism-"))
@@ -190,7 +200,9 @@ def main() -> int:
         report("plain", plain_run(plan, work / f"run-{i + 1}", env, f"run {i + 1}"))
     for k in range(args.kills):
         kill_at = rng.randint(6, args.steps - 2)
-        out, resumed = kill_run(plan, work / f"kill-{k + 1}", env, f"kill {k + 1}", kill_at)
+        out, resumed = kill_run(
+            plan, work / f"kill-{k + 1}", env, f"kill {k + 1}", kill_at, args.resume_unpinned
+        )
         report("kill+resume", out, f"; killed at step {kill_at}, resumed from step-{resumed}")
     summary = " · ".join(
         f"{kind}: {sum(v)}/{len(v)} bitwise identical" for kind, v in tally.items()

@@ -37,6 +37,7 @@ class TrainerPosition:
     gated_layers: list[int] = field(default_factory=list)  # ramp_steps: the stage's gated blocks
     plateau: dict[str, Any] | None = None  # advance = "plateau": the trigger's state
     enter_reason: str = "init"  # why the next stage to enter begins (stage_started.reason)
+    cpu_threads: int = 0  # torch's intra-op threads: CPU kernels round differently with another
     plan: dict[str, Any] = field(default_factory=dict)
 
 
@@ -166,11 +167,6 @@ def _prune(root: Path, keep: int) -> None:
     )
     for old in done[:-keep]:
         shutil.rmtree(old, ignore_errors=True)
-
-
-def latest_checkpoint(root: Path) -> Path | None:
-    done = [p for p in root.glob("step-*") if (p / "state.pt").exists() and p.name[5:].isdigit()]
-    return max(done, key=lambda p: int(p.name[5:])) if done else None
 
 
 class CheckpointError(Exception):

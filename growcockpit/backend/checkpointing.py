@@ -14,6 +14,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+import torch
+
 from growcockpit.backend import rng
 from growcockpit.backend.checkpoint import NonFiniteState, save_checkpoint
 from growcockpit.backend.operators import levels_to_save
@@ -55,6 +57,7 @@ def write_checkpoint(trainer: Trainer, reason: str) -> Path | None:
     """Save the trainer's state (rank 0 writes); None when it was not finite."""
     trainer.cadence.written(trainer.pos.step)
     trainer.pos.plan = plan_to_dict(trainer.plan)
+    trainer.pos.cpu_threads = torch.get_num_threads()
     root = trainer.run_dir / "checkpoints"
     rng_ranks = rng.gather(trainer.dist, trainer.device)  # a collective: every rank, first
     if not trainer.dist.is_main:

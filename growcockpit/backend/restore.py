@@ -133,6 +133,7 @@ def restore_trainer(trainer: Trainer, checkpoint_dir: Path) -> None:
         type(config),
     )
     trainer.pos, trainer.plan, trainer.levels = pos, plan, levels
+    adopt_threads(trainer, pos.cpu_threads)
     trainer.model = model.to(trainer.device)
     trainer.optimizer = None
     _restore_optimizer(trainer, plan, pos, state["optimizer"])
@@ -141,6 +142,31 @@ def restore_trainer(trainer: Trainer, checkpoint_dir: Path) -> None:
         trainer.report.warn(f"resume: {note}")
     if trainer.steps.scaler is not None and state.get("scaler"):
         trainer.steps.scaler.load_state_dict(state["scaler"])
+
+
+def adopt_threads(trainer: Trainer, threads: int) -> None:
+    """Train on with the intra-op thread count the checkpoint was written with (CPU).
+
+    CPU kernels split reductions by thread count, so another count changes
+    results at rounding level (bench/determinism.py: 1 vs 2 threads differ by
+    ~1e-6 in the loss, the same count is bitwise identical). An explicit
+    OMP_NUM_THREADS wins, with a warning that the resume is then not exact.
+    """
+    import torch
+
+    now = torch.get_num_threads()
+    if trainer.device.type != "cpu" or threads <= 0 or threads == now:
+        return
+    if os.environ.get("OMP_NUM_THREADS"):
+        trainer.report.warn(
+            f"OMP_NUM_THREADS gives {now} threads but this run trained with {threads}: "
+            "the resumed losses match at rounding level, not bit for bit"
+        )
+        return
+    torch.set_num_threads(threads)
+    trainer.report.warn(
+        f"using {threads} CPU threads as this run did (found {now}): resume stays bit for bit"
+    )
 
 
 def _restore_optimizer(

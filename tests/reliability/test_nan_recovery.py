@@ -154,3 +154,20 @@ def _send_raw(run: Path, line: str) -> dict[str, object]:
     answer: dict[str, object] = json.loads(reply)
     assert answer.get("accepted") is False, answer
     return answer
+
+
+@pytest.mark.parametrize("value", ["abc", "-3", "step-x", "1" * 30])
+def test_ctl_rollback_needs_a_checkpoint_step(
+    tmp_path: Path, value: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main(["ctl", str(tmp_path), "rollback", value]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "checkpoint step" in err
+
+
+def test_rollback_step_is_checked_on_the_wire() -> None:
+    CommandRequest("rollback", {"step": 200}).validate()
+    CommandRequest("rollback").validate()
+    for bad in (-1, "200", 1.5, True):
+        with pytest.raises(CommandError, match="rollback"):
+            CommandRequest("rollback", {"step": bad}).validate()

@@ -103,3 +103,39 @@ def test_completed_truncated_and_from(tmp_path: Path, capsys: pytest.CaptureFixt
 
     assert main(["resume", str(run), "--force", "--from", "step-99"]) == 2
     assert "step-99: no such checkpoint" in capsys.readouterr().err
+
+
+class _Report:
+    def __init__(self) -> None:
+        self.warnings: list[str] = []
+
+    def warn(self, message: str, step: int | None = None) -> None:
+        self.warnings.append(message)
+
+
+@pytest.mark.parametrize("explicit", [False, True])
+def test_resume_adopts_the_runs_thread_count(
+    monkeypatch: pytest.MonkeyPatch, explicit: bool
+) -> None:
+    """Another intra-op thread count rounds differently (bench/determinism.py)."""
+    from types import SimpleNamespace
+
+    import torch
+
+    from growcockpit.backend.restore import adopt_threads
+
+    before = torch.get_num_threads()
+    other = before + 1
+    if explicit:
+        monkeypatch.setenv("OMP_NUM_THREADS", str(before))
+    else:
+        monkeypatch.delenv("OMP_NUM_THREADS", raising=False)
+    report = _Report()
+    trainer = SimpleNamespace(device=torch.device("cpu"), report=report)
+    try:
+        adopt_threads(trainer, other)  # type: ignore[arg-type]
+        assert torch.get_num_threads() == (before if explicit else other)
+        assert len(report.warnings) == 1
+        assert ("not bit for bit" if explicit else "stays bit for bit") in report.warnings[0]
+    finally:
+        torch.set_num_threads(before)
