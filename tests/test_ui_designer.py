@@ -267,9 +267,9 @@ async def test_backend_that_dies_at_start_is_reported(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """The real launcher, with a stand-in interpreter that fails the way a broken install does."""
-    from growcockpit.ui.screens import dashboard
+    from growcockpit.ui import session
 
-    monkeypatch.setattr(dashboard, "ALIVE_CHECK_S", 0.05)
+    monkeypatch.setattr(session, "ALIVE_CHECK_S", 0.05)
     fake_python = tmp_path / "fake-python"
     fake_python.write_text("#!/bin/sh\necho 'ImportError: no module named boom'\nexit 3\n")
     fake_python.chmod(0o755)
