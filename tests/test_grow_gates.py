@@ -103,3 +103,22 @@ def test_stage_recipes_ramp_then_remove_and_rebuild_on_resume() -> None:
     assert recipes.gates is not None and recipes.gates.value == 2 / 3
     recipes.install(model, stage, [2], fwd, seed=0, step_in_stage=3, step=8)  # resume after it
     assert recipes.gates is None and len(layer._forward_hooks) == 0
+
+
+def test_unfinished_ramp_note_names_the_gate() -> None:
+    from growcockpit.backend.recipes import StageRecipes
+    from growcockpit.plan.types import Stage
+
+    model = tiny_model("gpt2", layers=2)
+    stack_layers(model, 1, "top")
+    recipes = StageRecipes()
+    recipes.install(
+        model,
+        Stage(name="g", layers=3, steps=10, enter="stack", ramp_steps=4),
+        [2],
+        StagedForward(0, True),
+        seed=0,
+        step_in_stage=1,
+        step=1,
+    )
+    assert "m = 0.25 on blocks [2]" in recipes.unfinished_ramp_note()

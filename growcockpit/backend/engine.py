@@ -387,6 +387,8 @@ class Trainer:
         if self.stopping:
             self.checkpoint("stop")
         final = self.run_dir / "final"
+        if self.recipes.gates is not None:
+            self.report.warn(self.recipes.unfinished_ramp_note(), step=self.pos.step)
         if self.dist.is_main:
             self.model.save_pretrained(final)
             self.data.tokenizer.save_pretrained(final)

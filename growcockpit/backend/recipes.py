@@ -87,6 +87,15 @@ class StageRecipes:
         if self.forward is not None and self.layer_drop > 0:
             self.forward.skip = skipped_blocks(self.seed, step, self.depth, self.layer_drop)
 
+    def unfinished_ramp_note(self) -> str:
+        """Why final/ differs from the model that trained, when a run ends inside a ramp."""
+        value = self.gates.value if self.gates is not None else 1.0
+        return (
+            f"the run ended inside a ramp (gate m = {value:.2f} on blocks "
+            f"{self.gates.ids if self.gates else []}); final/ holds the weights without the gate, "
+            "which computes a different function: resume from the last checkpoint to finish the ramp"
+        )
+
     def clear(self) -> None:
         if self.gates is not None:
             self.gates.remove()
