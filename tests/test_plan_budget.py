@@ -150,6 +150,8 @@ def test_budget_that_cannot_be_met_names_stages_and_shortfall() -> None:
         ("baseline_steps = 0", "budget.baseline_steps", "must be ≥ 1"),
         ("minutes = 3\nunit_ms = -1.0", "budget.unit_ms", "must be > 0"),
         ("baseline_steps = 20\nsteps = 3", "budget.steps", "unknown key"),
+        ("minutes = 1e300\nunit_ms = 1e-300", "budget.minutes", "is too large"),
+        ("baseline_steps = 999999999999999999", "budget.baseline_steps", "is too large"),
     ],
 )
 def test_budget_table_errors(budget: str, key: str, needle: str) -> None:

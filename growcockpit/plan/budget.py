@@ -29,6 +29,7 @@ from growcockpit.plan.cost import estimate_cost
 from growcockpit.plan.errors import PlanError
 from growcockpit.plan.types import Plan
 
+MAX_FITTED_STEPS = 10**12  # the stage steps ceiling of plan/limits.py
 _EPS = 1e-9  # float slack so an exact fit (e.g. 213.0 computed as 212.9999…) is not floored away
 
 
@@ -161,10 +162,18 @@ def fit_budget(
         key = "budget.minutes"
     fill_cost = cost.stages[index].step_cost
     fixed = sum(s.total for i, s in enumerate(cost.stages) if i != index)
-    steps = math.floor((units - fixed) / fill_cost + _EPS) if fill_cost > 0 else 0
+    raw = (units - fixed) / fill_cost if fill_cost > 0 else 0.0
     name = plan.stages[index].name
     problem = None
-    if steps < 1:
+    if not math.isfinite(raw) or raw > MAX_FITTED_STEPS:
+        steps = 0
+        problem = (
+            f'is too large: the fill stage "{name}" would need more than '
+            f"{MAX_FITTED_STEPS:,} steps; set a smaller budget"
+        )
+    else:
+        steps = math.floor(raw + _EPS)
+    if problem is None and steps < 1:
         fixed_stages = ", ".join(
             f'"{s.name}" ({s.total / base:.1f})' if base > 0 else f'"{s.name}"'
             for i, s in enumerate(cost.stages)
