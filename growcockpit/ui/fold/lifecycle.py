@@ -21,13 +21,12 @@ from growcockpit.ui.fold.plateau import REASON_TEXT
 from growcockpit.ui.fold.records import StageTiming
 
 if TYPE_CHECKING:
-    from growcockpit.ui.run_state import RunState
+    from growcockpit.ui.fold.state import RunData
 
-FINAL_STATUSES = FINAL_STATES  # the run directory's names for a run that is over
 FINISH_SEVERITY = {"completed": "good", "stopped": "warning", "crashed": "error"}
 
 
-def on_run_started(state: RunState, ev: RunStarted) -> None:
+def on_run_started(state: RunData, ev: RunStarted) -> None:
     state.run_id = ev.run_id or state.run_id
     state.device = ev.device
     state.status = "running"
@@ -51,7 +50,7 @@ def on_run_started(state: RunState, ev: RunStarted) -> None:
     state.log_line(None, "start", text, "info", ev.t)
 
 
-def on_plan_changed(state: RunState, ev: PlanChanged) -> None:
+def on_plan_changed(state: RunData, ev: PlanChanged) -> None:
     """An accepted `edit_stages`: the stages, total steps, ETA and next stage follow it."""
     plan, problem = decode_plan(ev.plan, "plan_changed.plan")
     if plan is None:
@@ -73,7 +72,7 @@ def on_plan_changed(state: RunState, ev: PlanChanged) -> None:
     )
 
 
-def on_stage_started(state: RunState, ev: StageStarted) -> None:
+def on_stage_started(state: RunData, ev: StageStarted) -> None:
     previous = len(state.layers)
     state.stage_index = ev.index
     state.stage_name = ev.name
@@ -119,14 +118,14 @@ def on_stage_started(state: RunState, ev: StageStarted) -> None:
         state.mark(ev.step, "stage", ev.name, ev.t)
 
 
-def on_paused(state: RunState, ev: Paused) -> None:
+def on_paused(state: RunData, ev: Paused) -> None:
     state.status = "paused"
     state.log_line(ev.step, "paused", f"paused ({ev.reason})", "warning", ev.t)
     state.step_gap = True
     state.mark(ev.step, "pause", "pause", ev.t)
 
 
-def on_resumed(state: RunState, ev: Resumed) -> None:
+def on_resumed(state: RunData, ev: Resumed) -> None:
     if state.status == "paused":
         state.status = "running"
     state.log_line(ev.step, "resumed", "resumed", "good", ev.t)
@@ -134,8 +133,8 @@ def on_resumed(state: RunState, ev: Resumed) -> None:
     state.mark(ev.step, "resume", "resume", ev.t)
 
 
-def on_run_finished(state: RunState, ev: RunFinished) -> None:
-    state.status = ev.status if ev.status in FINAL_STATUSES else "completed"
+def on_run_finished(state: RunData, ev: RunFinished) -> None:
+    state.status = ev.status if ev.status in FINAL_STATES else "completed"
     state.t_finished = ev.t or state.t_last
     state.step = max(state.step, ev.step)
     state.finish_message = ev.message

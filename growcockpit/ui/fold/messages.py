@@ -8,12 +8,12 @@ from typing import TYPE_CHECKING
 from growcockpit.protocol.events import Checkpoint, CommandEvent, ErrorEvent, Grow, WarningEvent
 
 if TYPE_CHECKING:
-    from growcockpit.ui.run_state import RunState
+    from growcockpit.ui.fold.state import RunData
 
 TRACEBACK_LINES = 6
 
 
-def on_grow(state: RunState, ev: Grow) -> None:
+def on_grow(state: RunData, ev: Grow) -> None:
     width = ""
     if ev.from_width and ev.to_width and ev.from_width != ev.to_width:
         width = f", width {ev.from_width}→{ev.to_width}"
@@ -31,12 +31,12 @@ def on_grow(state: RunState, ev: Grow) -> None:
     state.mark(ev.step, "grow", f"{ev.from_layers}→{ev.to_layers}", ev.t)
 
 
-def on_checkpoint(state: RunState, ev: Checkpoint) -> None:
+def on_checkpoint(state: RunData, ev: Checkpoint) -> None:
     state.last_checkpoint = ev.path
     state.log_line(ev.step, "checkpoint", f"checkpoint ({ev.reason}): {ev.path}", "info", ev.t)
 
 
-def on_command(state: RunState, ev: CommandEvent) -> None:
+def on_command(state: RunData, ev: CommandEvent) -> None:
     if ev.accepted:
         text, sev = f"command {ev.command}: accepted", "good"
     else:
@@ -57,11 +57,11 @@ def on_command(state: RunState, ev: CommandEvent) -> None:
         state.mark(ev.step, "lr", label, ev.t)
 
 
-def on_warning(state: RunState, ev: WarningEvent) -> None:
+def on_warning(state: RunData, ev: WarningEvent) -> None:
     state.log_line(ev.step, "warning", ev.message, "warning", ev.t)
 
 
-def on_error(state: RunState, ev: ErrorEvent) -> None:
+def on_error(state: RunData, ev: ErrorEvent) -> None:
     text = ev.message
     detail = ""
     if ev.traceback:

@@ -10,13 +10,13 @@ from growcockpit.ui.fold.layers import LayerRow
 from growcockpit.ui.fold.records import GpuView, StageTiming
 
 if TYPE_CHECKING:
-    from growcockpit.ui.run_state import RunState
+    from growcockpit.ui.fold.state import RunData
 
 EMA_ALPHA = 0.1  # smoothing of the train loss curve (about a 10-step window)
 SEC_PER_STEP_ALPHA = 0.1  # smoothing of wall seconds per step (for ETAs)
 
 
-def on_step(state: RunState, ev: Step) -> None:
+def on_step(state: RunData, ev: Step) -> None:
     state.step = ev.step
     state.loss = ev.loss
     state.lr = ev.lr
@@ -67,7 +67,7 @@ def on_step(state: RunState, ev: Step) -> None:
     state.changed(plot=True)
 
 
-def on_layer_stats(state: RunState, ev: LayerStats) -> None:
+def on_layer_stats(state: RunData, ev: LayerStats) -> None:
     column: dict[int, float] = {}
     for stat in ev.layers:
         row = state.layers.get(stat.id)
@@ -90,13 +90,13 @@ def on_layer_stats(state: RunState, ev: LayerStats) -> None:
     state.changed(plot=True)
 
 
-def on_eval(state: RunState, ev: Eval) -> None:
+def on_eval(state: RunData, ev: Eval) -> None:
     state.val_loss = ev.val_loss
     state.val.append(ev.step, ev.val_loss)
     state.changed(plot=True)
 
 
-def on_system(state: RunState, ev: System) -> None:
+def on_system(state: RunData, ev: System) -> None:
     state.system_seen = True
     state.cpu_pct = ev.cpu_pct
     state.rss_bytes = ev.rss_bytes

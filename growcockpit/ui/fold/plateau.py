@@ -7,13 +7,13 @@ from typing import TYPE_CHECKING
 from growcockpit.protocol.events import PlateauCheck
 
 if TYPE_CHECKING:
-    from growcockpit.ui.run_state import RunState
+    from growcockpit.ui.fold.state import RunData
 
 # stage_started.reason → what the event log adds after the stage line ("" says nothing new)
 REASON_TEXT = {"plateau": "the previous stage's loss plateaued", "command": "advanced by command"}
 
 
-def on_plateau(state: RunState, ev: PlateauCheck) -> None:
+def on_plateau(state: RunData, ev: PlateauCheck) -> None:
     state.plateau = ev
     if ev.fired:
         rate = f"{ev.rate:.3g}" if ev.rate is not None else "?"
@@ -27,7 +27,7 @@ def on_plateau(state: RunState, ev: PlateauCheck) -> None:
         )
 
 
-def plateau_label(state: RunState, wide: bool = True) -> str:
+def plateau_label(state: RunData, wide: bool = True) -> str:
     """How close the current stage's trigger is to firing, e.g. "(plateau 0.12 > 0.05 /1M tok)"."""
     ev = state.plateau
     if ev is None or ev.stage != state.stage_index:

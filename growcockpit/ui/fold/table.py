@@ -28,13 +28,13 @@ from growcockpit.protocol.events import (
 from growcockpit.ui.fold import lifecycle, messages, metrics, plateau
 
 if TYPE_CHECKING:
-    from growcockpit.ui.run_state import RunState
+    from growcockpit.ui.fold.state import RunData
 
 E = TypeVar("E", bound=Event)
-Fold = Callable[["RunState", Any], None]
+Fold = Callable[["RunData", Any], None]
 
 
-def _fold(cls: type[E], handler: Callable[[RunState, E], None]) -> tuple[type[Event], Fold]:
+def _fold(cls: type[E], handler: Callable[[RunData, E], None]) -> tuple[type[Event], Fold]:
     """One table entry; the type checker sees that `handler` takes a `cls` event."""
     return cls, cast(Fold, handler)
 
