@@ -76,7 +76,7 @@ def resume_replays(tmp_path: Path, cache: Path, full: Path, from_step: int) -> N
     for ck in (cut / "checkpoints").glob("step-*"):
         if int(ck.name[5:]) > from_step:
             shutil.rmtree(ck)
-    res = growcockpit("resume", str(cut), cache=cache)
+    res = growcockpit("resume", str(cut), "--force", cache=cache)
     assert res.returncode == 0, res.stderr
     reference = {e.step: e.loss for e in of_type(read_all(full / "events.jsonl"), Step)}
     events = read_all(cut / "events.jsonl")
