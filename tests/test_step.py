@@ -268,3 +268,15 @@ def test_auto_precision_is_bf16_only_where_it_is_native(monkeypatch: pytest.Monk
     assert resolve_precision("auto", torch.device("cuda", 0)) == "fp32"
     assert resolve_precision("auto", torch.device("cpu")) == "fp32"
     assert resolve_precision("fp16", torch.device("cuda", 0)) == "fp16"
+
+
+@pytest.mark.usefixtures("gc_cache")
+def test_unreported_steps_are_reported_when_the_stage_ends_early(tmp_path: Path) -> None:
+    text = re.sub(r"^eval_every_steps = 10$", "log_every_steps = 4", TINY, flags=re.M)
+    trainer = make_trainer(tmp_path, text)
+    assert [trainer.train_step() for _ in range(6)][3] is not None
+    trainer.stopping = True  # as a stop command would, between steps
+    assert trainer.run() == "stopped"
+    steps = [e for e in read_all(tmp_path / "events.jsonl") if isinstance(e, Step)]
+    assert [s.step for s in steps] == [4, 6] and steps[1].tokens == 6 * 8 * 64
+    assert trainer.last_loss == steps[1].loss

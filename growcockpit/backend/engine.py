@@ -107,8 +107,10 @@ class Trainer:
             ended = self.train_stage()
             if self.rewound:  # rollback: the restored position decides what comes next
                 self.rewound = False
+                self.steps.discard()  # unreported steps of the abandoned timeline
                 continue
             self.pos.enter_reason = ended
+            self.steps.flush(self)  # steps not yet reported (advance or stop mid-window)
             if self.stopping:
                 break
             self.pos.stage_index += 1
@@ -167,19 +169,7 @@ class Trainer:
                     self.report.emit(check_event(self.plateau, self.pos.step, self.pos.stage_index))
         self.recipes.after_step(self.pos.step_in_stage, self.pos.step)
         self.report.status_step(self)
-        if loss is not None and (skipped or not math.isfinite(loss)):
-            self.paused = True
-            what = f"loss is {loss}" if not math.isfinite(loss) else "the gradient is not finite"
-            if skipped > 1:
-                what += f" ({skipped} updates skipped since the last report)"
-            self.report.emit(
-                Error(
-                    message=f"{what} at step {self.pos.step}: update skipped (weights unchanged), "
-                    "paused; edit the remaining stages or lower the LR (set_lr), then resume, or stop",
-                    step=self.pos.step,
-                )
-            )
-            self.report.paused(self, reason="non-finite loss")
+        if loss is not None and self.pause_if_non_finite(loss, skipped):
             return
         every = self.plan.metrics.eval_every_steps
         if every > 0 and self.pos.step % every == 0:
@@ -188,6 +178,24 @@ class Trainer:
         reason = self.cadence.due(self.pos.step)
         if reason:
             self.checkpoint(reason)
+
+    def pause_if_non_finite(self, loss: float, skipped: int) -> bool:
+        """Pause with an error when a reported window skipped an update (backend/step.py)."""
+        if not skipped and math.isfinite(loss):
+            return False
+        self.paused = True
+        what = f"loss is {loss}" if not math.isfinite(loss) else "the gradient is not finite"
+        if skipped > 1:
+            what += f" ({skipped} updates skipped since the last report)"
+        self.report.emit(
+            Error(
+                message=f"{what} at step {self.pos.step}: update skipped (weights unchanged), "
+                "paused; edit the remaining stages or lower the LR (set_lr), then resume, or stop",
+                step=self.pos.step,
+            )
+        )
+        self.report.paused(self, reason="non-finite loss")
+        return True
 
     # ---- stages ------------------------------------------------------------------
     @property
@@ -383,6 +391,7 @@ class Trainer:
 
     def finish(self) -> str:
         self.prefetch.close()
+        self.steps.flush(self)
         status = "stopped" if self.stopping else "completed"
         if self.stopping:
             self.checkpoint("stop")

@@ -267,6 +267,21 @@ class StepRunner:
             t.report.emit(LayerStats(step=t.pos.step, stage=t.pos.stage_index, layers=layers))
         return outcome
 
+    def discard(self) -> None:
+        """Forget the unreported steps (a rollback abandoned them)."""
+        self.window = StepWindow(self.device)
+
+    def flush(self, t: Trainer) -> None:
+        """Report the steps run since the last report, if any (before a stage change or stop)."""
+        w = self.window
+        if w.steps == 0 or w.loss is None:
+            return
+        loss, _, skipped = w.read()
+        w.phases = {}
+        t.last_loss = self.emit_step(t, loss, t.current_lr())
+        t.pause_if_non_finite(t.last_loss, skipped)
+        t.report.status_step(t)
+
     def update(
         self,
         t: Trainer,
