@@ -36,7 +36,7 @@ class CheckpointCadence:
     last_step: int | None = None
 
     def due(self, step: int) -> str | None:
-        """The reason to checkpoint after `step`, or None."""
+        """The reason to checkpoint after `step`, or None (this process's clock)."""
         if self.spec.every_steps > 0 and step % self.spec.every_steps == 0:
             return "periodic"
         minutes = self.spec.every_minutes
@@ -51,6 +51,21 @@ class CheckpointCadence:
     def written(self, step: int) -> None:
         self.last_time = time.monotonic()
         self.last_step = step
+
+
+def checkpoint_due(trainer: Trainer) -> str | None:
+    """The cadence's verdict, agreed by all DDP ranks.
+
+    A checkpoint is a collective (every rank's RNG is gathered), and each rank
+    has its own clock: the ranks take the wall-clock decision together (any
+    rank due means all are), in one small host message per step.
+    """
+    trainer.cadence.spec = trainer.plan.checkpoint
+    reason = trainer.cadence.due(trainer.pos.step)
+    if reason == "periodic" or not trainer.dist.enabled or trainer.cadence.spec.every_minutes <= 0:
+        return reason
+    _, any_due = trainer.dist.agree(0, reason == "timer", trainer.device)
+    return "timer" if any_due else None
 
 
 def write_checkpoint(trainer: Trainer, reason: str) -> Path | None:

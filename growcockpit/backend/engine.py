@@ -16,7 +16,7 @@ import torch
 from torch import nn
 
 from growcockpit.backend.checkpoint import TrainerPosition
-from growcockpit.backend.checkpointing import CheckpointCadence, write_checkpoint
+from growcockpit.backend.checkpointing import CheckpointCadence, checkpoint_due, write_checkpoint
 from growcockpit.backend.data import Batch, BatchPrefetcher, TokenBlocks
 from growcockpit.backend.device import release_cached_memory
 from growcockpit.backend.distributed import DistContext
@@ -174,8 +174,7 @@ class Trainer:
         every = self.plan.metrics.eval_every_steps
         if every > 0 and self.pos.step % every == 0:
             self.evaluate()
-        self.cadence.spec = self.plan.checkpoint
-        reason = self.cadence.due(self.pos.step)
+        reason = checkpoint_due(self)
         if reason:
             self.checkpoint(reason)
 
