@@ -94,6 +94,13 @@ def is_sample(path: Path | None) -> bool:
         return False
 
 
+def save_as_default(plan: Plan, path: Path | None) -> str:
+    """The name "save as" offers: the plan's own file, or a new one for a sample or a draft."""
+    if path is None or is_sample(path):
+        return f"{plan.name}.toml"
+    return display_path(path)
+
+
 def path_problem(text: str) -> str:
     if not text.strip():
         return "give a file name, e.g. my-plan.toml"

@@ -31,12 +31,15 @@ from textual.widgets import Footer, TabbedContent, TabPane
 from textual.worker import get_current_worker
 
 from growcockpit.protocol import ControlError
-from growcockpit.protocol.commands import CommandAck, lr_factor_problem
+from growcockpit.protocol.commands import CommandAck
 from growcockpit.ui.controller import ControllerLock
 from growcockpit.ui.fold.layers import TIMING_WINDOW
 from growcockpit.ui.run_client import RunClient
 from growcockpit.ui.run_state import RunState
+from growcockpit.ui.screens.command_text import command_outcome
+from growcockpit.ui.screens.command_text import factor_problem as _factor_problem
 from growcockpit.ui.screens.confirm import ConfirmScreen
+from growcockpit.ui.screens.help_texts import DASHBOARD_HELP
 from growcockpit.ui.screens.prompt import HelpScreen, PromptScreen, keys_of
 from growcockpit.ui.session import RunSession
 from growcockpit.ui.widgets import (
@@ -55,19 +58,6 @@ TEXT_FLUSH_S = 0.25  # ≤ 4 Hz
 PLOT_FLUSH_S = 0.5  # ≤ 2 Hz
 TABS = ("overview", "layers", "timing", "system", "events")
 LAYERS_TITLE = f"layers · ms: median of the last n ≤ {TIMING_WINDOW} samples"
-
-HELP = """\
-The live cockpit of one run. Everything here is rebuilt from the run's events.jsonl,
-so leaving (q) or losing SSH never touches training: `growcockpit attach RUN` comes back.
-
-Loss: the train curve is smoothed (EMA) by default; r shows the raw loss. Vertical
-lines mark stage changes, grows, pauses and learning-rate changes on every time axis.
-Layers: one row per layer (trainable, frozen, or new from the last grow): grad norm,
-update ratio ‖Δθ‖/‖θ‖, and fwd/bwd ms as the median of the last n timing samples (they
-restart when the stage or the layer's frozen state changes); and one layers × time
-heatmap of grad norms, grouped by stage.
-Commands wait for the backend's answer at its next step and show it (accepted or
-why refused). Only one cockpit at a time controls a run; others are read-only."""
 
 
 class DashboardScreen(Screen[None]):
@@ -239,7 +229,7 @@ class DashboardScreen(Screen[None]):
         self.flush_plot()
 
     def action_help(self) -> None:
-        self.app.push_screen(HelpScreen("Run dashboard", HELP, keys_of(self)))
+        self.app.push_screen(HelpScreen("Run dashboard", DASHBOARD_HELP, keys_of(self)))
 
     def action_home(self) -> None:
         go_home = getattr(self.app, "action_home", None)
@@ -391,29 +381,7 @@ class DashboardScreen(Screen[None]):
             self.post_message(self.CommandDone(command, ack))
 
     def on_dashboard_screen_command_done(self, message: CommandDone) -> None:
-        cmd = message.command
-        if message.ack is None:
-            text = f"{cmd} not delivered: {message.error}"
-            self.notify(text, title="Command failed", severity="error", timeout=8)
-            severity = "error"
-        elif message.ack.accepted:
-            text = f"{cmd} accepted at step {message.ack.step}"
-            if message.ack.reason:
-                text += f" ({message.ack.reason})"
-            self.notify(text, title="Command acknowledged")
-            severity = "good"
-        else:
-            text = f"{cmd} refused: {message.ack.reason or 'no reason given'}"
-            self.notify(text, title="Command refused", severity="warning", timeout=8)
-            severity = "warning"
-        self.session.note("cockpit", text, severity)
+        out = command_outcome(message.command, message.ack, message.error)
+        self.notify(out.text, title=out.title, severity=out.severity, timeout=out.timeout)
+        self.session.note("cockpit", out.text, out.log_severity)
         self.flush_text()
-
-
-def _factor_problem(value: str) -> str:
-    """The LR prompt's check: a number, then the protocol's own check of set_lr."""
-    try:
-        factor = float(value)
-    except ValueError:
-        return "a number, e.g. 0.5"
-    return lr_factor_problem(factor)

@@ -14,8 +14,6 @@ screen with the remaining stages (as `edit_stages` tables) instead of saving.
 
 from __future__ import annotations
 
-import copy
-import re
 from pathlib import Path
 from typing import Any
 
@@ -43,29 +41,19 @@ from growcockpit.ui.plan_drafts import (
     estimate,
     is_sample,
     new_plan,
-    next_stage,
     path_problem,
     plan_summary,
+    save_as_default,
     unique_name,
 )
+from growcockpit.ui.screens import designer_status, plan_edits
 from growcockpit.ui.screens.confirm import ConfirmScreen
+from growcockpit.ui.screens.help_texts import DESIGNER_HELP
 from growcockpit.ui.screens.launch import LaunchOptions, LaunchScreen
 from growcockpit.ui.screens.prompt import HelpScreen, PromptScreen, keys_of
 from growcockpit.ui.widgets import StageTable
 from growcockpit.ui.widgets.plan_form import FieldChanged, SectionForm, StageForm
 from growcockpit.ui.widgets.timeline import StageTimeline
-
-_STAGE_KEY = re.compile(r"^stages\[(\d+)\](?:\.(\w+))?")
-
-HELP = """\
-Design a growing-transformer schedule: each row of the table is a stage, built by its
-`enter` operator (init, stack, coalesce, …) and trained for `steps` with the layers its
-`train` policy picks (all, new, none, top:K). Move through the rows with ↑/↓; the
-fields under the table edit the highlighted stage. Tab moves between fields, Esc
-goes back to the table. Problems show under each field as you type (the same checks
-as `growcockpit plan validate`). The timeline draws each stage's depth: trainable,
-new and frozen layers in different colours. The cost estimate compares the plan's
-compute with training the final model at full depth for as many steps."""
 
 
 class DesignerScreen(Screen[list[dict[str, Any]] | None]):
@@ -186,25 +174,14 @@ class DesignerScreen(Screen[list[dict[str, Any]] | None]):
             fit.fitted_steps if fit is not None else 0,
         )
         self.problems = plan_problems(plan, source=display_path(self.plan_path))
-        by_key: dict[str, str] = {}
-        for err in self.problems:
-            by_key.setdefault(err.key, err.problem)
-        by_key.update(self.field_errors)
-        i = self.selected
-        prefix = f"stages[{i}]."
-        self.query_one(StageForm).show_errors(
-            {k[len(prefix) :]: v for k, v in by_key.items() if k.startswith(prefix)}
-        )
+        by_key = designer_status.errors_by_key(self.problems, self.field_errors)
+        stage_prefix = f"stages[{self.selected}]."
+        self.query_one(StageForm).show_errors(designer_status.scoped_errors(by_key, stage_prefix))
         for form in self.query(SectionForm):
-            if form.section == "plan":
-                form.show_errors({k: v for k, v in by_key.items() if "." not in k and "[" not in k})
-            else:
-                p = f"{form.section}."
-                form.show_errors({k[len(p) :]: v for k, v in by_key.items() if k.startswith(p)})
-        bad = {int(m.group(1)) for k in by_key if (m := _STAGE_KEY.match(k))}
+            form.show_errors(designer_status.section_errors(by_key, form.section))
         self.cost, cost_line = estimate(plan)
         self.query_one(StageTable).show_plan(
-            plan, self.cost, bad, self.locked if self.remaining else 0
+            plan, self.cost, designer_status.bad_stages(by_key), self._first_editable
         )
         self.query_one(StageTimeline).show_plan(plan)
         self.query_one("#plan-cost", Static).update(
@@ -223,32 +200,17 @@ class DesignerScreen(Screen[list[dict[str, Any]] | None]):
 
     def _show_problems(self, by_key: dict[str, str]) -> None:
         box = self.query_one("#plan-problems", Static)
-        n = len(by_key)
-        box.set_class(n > 0, "-bad")
-        box.set_class(n == 0, "-good")
-        if n == 0:
-            what = "send the edited stages" if self.remaining else "launch"
-            box.update(f"✔ valid: ready to {what}")
-            return
-        first_key, first = next(iter(by_key.items()))
-        where = _where(first_key, self.plan)
-        more = f" (+{n - 1} more: see ⚠ rows and fields)" if n > 1 else ""
-        box.update(f"⚠ {n} problem{'s' if n > 1 else ''}: {where}: {first}{more}")
+        box.set_class(bool(by_key), "-bad")
+        box.set_class(not by_key, "-good")
+        box.update(designer_status.problems_line(by_key, self.plan, self.remaining))
 
     def _show_title(self) -> None:
         assert self.plan is not None
-        mark = " ● modified" if self.dirty else ""
-        if self.remaining:
-            head = f"{self.plan.name}: edit the stages after stage {self.locked} (ctrl+s sends them to the run)"
-        else:
-            head = self.plan.name
-        where = "" if self.remaining else f"  · {display_path(self.plan_path)}"
-        self.query_one("#plan-title", Static).update(f"{head}{mark}{where}")
+        locked = self.locked if self.remaining else None
+        title = designer_status.title_line(self.plan, self.plan_path, self.dirty, locked)
+        self.query_one("#plan-title", Static).update(title)
         self.query_one("#plan-summary", Static).update(plan_summary(self.plan))
-        path = display_path(self.plan_path)
-        if is_sample(self.plan_path):
-            path += "  (shipped sample: save makes your copy)"
-        self.query_one("#plan-path", Static).update(f"plan file: {path}")
+        self.query_one("#plan-path", Static).update(designer_status.path_line(self.plan_path))
 
     # ---- editing -------------------------------------------------------------
     def _select(self, index: int) -> None:
@@ -275,16 +237,10 @@ class DesignerScreen(Screen[list[dict[str, Any]] | None]):
         plan = self.plan
         if plan is None:
             return
-        if message.scope == "stage":
-            form = self.query_one(StageForm)
-            if form.locked or form.index >= len(plan.stages):
-                return
-            key = f"stages[{form.index}].{message.key}"
-            target: Any = plan.stages[form.index]
-        elif message.scope == "plan":
-            key, target = message.key, plan
-        else:
-            key, target = f"{message.scope}.{message.key}", getattr(plan, message.scope)
+        form = self.query_one(StageForm)
+        if message.scope == "stage" and (form.locked or form.index >= len(plan.stages)):
+            return
+        key, target = plan_edits.field_target(plan, message.scope, message.key, form.index)
         if message.problem:
             self.field_errors[key] = message.problem
         else:
@@ -293,13 +249,10 @@ class DesignerScreen(Screen[list[dict[str, Any]] | None]):
         self.dirty = True
         self.revalidate()
 
-    def _editable(self, index: int) -> bool:
-        if self.remaining and index < self.locked:
-            self.notify(
-                "That stage has already started: only later stages can change.", severity="warning"
-            )
-            return False
-        return True
+    @property
+    def _first_editable(self) -> int:
+        """Stages before this one have started in the running run and stay as they are."""
+        return self.locked if self.remaining else 0
 
     def _stages_changed(self, select: int) -> None:
         self.field_errors = {
@@ -311,47 +264,32 @@ class DesignerScreen(Screen[list[dict[str, Any]] | None]):
         self._select(select)
         self.revalidate()
 
-    def action_add_stage(self) -> None:
-        if self.plan is None:
+    def _apply(self, edit: plan_edits.StageEdit) -> None:
+        if edit.warning:
+            self.notify(edit.warning, severity="warning")
+        if edit.select is None:
             return
-        at = max(self.selected, self.locked - 1) if self.remaining else self.selected
-        stage = next_stage(self.plan, at) if self.plan.stages else new_plan().stages[0]
-        self.plan.stages.insert(at + 1 if self.plan.stages else 0, stage)
-        self._stages_changed(at + 1)
-        self.notify(f"added stage {at + 2}: {stage.name}", timeout=2)
+        self._stages_changed(edit.select)
+        if edit.note:
+            self.notify(edit.note, timeout=2)
+
+    def action_add_stage(self) -> None:
+        if self.plan is not None:
+            self._apply(plan_edits.add_stage(self.plan, self.selected, self._first_editable))
 
     def action_duplicate_stage(self) -> None:
-        if self.plan is None or not self.plan.stages:
-            return
-        src = self.plan.stages[self.selected]
-        if not self._editable(self.selected + 1):
-            return
-        dup = copy.deepcopy(src)
-        dup.name = unique_name(src.name, {s.name for s in self.plan.stages})
-        if dup.enter == "init":
-            dup.enter = "continue"
-        self.plan.stages.insert(self.selected + 1, dup)
-        self._stages_changed(self.selected + 1)
+        if self.plan is not None:
+            self._apply(plan_edits.duplicate_stage(self.plan, self.selected, self._first_editable))
 
     def action_remove_stage(self) -> None:
-        if self.plan is None or not self.plan.stages or not self._editable(self.selected):
-            return
-        if len(self.plan.stages) == 1:
-            self.notify("A plan needs at least one stage.", severity="warning")
-            return
-        gone = self.plan.stages.pop(self.selected)
-        self._stages_changed(min(self.selected, len(self.plan.stages) - 1))
-        self.notify(f"removed stage {gone.name}", timeout=2)
+        if self.plan is not None:
+            self._apply(plan_edits.remove_stage(self.plan, self.selected, self._first_editable))
 
     def action_move(self, delta: int) -> None:
-        if self.plan is None:
-            return
-        i, j = self.selected, self.selected + delta
-        if not 0 <= j < len(self.plan.stages) or not self._editable(min(i, j)):
-            return
-        stages = self.plan.stages
-        stages[i], stages[j] = stages[j], stages[i]
-        self._stages_changed(j)
+        if self.plan is not None:
+            self._apply(
+                plan_edits.move_stage(self.plan, self.selected, delta, self._first_editable)
+            )
 
     # ---- saving and launching --------------------------------------------------
     def action_save(self) -> None:
@@ -367,11 +305,7 @@ class DesignerScreen(Screen[list[dict[str, Any]] | None]):
     def action_save_as(self, then_launch: bool = False) -> None:
         if self.plan is None or self.remaining:
             return
-        default = (
-            f"{self.plan.name}.toml"
-            if self.plan_path is None or is_sample(self.plan_path)
-            else display_path(self.plan_path)
-        )
+        default = save_as_default(self.plan, self.plan_path)
 
         def done(value: str | None) -> None:
             if value:
@@ -400,8 +334,7 @@ class DesignerScreen(Screen[list[dict[str, Any]] | None]):
             return
         self.plan_path = path
         self.dirty = False
-        n = len(self.problems) + len(self.field_errors)
-        note = f" (a draft with {n} problem{'s' if n > 1 else ''})" if n else ""
+        note = designer_status.saved_note(len(self.problems) + len(self.field_errors))
         self.notify(f"saved {display_path(path)}{note}", title="Saved", timeout=3)
         self._show_title()
 
@@ -418,21 +351,10 @@ class DesignerScreen(Screen[list[dict[str, Any]] | None]):
         self.dismiss(stages)
 
     def _blocked(self, what: str) -> bool:
-        n = len(self.problems) + len(self.field_errors)
-        if n:
-            first: tuple[str, str] = (
-                next(iter(self.field_errors.items()))
-                if self.field_errors
-                else (self.problems[0].key, self.problems[0].problem)
-            )
-            self.notify(
-                f"cannot {what}: {n} problem{'s' if n > 1 else ''}; first: {_where(first[0], self.plan)}: {first[1]}",
-                title="Fix the plan first",
-                severity="error",
-                timeout=8,
-            )
-            return True
-        return False
+        why = designer_status.blocked_text(what, self.problems, self.field_errors, self.plan)
+        if why:
+            self.notify(why, title="Fix the plan first", severity="error", timeout=8)
+        return bool(why)
 
     def action_launch(self) -> None:
         if self.plan is None or self.remaining or self._blocked("launch"):
@@ -482,14 +404,4 @@ class DesignerScreen(Screen[list[dict[str, Any]] | None]):
         )
 
     def action_help(self) -> None:
-        self.app.push_screen(HelpScreen("Plan designer", HELP, keys_of(self)))
-
-
-def _where(key: str, plan: Plan | None) -> str:
-    m = _STAGE_KEY.match(key)
-    if m and plan is not None:
-        i = int(m.group(1))
-        name = plan.stages[i].name if i < len(plan.stages) else "?"
-        field = f" {m.group(2)}" if m.group(2) else ""
-        return f"stage {i + 1} ({name}){field}"
-    return key or "plan"
+        self.app.push_screen(HelpScreen("Plan designer", DESIGNER_HELP, keys_of(self)))

@@ -1,0 +1,28 @@
+"""The help pages (`?`) of the designer and the dashboard: what each screen is for.
+
+Kept apart from the screens so their modules hold only layout, keys and wiring;
+`HelpScreen` adds each screen's live key bindings under the text.
+"""
+
+DESIGNER_HELP = """\
+Design a growing-transformer schedule: each row of the table is a stage, built by its
+`enter` operator (init, stack, coalesce, …) and trained for `steps` with the layers its
+`train` policy picks (all, new, none, top:K). Move through the rows with ↑/↓; the
+fields under the table edit the highlighted stage. Tab moves between fields, Esc
+goes back to the table. Problems show under each field as you type (the same checks
+as `growcockpit plan validate`). The timeline draws each stage's depth: trainable,
+new and frozen layers in different colours. The cost estimate compares the plan's
+compute with training the final model at full depth for as many steps."""
+
+DASHBOARD_HELP = """\
+The live cockpit of one run. Everything here is rebuilt from the run's events.jsonl,
+so leaving (q) or losing SSH never touches training: `growcockpit attach RUN` comes back.
+
+Loss: the train curve is smoothed (EMA) by default; r shows the raw loss. Vertical
+lines mark stage changes, grows, pauses and learning-rate changes on every time axis.
+Layers: one row per layer (trainable, frozen, or new from the last grow): grad norm,
+update ratio ‖Δθ‖/‖θ‖, and fwd/bwd ms as the median of the last n timing samples (they
+restart when the stage or the layer's frozen state changes); and one layers × time
+heatmap of grad norms, grouped by stage.
+Commands wait for the backend's answer at its next step and show it (accepted or
+why refused). Only one cockpit at a time controls a run; others are read-only."""
