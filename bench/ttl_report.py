@@ -187,18 +187,23 @@ def plot(data: dict[str, Any], x: str = "wall_s", width: int = 100, height: int 
         plt.theme("clear")
         plt.plotsize(width, height)
         used: set[str] = set()
+        top = max((p["flops"] for res in run.values() for p in res.get("evals") or []), default=0.0)
+        unit, scale = next(
+            ((u, f) for u, f in (("PFLOP", 1e15), ("TFLOP", 1e12), ("GFLOP", 1e9)) if top >= f),
+            ("MFLOP", 1e6),
+        )
         for name, res in run.items():
             pts = res.get("evals") or []
             if not pts:
                 continue
-            xs = [p[x] / (1e15 if x == "flops" else 1.0) for p in pts]
+            xs = [p[x] / (scale if x == "flops" else 1.0) for p in pts]
             plt.plot(xs, [p["val_loss"] for p in pts], label=name, marker=_marker(name, used))
         if "baseline" in run and run["baseline"].get("evals"):
             plt.hline(run["baseline"]["evals"][-1]["val_loss"])
-        what = "training wall time (s)" if x == "wall_s" else "estimated PFLOPs"
+        what = "training wall time (s)" if x == "wall_s" else f"estimated {unit}s"
         seed = next(iter(run.values()))["seed"] if run else 0
         plt.title(f"{family}: validation loss vs {what}, seed {seed}")
-        plt.xlabel("seconds" if x == "wall_s" else "PFLOP")
+        plt.xlabel("seconds" if x == "wall_s" else unit)
         plt.ylabel("val loss")
         out.append(re.sub(r"\x1b\[[0-9;]*m", "", plt.build()))
     return "\n\n".join(out)
