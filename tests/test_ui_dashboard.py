@@ -403,7 +403,17 @@ async def test_help_lists_every_key(tmp_path: Path) -> None:
         await pilot.pause()
         assert isinstance(app.screen, HelpScreen)
         text = screen_text(app)
-        for word in ("Pause", "Advance", "Ckpt", "Stop", "Edit", "LR", "Leave", "Raw/EMA"):
+        for word in (
+            "Pause",
+            "Advance",
+            "Ckpt",
+            "Stop",
+            "Edit",
+            "LR",
+            "Rewind",
+            "Leave",
+            "Raw/EMA",
+        ):
             assert word in text
         await pilot.press("escape")
         await pilot.pause()

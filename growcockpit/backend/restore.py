@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any
 
 from growcockpit.plan import dump_plan, plan_from_dict, plan_to_dict
 from growcockpit.plan.types import Plan, trainable_layer_ids
-from growcockpit.protocol.events import PlanChanged
+from growcockpit.protocol.events import PlanChanged, RolledBack
 
 if TYPE_CHECKING:
     from growcockpit.backend.checkpoint import TrainerPosition
@@ -207,7 +207,7 @@ def rollback(trainer: Trainer, step: int | None) -> str:
         path = usable[0]
     else:
         path, _ = pick_checkpoint(root, step)
-    before = trainer.plan
+    before, from_step = trainer.plan, trainer.pos.step
     try:
         trainer.restore(path)
     except Exception as exc:
@@ -224,6 +224,20 @@ def rollback(trainer: Trainer, step: int | None) -> str:
         trainer.report.emit(
             PlanChanged(step=trainer.pos.step, from_stage=0, plan=plan_to_dict(trainer.plan))
         )
+    pos = trainer.pos
+    trainer.report.emit(
+        RolledBack(
+            step=pos.step,
+            stage=pos.stage_index,
+            stage_entered=pos.stage_entered,
+            step_in_stage=pos.step_in_stage,
+            lr_scale=pos.lr_scale,
+            tokens=pos.tokens,
+            checkpoint=str(path),
+            from_step=from_step,
+            set_aside=len(moved),
+        )
+    )
     aside = f"; {len(moved)} later checkpoint(s) moved to checkpoints/{SET_ASIDE}/" if moved else ""
     return (
         f"rolled back to {path.name} (stage {trainer.pos.stage_index + 1}, "

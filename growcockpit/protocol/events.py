@@ -248,6 +248,29 @@ class PlanChanged(Event):
 
 
 @dataclass(kw_only=True)
+class RolledBack(Event):
+    """A live `rollback` restored a checkpoint: the run continues from `step`.
+
+    `seq` keeps counting but `step` goes back, so a reader drops what it holds
+    beyond `step` (the abandoned timeline) and takes the position the
+    checkpoint restored: stage, LR scale (the product of the `set_lr` factors
+    then) and tokens. `stage_entered` False means the stage's `stage_started`
+    follows, since the checkpoint was taken before its operator ran.
+    """
+
+    TYPE: ClassVar[str] = "rolled_back"
+    step: int = 0
+    stage: int = 0
+    stage_entered: bool = True
+    step_in_stage: int = 0
+    lr_scale: float = 1.0
+    tokens: int = 0
+    checkpoint: str = ""  # the restored checkpoint's directory, as `checkpoint` events name it
+    from_step: int = 0  # the step the run had reached before going back
+    set_aside: int = 0  # later checkpoints moved to checkpoints/rolled-back/
+
+
+@dataclass(kw_only=True)
 class Paused(Event):
     TYPE: ClassVar[str] = "paused"
     step: int = 0
@@ -303,6 +326,7 @@ EVENT_TYPES: dict[str, type[Event]] = {
         Checkpoint,
         CommandEvent,
         PlanChanged,
+        RolledBack,
         Paused,
         Resumed,
         Warning,

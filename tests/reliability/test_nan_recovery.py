@@ -21,7 +21,15 @@ from growcockpit.protocol import (
     read_all,
     send_command,
 )
-from growcockpit.protocol.events import Checkpoint, CommandEvent, Paused, Step, Warning
+from growcockpit.protocol.events import (
+    Checkpoint,
+    CommandEvent,
+    Event,
+    Paused,
+    RolledBack,
+    Step,
+    Warning,
+)
 
 from .runs import make_trainer, of_type, tiny_plan, wait_events
 
@@ -143,6 +151,24 @@ def test_blow_up_pause_rollback_lower_lr_resume(tmp_path: Path) -> None:
         "the abandoned timeline's checkpoints are kept aside, not deleted"
     )
     assert any("no" in w.message and "checkpoint" in w.message for w in of_type(events, Warning))
+    (back,) = of_type(events, RolledBack)
+    assert (back.step, back.stage, back.lr_scale, back.from_step) == (5, 0, 1.0, nan_step)
+    assert back.checkpoint.endswith("step-5") and back.set_aside >= 1
+    _cockpit_follows_the_rollback(events, back)
+
+
+def _cockpit_follows_the_rollback(events: list[Event], back: RolledBack) -> None:
+    """The cockpit's fold of this real log: the loss curve goes forward only, and the LR
+    scale is the checkpoint's (×1), not the ×1e6 of the abandoned timeline."""
+    from growcockpit.ui.run_state import RunState
+
+    state = RunState()
+    state.apply_all(events)
+    assert state.train_loss.xs == sorted(set(state.train_loss.xs))
+    assert state.lr_scale == 0.5, "×1 restored, then set_lr 0.5"
+    marks = [(m.kind, m.step) for m in state.markers]
+    at = marks.index(("rollback", back.step))
+    assert all(step <= back.step for _, step in marks[:at]), "abandoned markers are gone"
 
 
 def _send_raw(run: Path, line: str) -> dict[str, object]:

@@ -32,6 +32,7 @@ if TYPE_CHECKING:
     from growcockpit.ui.run_state import RunState
 
 FULL_LAYER_STATS = 64  # the last layer_stats of a batch that get the full per-row fold
+CUTS_SERIES = frozenset(("rolled_back",))  # events whose fold drops series points
 _NUMBER = (int, float)
 _INT: frozenset[type] = frozenset((int,))
 _NUM: frozenset[type] = frozenset(_NUMBER)
@@ -107,6 +108,8 @@ def fold_objects(state: RunState, objs: list[dict[str, Any]]) -> tuple[int, int]
             done = fold_steps(state, steps, batch)
             folded, skipped = folded + done, skipped + len(steps) - done
             steps = []
+        if kind in CUTS_SERIES:
+            batch.flush()  # the cut applies to every point folded before it
         if kind == "layer_stats" and i < full_from and heat_only(state, d):
             folded += 1
             continue

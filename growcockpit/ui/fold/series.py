@@ -73,6 +73,13 @@ class Series:
     def last(self) -> float | None:
         return self.ys[-1] if self.ys else None
 
+    def drop_after(self, x: float) -> None:
+        """Forget the points beyond `x` (a rollback abandoned them)."""
+        keep = [i for i, xi in enumerate(self.xs) if xi <= x]
+        if len(keep) < len(self.xs):
+            self.xs = [self.xs[i] for i in keep]
+            self.ys = [self.ys[i] for i in keep]
+
     def downsampled(self, max_points: int) -> tuple[list[float], list[float]]:
         return minmax_downsample(self.xs, self.ys, max_points)
 
@@ -82,7 +89,7 @@ class Marker:
     """A vertical line on time axes: a stage change, grow, pause, resume or LR change."""
 
     step: int
-    kind: str  # stage | grow | pause | resume | lr
+    kind: str  # stage | grow | pause | resume | lr | rollback
     label: str = ""
     t: float = 0.0  # seconds since the run started (for wall-time axes)
 
@@ -112,6 +119,15 @@ class LayerHistory:
         self.version += 1
         if len(self.columns) > self.cap:
             self._halve()
+
+    def drop_after(self, step: int) -> None:
+        """Forget the columns beyond `step` (a rollback abandoned them)."""
+        keep = [i for i, s in enumerate(self.steps) if s <= step]
+        if len(keep) < len(self.steps):
+            self.steps = [self.steps[i] for i in keep]
+            self.stages = [self.stages[i] for i in keep]
+            self.columns = [self.columns[i] for i in keep]
+            self.version += 1
 
     def _halve(self) -> None:
         steps: list[int] = []

@@ -18,6 +18,7 @@ from growcockpit.protocol.events import (
     PlanChanged,
     PlateauCheck,
     Resumed,
+    RolledBack,
     RunFinished,
     RunStarted,
     StageStarted,
@@ -25,7 +26,7 @@ from growcockpit.protocol.events import (
     System,
     WarningEvent,
 )
-from growcockpit.ui.fold import lifecycle, messages, metrics, plateau
+from growcockpit.ui.fold import lifecycle, messages, metrics, plateau, rollback
 
 if TYPE_CHECKING:
     from growcockpit.ui.fold.state import RunData
@@ -46,6 +47,7 @@ FOLDS: dict[type[Event], Fold] = dict(
         _fold(PlanChanged, lifecycle.on_plan_changed),
         _fold(Paused, lifecycle.on_paused),
         _fold(Resumed, lifecycle.on_resumed),
+        _fold(RolledBack, rollback.on_rolled_back),
         _fold(RunFinished, lifecycle.on_run_finished),
         _fold(Step, metrics.on_step),
         _fold(PlateauCheck, plateau.on_plateau),

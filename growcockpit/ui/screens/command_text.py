@@ -1,4 +1,4 @@
-"""What the dashboard says about its commands: the LR factor check and each command's outcome.
+"""What the dashboard says about its commands: the prompts' checks and texts, and each outcome.
 
 Pure functions (no screen), so the words a user reads after pressing a key are
 decided in one place: a toast for the cockpit and a line for the run's event
@@ -8,6 +8,7 @@ log (with its own severity word, `good` for an accepted command).
 from __future__ import annotations
 
 from dataclasses import dataclass
+from pathlib import PurePath
 
 from textual.notifications import SeverityLevel
 
@@ -21,6 +22,41 @@ def factor_problem(value: str) -> str:
     except ValueError:
         return "a number, e.g. 0.5"
     return lr_factor_problem(factor)
+
+
+def lr_body(lr: float | None, scale: float) -> str:
+    """What the LR prompt tells: the LR now and the scale the set_lr factors made so far."""
+    now = f"now {lr:.3g}" if lr else "the current value"
+    return (
+        f"Multiply the learning rate ({now}, ×{scale:g} so far) by a factor:\n"
+        "0.5 halves it, 2 doubles it. The schedule continues from the new value."
+    )
+
+
+def rollback_step_problem(value: str) -> str:
+    """The rollback prompt's check: empty (the latest checkpoint) or a checkpoint's step."""
+    if value.strip() == "" or (value.strip().isdigit() and len(value.strip()) < 19):
+        return ""
+    return "a checkpoint's step, e.g. 200, or empty for the latest"
+
+
+def rollback_args(value: str) -> dict[str, int]:
+    """The rollback command's args from the prompt's (checked) value."""
+    return {"step": int(value)} if value.strip() else {}
+
+
+def rollback_body(step: int, last_checkpoint: str | None) -> str:
+    """What the rollback prompt tells before anything is restored."""
+    latest = (
+        f"the latest is {PurePath(last_checkpoint).name}"
+        if last_checkpoint
+        else "none seen yet in this log"
+    )
+    return (
+        f"Restore a checkpoint (step {step} now; {latest}): weights, optimizer, stage,\n"
+        "LR scale and data position go back to it, and later checkpoints move to\n"
+        "checkpoints/rolled-back/. Type a checkpoint's step, or leave empty for the latest."
+    )
 
 
 @dataclass(frozen=True)

@@ -36,6 +36,7 @@ from growcockpit.ui.controller import ControllerLock
 from growcockpit.ui.fold.layers import TIMING_WINDOW
 from growcockpit.ui.run_client import RunClient
 from growcockpit.ui.run_state import RunState
+from growcockpit.ui.screens import command_text as texts
 from growcockpit.ui.screens.command_text import command_outcome
 from growcockpit.ui.screens.command_text import factor_problem as _factor_problem
 from growcockpit.ui.screens.confirm import ConfirmScreen
@@ -68,6 +69,7 @@ class DashboardScreen(Screen[None]):
         Binding("s", "stop", "Stop"),
         Binding("e", "edit_stages", "Edit"),
         Binding("l", "scale_lr", "LR"),
+        Binding("b", "rollback", "Rewind"),
         Binding("r", "toggle_raw", "Raw/EMA", show=False),
         Binding("q", "leave", "Leave"),
         Binding("question_mark", "help", "Help", key_display="?"),
@@ -316,12 +318,7 @@ class DashboardScreen(Screen[None]):
         if not self._can_command("change the learning rate"):
             return
         with self.state_lock:
-            lr, scale = self.state.lr, self.state.lr_scale
-        now = f"now {lr:.3g}" if lr else "the current value"
-        body = (
-            f"Multiply the learning rate ({now}, ×{scale:g} so far) by a factor:\n"
-            "0.5 halves it, 2 doubles it. The schedule continues from the new value."
-        )
+            body = texts.lr_body(self.state.lr, self.state.lr_scale)
 
         def done(value: str | None) -> None:
             if value:
@@ -331,6 +328,21 @@ class DashboardScreen(Screen[None]):
             PromptScreen("Scale the learning rate", body, "0.5", check=_factor_problem, ok="Send"),
             done,
         )
+
+    def action_rollback(self) -> None:
+        if not self._can_command("roll back"):
+            return
+        with self.state_lock:
+            body = texts.rollback_body(self.state.step, self.state.last_checkpoint)
+
+        def done(value: str | None) -> None:
+            if value is not None:
+                self.send("rollback", texts.rollback_args(value))
+
+        prompt = PromptScreen(
+            "Roll back to a checkpoint?", body, check=texts.rollback_step_problem, ok="Roll back"
+        )
+        self.app.push_screen(prompt, done)
 
     def action_edit_stages(self) -> None:
         if not self._can_command("edit stages"):

@@ -19,10 +19,11 @@ The live cockpit of one run. Everything here is rebuilt from the run's events.js
 so leaving (q) or losing SSH never touches training: `growcockpit attach RUN` comes back.
 
 Loss: the train curve is smoothed (EMA) by default; r shows the raw loss. Vertical
-lines mark stage changes, grows, pauses and learning-rate changes on every time axis.
+lines mark stage changes, grows, pauses, LR changes and rollbacks on every time axis.
 Layers: one row per layer (trainable, frozen, or new from the last grow): grad norm,
 update ratio ‖Δθ‖/‖θ‖, and fwd/bwd ms as the median of the last n timing samples (they
 restart when the stage or the layer's frozen state changes); and one layers × time
 heatmap of grad norms, grouped by stage.
 Commands wait for the backend's answer at its next step and show it (accepted or
-why refused). Only one cockpit at a time controls a run; others are read-only."""
+why refused). Only one cockpit at a time controls a run; others are read-only.
+b rolls back to a checkpoint (asks; empty: the latest), dropping the plots past it (↶)."""

@@ -23,8 +23,8 @@ from growcockpit.ui.run_state import RunState
 from growcockpit.ui.widgets.text_bits import blend, colour
 
 LABEL_W = 4  # "L47 "
-MARKER_GLYPH = {"pause": "‖", "lr": "λ", "grow": "▲"}
-MARKER_VARS = {"pause": "gc-pause", "lr": "gc-lr", "grow": "gc-grow"}
+MARKER_GLYPH = {"pause": "‖", "lr": "λ", "grow": "▲", "rollback": "↶"}
+MARKER_VARS = {"pause": "gc-pause", "lr": "gc-lr", "grow": "gc-grow", "rollback": "gc-pause"}
 
 
 class LayerHeatmap(Widget):

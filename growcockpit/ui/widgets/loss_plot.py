@@ -1,5 +1,5 @@
 """Loss curve (train: EMA-smoothed or raw; val) with vertical markers at stage changes,
-grows, pauses and LR changes."""
+grows, pauses, LR changes and rollbacks."""
 
 from __future__ import annotations
 
@@ -16,6 +16,7 @@ MARKER_VARS = {
     "pause": "gc-pause",
     "resume": "gc-pause",
     "lr": "gc-lr",
+    "rollback": "gc-pause",
 }
 MARKER_LEGEND = "[$gc-stage]│[/]stage [$gc-grow]│[/]grow [$gc-pause]│[/]pause [$gc-lr]│[/]lr"
 

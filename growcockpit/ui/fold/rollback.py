@@ -1,0 +1,82 @@
+"""Fold of `rolled_back`: a live rollback restored a checkpoint and the run goes on from there.
+
+`seq` keeps counting but `step` goes back, so everything the cockpit holds
+beyond the restored step belongs to an abandoned timeline: the loss, val and
+timing series, the heatmap columns and the time-axis markers are cut there
+(otherwise the new steps would be drawn over the old ones and the curves
+would zigzag). The event log keeps its lines: it is the record of what
+happened. The position (step, stage, tokens, LR scale) is the checkpoint's.
+"""
+
+from __future__ import annotations
+
+from pathlib import PurePath
+from typing import TYPE_CHECKING
+
+from growcockpit.protocol.events import RolledBack
+
+if TYPE_CHECKING:
+    from growcockpit.ui.fold.series import Series
+    from growcockpit.ui.fold.state import RunData
+
+
+def _series(state: RunData) -> tuple[Series, ...]:
+    return (
+        state.train_loss,
+        state.ema,
+        state.val,
+        state.tok_s,
+        state.step_ms_series,
+        state.fwd_series,
+        state.bwd_series,
+        state.opt_series,
+        state.data_series,
+    )
+
+
+def on_rolled_back(state: RunData, ev: RolledBack) -> None:
+    for series in _series(state):
+        series.drop_after(ev.step)
+    state.heat.drop_after(ev.step)
+    kept = [m for m in state.markers if m.step <= ev.step]
+    state.markers.clear()
+    state.markers.extend(kept)
+    state.ema_value = state.ema.last()
+    state.loss = state.train_loss.last()
+    state.val_loss = state.val.last()
+    if state.plateau is not None and state.plateau.step > ev.step:
+        state.plateau = None  # the next plateau check says where the restored trigger stands
+    state.step = ev.step
+    state.tokens = ev.tokens
+    state.lr_scale = ev.lr_scale
+    _restore_stage(state, ev)
+    for index in [i for i in state.stage_timings if i > ev.stage]:
+        del state.stage_timings[index]  # stages the run has not reached again
+    state.last_step_seen = ev.step
+    state.step_gap = True  # the restore's time is not a step's
+    if ev.checkpoint:
+        state.last_checkpoint = ev.checkpoint  # later ones were set aside
+    aside = f"; {ev.set_aside} later checkpoint(s) set aside" if ev.set_aside else ""
+    state.log_line(
+        ev.step,
+        "rollback",
+        f"rolled back to {PurePath(ev.checkpoint).name or f'step {ev.step}'} from step {ev.from_step} "
+        f"(stage {ev.stage + 1}, LR scale ×{ev.lr_scale:g}){aside}",
+        "warning",
+        ev.t,
+    )
+    state.mark(ev.step, "rollback", f"↶{ev.step}", ev.t)
+
+
+def _restore_stage(state: RunData, ev: RolledBack) -> None:
+    """The restored stage's name and length from the stage list (a plan_changed before this
+    event already put the checkpoint's plan there). Not yet entered: its stage_started follows."""
+    state.stage_index = ev.stage
+    state.stage_start_step = ev.step - ev.step_in_stage
+    if 0 <= ev.stage < len(state.stages):
+        info = state.stages[ev.stage]
+        state.stage_name, state.stage_steps, state.stage_advance = (
+            info.name,
+            info.steps,
+            info.advance,
+        )
