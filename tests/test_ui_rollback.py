@@ -155,3 +155,17 @@ async def test_b_asks_then_sends_rollback_with_or_without_a_step(tmp_path: Path)
             await pilot.press("enter")  # empty: the latest checkpoint
             await wait_for(pilot, lambda: len(backend.requests) == 2)
             assert backend.requests == [("rollback", {"step": 40}), ("rollback", {})]
+
+
+def test_a_resume_cuts_only_when_the_log_went_further() -> None:
+    logged = recorded_events(finished=False, upto_step=BACK_TO)
+    at_end = RolledBack(t=logged[-1].t, step=BACK_TO, stage=0, step_in_stage=BACK_TO)
+    state = _folded([*logged, at_end])
+    assert list(state.markers) == [] and not [e for e in state.log if e.kind == "rollback"]
+    assert state.train_loss.xs[-1] == BACK_TO
+    earlier = RolledBack(t=logged[-1].t, step=20, stage=0, step_in_stage=20, checkpoint="c/step-20")
+    state = _folded([*logged, earlier])
+    assert state.train_loss.xs[-1] == 20 and state.step == 20
+    assert [m.kind for m in state.markers] == ["rollback"]
+    line = next(e for e in state.log if e.kind == "rollback")
+    assert line.text.startswith("resumed from step-20: the steps logged after it are dropped")

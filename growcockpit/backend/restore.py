@@ -192,6 +192,24 @@ def _restore_optimizer(
         trainer.optimizer.load_state_dict(optimizer_state)
 
 
+def restored_event(
+    trainer: Trainer, path: Path, from_step: int | None, set_aside: int = 0
+) -> RolledBack:
+    """Where a restore put the run, for readers that hold the steps after it (`rolled_back`)."""
+    pos = trainer.pos
+    return RolledBack(
+        step=pos.step,
+        stage=pos.stage_index,
+        stage_entered=pos.stage_entered,
+        step_in_stage=pos.step_in_stage,
+        lr_scale=pos.lr_scale,
+        tokens=pos.tokens,
+        checkpoint=str(path),
+        from_step=from_step,
+        set_aside=set_aside,
+    )
+
+
 def rollback(trainer: Trainer, step: int | None) -> str:
     """Restore an earlier checkpoint in a live run; returns the ack text.
 
@@ -224,20 +242,7 @@ def rollback(trainer: Trainer, step: int | None) -> str:
         trainer.report.emit(
             PlanChanged(step=trainer.pos.step, from_stage=0, plan=plan_to_dict(trainer.plan))
         )
-    pos = trainer.pos
-    trainer.report.emit(
-        RolledBack(
-            step=pos.step,
-            stage=pos.stage_index,
-            stage_entered=pos.stage_entered,
-            step_in_stage=pos.step_in_stage,
-            lr_scale=pos.lr_scale,
-            tokens=pos.tokens,
-            checkpoint=str(path),
-            from_step=from_step,
-            set_aside=len(moved),
-        )
-    )
+    trainer.report.emit(restored_event(trainer, path, from_step, len(moved)))
     aside = f"; {len(moved)} later checkpoint(s) moved to checkpoints/{SET_ASIDE}/" if moved else ""
     return (
         f"rolled back to {path.name} (stage {trainer.pos.stage_index + 1}, "

@@ -34,6 +34,7 @@ from growcockpit.backend.engine import Trainer
 from growcockpit.backend.init_from import data_spec_for
 from growcockpit.backend.liveness import Heartbeat, own_start_time
 from growcockpit.backend.reporter import RunReporter
+from growcockpit.backend.restore import restored_event
 from growcockpit.backend.rng import seed_rank
 from growcockpit.metrics import SystemSampler
 from growcockpit.plan import plan_to_dict
@@ -146,6 +147,7 @@ def run_training(
         trainer = Trainer(plan, paths.root, data, reporter, dev, dist)
         if resume_from is not None:
             trainer.restore(resume_from)
+            reporter.emit(restored_event(trainer, resume_from, None))  # the log may go further
         else:
             seed_rank(plan.seed, dist.rank)  # same weights on every rank, its own dropout
         _install_stop_signals(trainer)

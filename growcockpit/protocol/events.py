@@ -249,7 +249,7 @@ class PlanChanged(Event):
 
 @dataclass(kw_only=True)
 class RolledBack(Event):
-    """A live `rollback` restored a checkpoint: the run continues from `step`.
+    """A checkpoint was restored (a live `rollback`, or `resume`): the run continues from `step`.
 
     `seq` keeps counting but `step` goes back, so a reader drops what it holds
     beyond `step` (the abandoned timeline) and takes the position the
@@ -266,7 +266,7 @@ class RolledBack(Event):
     lr_scale: float = 1.0
     tokens: int = 0
     checkpoint: str = ""  # the restored checkpoint's directory, as `checkpoint` events name it
-    from_step: int = 0  # the step the run had reached before going back
+    from_step: int | None = None  # the step reached before going back (None: a resume)
     set_aside: int = 0  # later checkpoints moved to checkpoints/rolled-back/
 
 

@@ -14,8 +14,9 @@ import pytest
 
 from growcockpit.cli import main
 from growcockpit.protocol import RunStatus, read_all, read_status, write_status
-from growcockpit.protocol.events import RunStarted, Step
+from growcockpit.protocol.events import RolledBack, RunStarted, Step
 from growcockpit.protocol.rundir import process_start_time
+from growcockpit.ui.run_state import RunState
 
 from .runs import of_type, tiny_plan
 
@@ -97,6 +98,11 @@ def test_completed_truncated_and_from(tmp_path: Path, capsys: pytest.CaptureFixt
     events = read_all(run / "events.jsonl")
     restart = max(i for i, e in enumerate(events) if isinstance(e, RunStarted))
     assert [s.step for s in of_type(events[restart:], Step)] == list(range(4, 13))
+    (back,) = of_type(events[restart:], RolledBack)
+    assert (back.step, back.from_step) == (3, None) and back.checkpoint.endswith("step-3")
+    cockpit = RunState()
+    cockpit.apply_all(events)
+    assert cockpit.train_loss.xs == list(range(1, 13)), "the cockpit cuts the logged timeline"
     aside = run / "checkpoints" / "rolled-back"
     assert {"step-9"} <= {p.name for p in aside.iterdir()}, "the later timeline is set aside"
     assert [e.seq for e in events] == list(range(1, len(events) + 1))

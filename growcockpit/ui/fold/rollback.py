@@ -1,4 +1,4 @@
-"""Fold of `rolled_back`: a live rollback restored a checkpoint and the run goes on from there.
+"""Fold of `rolled_back`: a rollback (or a resume) restored a checkpoint; the run goes on from it.
 
 `seq` keeps counting but `step` goes back, so everything the cockpit holds
 beyond the restored step belongs to an abandoned timeline: the loss, val and
@@ -6,6 +6,7 @@ timing series, the heatmap columns and the time-axis markers are cut there
 (otherwise the new steps would be drawn over the old ones and the curves
 would zigzag). The event log keeps its lines: it is the record of what
 happened. The position (step, stage, tokens, LR scale) is the checkpoint's.
+A resume from the checkpoint where the log ends changes nothing here.
 """
 
 from __future__ import annotations
@@ -35,6 +36,9 @@ def _series(state: RunData) -> tuple[Series, ...]:
 
 
 def on_rolled_back(state: RunData, ev: RolledBack) -> None:
+    went_back = max(state.train_loss.xs, default=ev.step) > ev.step or ev.step < state.step
+    if ev.from_step is None and not went_back:
+        return  # a resume from where the log ends: nothing to cut, run_started said it
     for series in _series(state):
         series.drop_after(ev.step)
     state.heat.drop_after(ev.step)
@@ -57,11 +61,14 @@ def on_rolled_back(state: RunData, ev: RolledBack) -> None:
     if ev.checkpoint:
         state.last_checkpoint = ev.checkpoint  # later ones were set aside
     aside = f"; {ev.set_aside} later checkpoint(s) set aside" if ev.set_aside else ""
+    name = PurePath(ev.checkpoint).name or f"step {ev.step}"
+    what = f"rolled back to {name} from step {ev.from_step}"
+    if ev.from_step is None:
+        what = f"resumed from {name}: the steps logged after it are dropped from the plots"
     state.log_line(
         ev.step,
         "rollback",
-        f"rolled back to {PurePath(ev.checkpoint).name or f'step {ev.step}'} from step {ev.from_step} "
-        f"(stage {ev.stage + 1}, LR scale ×{ev.lr_scale:g}){aside}",
+        f"{what} (stage {ev.stage + 1}, LR scale ×{ev.lr_scale:g}){aside}",
         "warning",
         ev.t,
     )
