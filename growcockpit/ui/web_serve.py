@@ -4,8 +4,9 @@ The web cockpit runs as the serving user, so whoever opens it can steer that
 user's runs; the control socket's 0600 mode would mean nothing if any local
 user could open the page. Every request but textual-serve's own static files
 (its JS, CSS and fonts: no data) needs the token, given as `?token=` or by the
-cookie the first page sets. The websocket URL on the page carries the token
-too, so it works when the page was opened under another host name.
+cookie the first page sets. The websocket URL on the page carries the token in
+its path (`/ws/<token>`), so it works when the page was opened under another host
+name; not in its query, which textual-serve's page extends with `?width=…`.
 """
 
 from __future__ import annotations
@@ -33,7 +34,12 @@ def new_token() -> str:
 
 
 def token_ok(request: web.Request, token: str) -> bool:
-    given = request.query.get("token") or request.cookies.get(COOKIE) or ""
+    given = (
+        request.match_info.get("token")
+        or request.query.get("token")
+        or request.cookies.get(COOKIE)
+        or ""
+    )
     return hmac.compare_digest(given.encode(), token.encode())
 
 
@@ -48,6 +54,7 @@ class TokenServer(Server):
         app = await super()._make_app()
         if self.token is not None:
             app.middlewares.append(self._guard)
+            app.router.add_get("/ws/{token}", self.handle_websocket, name="websocket-token")
         return app
 
     @web.middleware
@@ -66,7 +73,7 @@ class TokenServer(Server):
     async def handle_index(self, request: web.Request) -> dict[str, Any]:
         context: dict[str, Any] = await Server.handle_index.__wrapped__(self, request)  # type: ignore[attr-defined]
         if self.token is not None:
-            context["app_websocket_url"] += f"?token={self.token}"
+            context["app_websocket_url"] += f"/{self.token}"
         return context
 
 

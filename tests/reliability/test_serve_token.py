@@ -84,14 +84,17 @@ def test_requests_without_the_token_are_refused(served: tuple[str, str]) -> None
         assert "token" in body
     status, body, headers = _get(f"{base}/?token={token}")
     assert status == 200
-    assert f"/ws?token={token}" in body  # the page's websocket carries the token
+    assert f"/ws/{token}" in body  # the page's websocket carries the token in its path
     assert "growcockpit_token=" in headers.get("Set-Cookie", "")
     cookie = f"growcockpit_token={token}"
     assert _get(base + "/", {"Cookie": cookie})[0] == 200
     assert _get(base + "/", {"Cookie": "growcockpit_token=nope"})[0] == 403
     ws = base.replace("http:", "ws:") + "/ws"
     assert asyncio.run(_ws_status(ws)) == 403
+    assert asyncio.run(_ws_status(f"{ws}/wrong{token}")) == 403
     assert asyncio.run(_ws_status(f"{ws}?token={token}")) == 101
+    # the page's own form: the token in the path, textual-serve's size in the query
+    assert asyncio.run(_ws_status(f"{ws}/{token}?width=80&height=24")) == 101
 
 
 async def _ws_status(url: str) -> int:
