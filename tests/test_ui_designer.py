@@ -95,6 +95,22 @@ async def test_validation_as_you_type_next_to_the_field(tmp_path: Path) -> None:
         assert screen.plan is not None and screen.plan.model.hidden_size == 130
 
 
+async def test_fast_typing_leaves_no_stale_field_error(tmp_path: Path) -> None:
+    """Clear-then-type faster than the form answers (a tmux burst did this): the value
+    lands and the "expected a whole number" of the cleared field goes away."""
+    app = GrowCockpitApp(plan_path=write_plan(tmp_path / "p.toml"))
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.pause()
+        screen = designer(app)
+        await pilot.press("tab", "tab", "tab")
+        assert app.focused is not None and app.focused.id == "sf-layers"
+        await pilot.press("end", "ctrl+u", "2")
+        await pilot.pause()
+        assert screen.plan is not None and screen.plan.stages[0].layers == 2
+        assert field_error(app, "sf-layers") == ""
+        assert "stages[0].layers" not in screen.field_errors
+
+
 async def test_add_duplicate_remove_reorder(tmp_path: Path) -> None:
     app = GrowCockpitApp(plan_path=write_plan(tmp_path / "p.toml"))
     async with app.run_test(size=SIZE) as pilot:

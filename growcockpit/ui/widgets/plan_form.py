@@ -165,6 +165,7 @@ class _Form(Container):
         super().__init__(id=id, classes="plan-form", disabled=disabled)
         self.fields = {f.key: f for f in fields}
         self._values: dict[str, Any] = {}
+        self._bad: set[str] = set()  # fields whose last announced value was a problem
 
     def editor(self, key: str) -> Input | Select[str]:
         return self.query_one(f"#{self.prefix}{_safe(key)}")  # type: ignore[return-value]
@@ -172,6 +173,7 @@ class _Form(Container):
     def _set(self, key: str, value: Any) -> None:
         """Show `value` in the field without posting FieldChanged."""
         self._values[key] = value
+        self._bad.discard(key)
         widget = self.editor(key)
         field = self.fields[key]
         with widget.prevent(Input.Changed, Select.Changed):
@@ -198,9 +200,12 @@ class _Form(Container):
         if current is Select.BLANK:
             return
         value, problem = convert(self.fields[key], current)  # the widget now, not a stale event
-        if not problem and value == self._values[key]:
+        if not problem and value == self._values[key] and key not in self._bad:
             return
-        if not problem:
+        if problem:
+            self._bad.add(key)
+        else:
+            self._bad.discard(key)
             self._values[key] = value
         self.post_message(FieldChanged(self.scope, key, value, problem))
 
