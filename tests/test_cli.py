@@ -7,6 +7,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 ROOT = Path(__file__).resolve().parent.parent
 
 
@@ -113,3 +115,35 @@ def test_train_with_a_missing_corpus_fails_before_creating_the_run(tmp_path: Pat
     res = run("train", str(plan), "--run-dir", str(tmp_path / "r"))
     assert_one_line_error(res, "plan.toml", "data.source", "no .txt/.jsonl/.parquet files")
     assert not (tmp_path / "r").exists()
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["--help"],
+        ["status", "{run}"],
+        ["status", "{run}", "--json"],
+        ["ctl", "{run}", "pause", "--timeout", "0.1"],
+        ["plan", "validate", str(ROOT / "sample_plans" / "cpu-demo.toml")],
+    ],
+    ids=["help", "status", "status-json", "ctl", "plan-validate"],
+)
+def test_cheap_subcommands_never_import_torch(tmp_path: Path, argv: list[str]) -> None:
+    """`--help`, `status`, `ctl` and `plan validate` must start in a fraction of a second over SSH."""
+    run_dir = tmp_path / "run"
+    run_dir.mkdir()
+    (run_dir / "status.json").write_text(
+        json.dumps({"run_id": "r", "state": "running", "pid": 999999999})
+    )
+    argv = [a.replace("{run}", str(run_dir)) for a in argv]
+    code = (
+        "import sys\n"
+        "from growcockpit.cli import main\n"
+        "try:\n    main(sys.argv[1:])\nexcept SystemExit:\n    pass\n"
+        "print('HEAVY=' + ','.join(m for m in ('torch', 'transformers', 'datasets') if m in sys.modules))"
+    )
+    res = subprocess.run(
+        [sys.executable, "-c", code, *argv], capture_output=True, text=True, timeout=60
+    )
+    assert "Traceback" not in res.stderr, res.stderr
+    assert res.stdout.splitlines()[-1] == "HEAVY=", res.stdout

@@ -306,9 +306,9 @@ def test_fitted_cost_within_one_step_of_budget(
 
 def test_calibrated_unit_ms_prices_the_full_depth_step() -> None:
     """`plan show --calibrate`'s unit_ms: the calibrated full-depth step time over its units."""
-    from growcockpit.cli import _unit_ms
+    from growcockpit.cli.plans import unit_ms
 
     plan = loads_plan(budget_text())  # r = 2, h = 1 exactly: a step is 3·(4 + 1) = 15 units
-    assert _unit_ms(plan, {"r": 2.0, "h": 1.0, "block_fwd_ms": 0.5}) == pytest.approx(0.5)
+    assert unit_ms(plan, {"r": 2.0, "h": 1.0, "block_fwd_ms": 0.5}) == pytest.approx(0.5)
     # a machine whose backward is relatively slower (r = 3): 4·5·0.5 = 10 ms per 15 units
-    assert _unit_ms(plan, {"r": 3.0, "h": 1.0, "block_fwd_ms": 0.5}) == pytest.approx(10 / 15)
+    assert unit_ms(plan, {"r": 3.0, "h": 1.0, "block_fwd_ms": 0.5}) == pytest.approx(10 / 15)

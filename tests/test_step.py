@@ -251,10 +251,11 @@ def test_compile_wraps_each_stage_after_its_operator_and_changes_no_weights(
 
 
 def test_compile_flag_reaches_the_plan_and_the_workers() -> None:
-    from growcockpit.cli import _device_args, build_parser
+    from growcockpit.cli import build_parser
+    from growcockpit.cli.launch import device_args
 
     args = build_parser().parse_args(["train", "plan.toml", "--compile", "--device", "cuda:1"])
-    assert args.compile and _device_args(args) == ["--device", "cuda:1", "--compile"]
+    assert args.compile and device_args(args) == ["--device", "cuda:1", "--compile"]
     assert loads_plan(TINY.replace("[optim]\n", "[optim]\ncompile = true\n"), "t").optim.compile
 
 

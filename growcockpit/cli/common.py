@@ -1,0 +1,58 @@
+"""What every subcommand shares: exit codes, the one-line user error, plan loading.
+
+Kept free of torch and Textual so that importing it costs nothing: the cheap
+subcommands (`status`, `ctl`, `plan`) must start in a fraction of a second.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Callable
+from pathlib import Path
+from typing import TYPE_CHECKING, TypeAlias
+
+if TYPE_CHECKING:
+    from growcockpit.plan import Plan
+
+EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
+EXIT_INTERRUPTED = 130
+
+Subparsers: TypeAlias = "argparse._SubParsersAction[argparse.ArgumentParser]"
+Command: TypeAlias = Callable[[argparse.Namespace], int]
+
+
+class UserError(Exception):
+    """Bad input: printed as one line, exit code 2."""
+
+
+def run_command(func: Command, args: argparse.Namespace) -> int:
+    """Run a subcommand; a UserError becomes one line on stderr and exit 2, never a traceback."""
+    try:
+        return int(func(args))
+    except UserError as exc:
+        print(f"growcockpit: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+    except KeyboardInterrupt:
+        return EXIT_INTERRUPTED
+
+
+def load_plan_or_fail(path: Path) -> Plan:
+    """The plan at `path`, or a UserError naming the bad field (the loader's message)."""
+    from growcockpit.plan import PlanError, load_plan
+
+    try:
+        return load_plan(path)
+    except PlanError as exc:
+        raise UserError(str(exc)) from None
+
+
+def checkpoint_step(value: str, where: str) -> int:
+    """`200` or `step-200` → 200."""
+    text = value.removeprefix("step-")
+    if not text.isdigit() or len(text) > 18:
+        raise UserError(
+            f"{where}: {value[:40]!r} is not a checkpoint step; give one such as 200 or step-200 "
+            "(ls RUN/checkpoints)"
+        )
+    return int(text)

@@ -1,0 +1,93 @@
+"""`growcockpit plan validate` and `growcockpit plan show`: plan files, no training.
+
+Only `plan show --calibrate` loads torch (it builds the plan's model to measure it).
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from growcockpit.cli.common import EXIT_OK, EXIT_USAGE, Subparsers, UserError, load_plan_or_fail
+
+if TYPE_CHECKING:
+    from growcockpit.plan import Plan
+
+
+def add_parsers(sub: Subparsers) -> None:
+    pl = sub.add_parser("plan", help="check or describe plan files")
+    psub = pl.add_subparsers(dest="plan_command", metavar="ACTION", required=True)
+    v = psub.add_parser("validate", help="validate plan files")
+    v.add_argument("plans", nargs="+", type=Path)
+    v.set_defaults(func=cmd_plan_validate)
+    sh = psub.add_parser("show", help="print a plan's stages and estimated cost")
+    sh.add_argument("plan", type=Path)
+    sh.add_argument(
+        "--r", type=float, default=2.0, help="backward/forward cost ratio for the estimate"
+    )
+    sh.add_argument(
+        "--calibrate",
+        action="store_true",
+        help="measure r and h for this plan's model on this machine (builds it; takes seconds)",
+    )
+    sh.set_defaults(func=cmd_plan_show)
+
+
+def cmd_plan_validate(args: argparse.Namespace) -> int:
+    """Every file is checked; each bad one prints its own error line, and the exit is 2 if any failed."""
+    from growcockpit.plan import PlanError, load_plan
+    from growcockpit.plan.show import budget_lines
+
+    failed = 0
+    for path in args.plans:
+        try:
+            plan = load_plan(path)
+        except PlanError as exc:
+            print(str(exc), file=sys.stderr)
+            failed += 1
+            continue
+        print(f"{path}: ok ({len(plan.stages)} stages, {plan.total_steps} steps)")
+        for line in budget_lines(plan):
+            print(f"  {line}")
+    return EXIT_USAGE if failed else EXIT_OK
+
+
+def cmd_plan_show(args: argparse.Namespace) -> int:
+    from growcockpit.plan import estimate_cost, format_plan
+
+    plan = load_plan_or_fail(args.plan)
+    r: float = args.r
+    h: float | None = None
+    frozen_fwd = 1.0
+    if args.calibrate:
+        from growcockpit.backend.calibrate import calibrate_plan
+        from growcockpit.backend.corpus import DataError
+
+        try:
+            measured = calibrate_plan(plan)
+        except DataError as exc:
+            raise UserError(str(exc)) from None
+        r, h, frozen_fwd = measured["r"], measured["h"], measured["frozen_over_grad_fwd"]
+        print(
+            f"calibrated on this machine: r = {r:.2f} (backward/forward of a block), "
+            f"h = {h:.2f} blocks (head forward), frozen-block forward {frozen_fwd:.2f}× a training forward"
+        )
+        print(
+            f"for [budget] minutes = M on this machine: unit_ms = {unit_ms(plan, measured):.4g} "
+            "(calibrated full-depth step time ÷ its cost units)"
+        )
+    print(format_plan(plan, estimate_cost(plan, r=r, h=h, frozen_fwd=frozen_fwd)))
+    return EXIT_OK
+
+
+def unit_ms(plan: Plan, measured: dict[str, float]) -> float:
+    """Wall ms of one cost unit: the calibrated full-depth step, (1 + r)(L + h) block
+    forwards, divided by that step's units under the plan's (uncalibrated) cost model."""
+    from growcockpit.plan import estimate_cost
+
+    L = plan.model.final_layers
+    step_ms = (1 + measured["r"]) * (L + measured["h"]) * measured["block_fwd_ms"]
+    units = estimate_cost(plan).baseline_step_cost
+    return step_ms / units if units > 0 else 0.0

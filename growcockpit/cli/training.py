@@ -1,0 +1,159 @@
+"""`growcockpit train` and `growcockpit resume`: the only subcommands that load torch.
+
+Every check that can fail on bad input (plan, corpus, run directory, checkpoint)
+runs before the run directory is created or touched, so a refused launch leaves
+nothing behind.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+from growcockpit.cli.common import Subparsers, UserError, checkpoint_step, load_plan_or_fail
+from growcockpit.cli.launch import (
+    add_distributed_args,
+    default_run_dir,
+    detach,
+    device_args,
+    distributed_args,
+    is_rank_zero,
+    is_worker,
+    run_torchrun,
+    torchrun_prefix,
+)
+
+
+def add_parsers(sub: Subparsers) -> None:
+    t = sub.add_parser("train", help="train a plan headless (no UI)")
+    t.add_argument("plan", type=Path)
+    t.add_argument("--run-dir", type=Path, help="run directory (default: runs/<plan>-<time>)")
+    t.add_argument("--device", help="torch device, e.g. cpu or cuda:0 (default: cuda if available)")
+    t.add_argument(
+        "--compile",
+        action="store_true",
+        help="torch.compile each stage's step (as [optim] compile = true)",
+    )
+    t.add_argument(
+        "--detach", action="store_true", help="start in the background (own session) and return"
+    )
+    add_distributed_args(t)
+    t.set_defaults(func=cmd_train)
+
+    r = sub.add_parser("resume", help="continue a run from its last checkpoint")
+    r.add_argument("run_dir", type=Path)
+    r.add_argument(
+        "--from",
+        dest="from_step",
+        metavar="step-N",
+        help="restore this checkpoint instead of the latest (later ones move to checkpoints/rolled-back/)",
+    )
+    r.add_argument(
+        "--force",
+        action="store_true",
+        help="resume even a completed run (retrains, rewrites final/)",
+    )
+    r.add_argument("--device")
+    r.add_argument("--detach", action="store_true")
+    add_distributed_args(r)
+    r.set_defaults(func=cmd_resume)
+
+
+def cmd_train(args: argparse.Namespace) -> int:
+    plan_path: Path = args.plan
+    plan = load_plan_or_fail(plan_path)
+    worker = is_worker()
+    given: Path | None = args.run_dir
+    if given is not None and (given / "events.jsonl").exists() and not worker:
+        raise UserError(
+            f"{given}: already holds a run; use `growcockpit resume {given}` or choose another --run-dir"
+        )
+    prefix = torchrun_prefix(args)
+    from growcockpit.backend.corpus import DataError, resolve_corpus
+
+    try:
+        resolve_corpus(plan.data.source)
+    except DataError as exc:
+        raise UserError(f"{plan_path}: {exc}") from None
+    run_dir = given or default_run_dir(plan.name, Path("runs"))  # created only now
+    forwarded = ["train", str(plan_path), "--run-dir", str(run_dir)] + device_args(args)
+    if args.detach:
+        return detach(forwarded + distributed_args(args), run_dir)
+    from growcockpit.backend import startup
+
+    if prefix is None:
+        startup.guard_startup(run_dir, plan.name, len(plan.stages), plan.total_steps)
+    try:
+        from growcockpit.backend.run import LaunchError, check_supported, run_training
+
+        try:
+            check_supported(plan, str(plan_path))
+        except LaunchError as exc:
+            raise UserError(str(exc)) from None
+        if prefix is not None:
+            return run_torchrun(prefix, forwarded)
+        if is_rank_zero():
+            print(f"run directory: {run_dir}", flush=True)
+        if args.compile:
+            plan.optim.compile = True
+        return run_training(plan, plan_path.read_text(), run_dir, device=args.device)
+    except startup.StartupInterrupted as exc:
+        return startup.end_interrupted(run_dir, exc)
+
+
+def cmd_resume(args: argparse.Namespace) -> int:
+    from growcockpit.protocol import RunDirError, read_status
+
+    run_dir: Path = args.run_dir
+    try:
+        status = read_status(run_dir)
+    except RunDirError as exc:
+        raise UserError(str(exc)) from None
+    worker = is_worker()
+    if status.is_live() and not worker:
+        raise UserError(
+            f"{run_dir}: the run is still live (pid {status.pid}); attach to it instead"
+        )
+    if status.state == "completed" and not args.force and not worker:
+        raise UserError(
+            f"{run_dir}: the run completed (step {status.step}/{status.total_steps}); nothing to "
+            "resume. `--force` retrains from its last checkpoint and rewrites final/"
+        )
+    step = checkpoint_step(args.from_step, "resume --from") if args.from_step else None
+    from growcockpit.backend.restore import RestoreError, pick_checkpoint, set_aside_later
+
+    try:
+        ckpt, notes = pick_checkpoint(run_dir / "checkpoints", step)
+    except RestoreError as exc:
+        raise UserError(str(exc)) from None
+    again = ["resume", str(run_dir)] + device_args(args)
+    again += [f"--from=step-{step}"] if step is not None else []
+    again += ["--force"] if args.force else []
+    if args.detach:
+        return detach(again + distributed_args(args), run_dir)
+    prefix = torchrun_prefix(args)
+    if prefix is not None:
+        return run_torchrun(prefix, again)
+    from growcockpit.backend.checkpoint import CheckpointError, load_checkpoint
+
+    try:
+        load_checkpoint(ckpt, mmap=True)  # refuses a hostile pickle before anything is touched
+    except CheckpointError as exc:
+        raise UserError(str(exc)) from None
+    plan = load_plan_or_fail(run_dir / "plan.toml")
+    from growcockpit.backend import startup
+
+    startup.guard_startup(run_dir, plan.name, len(plan.stages), plan.total_steps)
+    try:
+        if is_rank_zero():
+            for note in notes:
+                print(f"growcockpit: {run_dir}/checkpoints/{note}", file=sys.stderr, flush=True)
+            if step is not None:
+                set_aside_later(run_dir / "checkpoints", step)
+            print(f"resuming {run_dir} from {ckpt.name}", flush=True)
+        from growcockpit.backend.run import run_training
+
+        return run_training(plan, "", run_dir, device=args.device, resume_from=ckpt)
+    except startup.StartupInterrupted as exc:
+        return startup.end_interrupted(run_dir, exc)
