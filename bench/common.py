@@ -43,7 +43,7 @@ from growcockpit.plan import (
     resolve_shapes,
     validate_plan,
 )
-from growcockpit.plan.cost import vocab_size
+from growcockpit.plan.cost import expected_depth_fraction, vocab_size
 
 REPO = Path(__file__).resolve().parent.parent
 GLIBC_TUNABLES = "glibc.malloc.mmap_threshold=4294967296:glibc.malloc.trim_threshold=4294967296"
@@ -311,6 +311,7 @@ def stage_step_flops(plan: Plan) -> list[float]:
         w = shape.width
         f = w * ffn // d if d else ffn
         block = tokens * (2 * (4 * w * w + 2 * w * f) + 4 * seq * w)
+        block *= expected_depth_fraction(shape.layers, stage.layer_drop)  # skipped blocks
         head = rows * 2 * (w * vocab + (w * w if bert else 0))
         k = len(shape.trainable_layers)
         emb = stage.embeddings_trainable()

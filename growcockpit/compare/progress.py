@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from growcockpit.plan import Plan, PlanError, default_head_cost, plan_from_dict, step_cost
+from growcockpit.plan.cost import frozen_above
 from growcockpit.protocol.eventlog import read_all
 from growcockpit.protocol.events import Eval, Event, RunFinished, RunStarted, StageStarted, Step
 from growcockpit.protocol.rundir import RunPaths
@@ -79,6 +80,8 @@ def _stage_cost(plan: Plan, ev: StageStarted) -> float:
         embeddings_trainable=ev.embeddings_trainable,
         head_trainable=ev.head_trainable,
         refined=True,
+        frozen_above=frozen_above(list(ev.trainable_layers), ev.layers),
+        layer_drop=plan.stages[ev.index].layer_drop if 0 <= ev.index < len(plan.stages) else 0.0,
     )
 
 
