@@ -59,10 +59,14 @@ class Tmux:
         )
 
     def keys(self, *keys: str) -> None:
-        """One key at a time, like a person: a burst can split an escape sequence."""
+        """One key at a time, like a person: a burst can split an escape sequence.
+
+        A lone Escape followed quickly by a key reaches the app as Alt+key (a terminal
+        cannot tell them apart when both bytes arrive in one read, as they do on a busy
+        machine), so a person's pause after Escape is kept longer."""
         for key in keys:
             subprocess.run(["tmux", "send-keys", "-t", self.name, key], check=True)
-            time.sleep(0.15)
+            time.sleep(1.0 if key == "Escape" else 0.15)
 
     def screen(self) -> str:
         out = subprocess.run(
@@ -122,9 +126,7 @@ def test_design_launch_pause_advance_leave_attach_stop(tmp_path: Path, gc_cache:
         cockpit.wait_for(
             lambda s: "stack (top)" in s and "new: 2-3" in s, "the added grow stage", 10
         )
-        cockpit.keys(
-            "Tab", "Tab", "Tab", "Tab", "Tab", "Tab"
-        )  # name enter source layers width train
+        cockpit.keys(*["Tab"] * 8)  # name enter source init ramp layers width train
         cockpit.keys("Enter")  # open the train policy list: all new none top:1 top:2 top:3
         cockpit.keys("Down", "Down", "Down")
         cockpit.keys("Enter")
