@@ -51,10 +51,10 @@ from torch import nn  # noqa: E402
 from growcockpit.backend.calibrate import Clock, autocast_for, measure_r_h  # noqa: E402
 from growcockpit.backend.data import Batch, TokenBlocks, load_blocks  # noqa: E402
 from growcockpit.backend.device import prepare_device  # noqa: E402
-from growcockpit.backend.engine import resolve_precision  # noqa: E402
 from growcockpit.backend.forward import StagedForward  # noqa: E402
 from growcockpit.backend.model import build_model  # noqa: E402
 from growcockpit.backend.optim import build_optimizer  # noqa: E402
+from growcockpit.backend.step import resolve_precision  # noqa: E402
 from growcockpit.grow import apply_freeze, get_layers, set_train_modes, stack_layers  # noqa: E402
 from growcockpit.plan import estimate_cost, load_plan, validate_plan  # noqa: E402
 from growcockpit.plan.cost import default_head_cost  # noqa: E402

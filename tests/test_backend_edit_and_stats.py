@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 import torch
 
-from growcockpit.backend.commands import apply_command
+from growcockpit.backend.command_loop import run_command
 from growcockpit.backend.data import load_blocks
 from growcockpit.backend.engine import Trainer
 from growcockpit.backend.reporter import RunReporter
@@ -35,9 +35,9 @@ def test_accepted_edit_stages_emits_plan_changed(tmp_path: Path) -> None:
     trainer = _trainer(tmp_path)
     trainer.enter_stage()
     stages = [{"name": "grow-big", "layers": 4, "enter": "stack", "train": "all", "steps": 77}]
-    ack = apply_command(trainer, CommandRequest("edit_stages", {"stages": stages}))
+    ack = run_command(trainer, CommandRequest("edit_stages", {"stages": stages}))
     assert ack.accepted, ack.reason
-    refused = apply_command(trainer, CommandRequest("edit_stages", {"stages": [{"name": "x"}]}))
+    refused = run_command(trainer, CommandRequest("edit_stages", {"stages": [{"name": "x"}]}))
     assert not refused.accepted
     changed = [e for e in read_all(tmp_path / "events.jsonl") if isinstance(e, PlanChanged)]
     assert len(changed) == 1, "one plan_changed per accepted edit, none for a refused one"

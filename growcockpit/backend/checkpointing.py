@@ -12,19 +12,20 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import Any
 
 import torch
+from torch import nn
 
 from growcockpit.backend import rng
-from growcockpit.backend.checkpoint import NonFiniteState, save_checkpoint
-from growcockpit.backend.operators import levels_to_save
+from growcockpit.backend.checkpoint import NonFiniteState, TrainerPosition, save_checkpoint
+from growcockpit.backend.distributed import DistContext
+from growcockpit.backend.operators import LevelSnapshot, levels_to_save
+from growcockpit.backend.progress import Progress
+from growcockpit.backend.reporter import RunReporter
 from growcockpit.plan import plan_to_dict
-from growcockpit.plan.types import CheckpointSpec
+from growcockpit.plan.types import CheckpointSpec, Plan
 from growcockpit.protocol.events import Checkpoint
-
-if TYPE_CHECKING:
-    from growcockpit.backend.engine import Trainer
 
 
 @dataclass
@@ -53,54 +54,75 @@ class CheckpointCadence:
         self.last_step = step
 
 
-def checkpoint_due(trainer: Trainer) -> str | None:
+@dataclass
+class TrainState:
+    """What a checkpoint holds of a live trainer."""
+
+    model: nn.Module
+    optimizer: torch.optim.Optimizer | None
+    pos: TrainerPosition
+    plan: Plan
+    levels: dict[int, LevelSnapshot]
+    scaler: dict[str, Any] | None
+    loss: float | None
+
+
+def checkpoint_due(
+    cadence: CheckpointCadence, step: int, dist: DistContext, device: torch.device
+) -> str | None:
     """The cadence's verdict, agreed by all DDP ranks.
 
     A checkpoint is a collective (every rank's RNG is gathered), and each rank
     has its own clock: the ranks take the wall-clock decision together (any
     rank due means all are), in one small host message per step.
     """
-    trainer.cadence.spec = trainer.plan.checkpoint
-    reason = trainer.cadence.due(trainer.pos.step)
-    if reason == "periodic" or not trainer.dist.enabled or trainer.cadence.spec.every_minutes <= 0:
+    reason = cadence.due(step)
+    if reason == "periodic" or not dist.enabled or cadence.spec.every_minutes <= 0:
         return reason
-    _, any_due = trainer.dist.agree(0, reason == "timer", trainer.device)
+    _, any_due = dist.agree(0, reason == "timer", device)
     return "timer" if any_due else None
 
 
-def write_checkpoint(trainer: Trainer, reason: str) -> Path | None:
-    """Save the trainer's state (rank 0 writes); None when it was not finite."""
-    trainer.cadence.written(trainer.pos.step)
-    trainer.pos.plan = plan_to_dict(trainer.plan)
-    trainer.pos.cpu_threads = torch.get_num_threads()
-    root = trainer.run_dir / "checkpoints"
-    rng_ranks = rng.gather(trainer.dist, trainer.device)  # a collective: every rank, first
-    if not trainer.dist.is_main:
-        return root / f"step-{trainer.pos.step}"
+def write_checkpoint(
+    root: Path,
+    state: TrainState,
+    reason: str,
+    dist: DistContext,
+    device: torch.device,
+    report: RunReporter,
+    run: Progress,
+) -> Path | None:
+    """Save the trainer's state under `root` (rank 0 writes); None when it was not finite."""
+    pos = state.pos
+    pos.plan = plan_to_dict(state.plan)
+    pos.cpu_threads = torch.get_num_threads()
+    rng_ranks = rng.gather(dist, device)  # a collective: every rank, first
+    if not dist.is_main:
+        return root / f"step-{pos.step}"
     try:
         path = save_checkpoint(
             root,
-            trainer.model,
-            trainer.optimizer,
-            trainer.pos,
-            trainer.plan.checkpoint.keep,
-            levels_to_save(trainer.levels),
+            state.model,
+            state.optimizer,
+            pos,
+            state.plan.checkpoint.keep,
+            levels_to_save(state.levels),
             rng_ranks=rng_ranks,
-            scaler=trainer.steps.scaler.state_dict() if trainer.steps.scaler else None,
-            loss=trainer.last_loss,
+            scaler=state.scaler,
+            loss=state.loss,
         )
     except NonFiniteState as exc:
-        last = trainer.report.status.last_checkpoint
-        trainer.report.warn(
-            f"no {reason} checkpoint at step {trainer.pos.step}: {exc}; "
+        last = report.status.last_checkpoint
+        report.warn(
+            f"no {reason} checkpoint at step {pos.step}: {exc}; "
             + (
                 f"the last good one ({Path(last).name}) is kept: `rollback` returns to it"
                 if last
                 else "`rollback STEP` returns to an earlier checkpoint"
             ),
-            step=trainer.pos.step,
+            step=pos.step,
         )
         return None
-    trainer.report.emit(Checkpoint(step=trainer.pos.step, path=str(path), reason=reason))
-    trainer.report.status_checkpoint(trainer, str(path))
+    report.emit(Checkpoint(step=pos.step, path=str(path), reason=reason))
+    report.status_checkpoint(run, str(path))
     return path

@@ -1,102 +1,132 @@
-"""What each control command does to a running trainer, at a step boundary.
+"""What a control command asks of a running trainer: a refusal, or an intent.
 
-Every command is acked: accepted, or refused with a reason the user can act
-on. Refusals change nothing.
+`decide` is pure: it reads where the run stands (`Progress`) and returns either
+a `Refusal` with a reason the user can act on, or a small intent that the
+engine applies in one place (`Trainer.apply`) at a step boundary. Refusals
+change nothing. Intents whose outcome is only known once applied (a
+checkpoint that turns out not finite, a rollback with no usable checkpoint)
+are refused by the engine when they fail.
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from dataclasses import dataclass
 
-from growcockpit.plan import (
-    PlanError,
-    dump_plan,
-    parse_stages,
-    plan_to_dict,
-    replace_remaining_stages,
-)
-from growcockpit.protocol.commands import (
-    CommandAck,
-    CommandRequest,
-    lr_factor_problem,
-    lr_scale_problem,
-)
-from growcockpit.protocol.events import PlanChanged
-
-if TYPE_CHECKING:
-    from growcockpit.backend.engine import Trainer
+from growcockpit.backend.progress import Progress
+from growcockpit.plan import PlanError, parse_stages, replace_remaining_stages
+from growcockpit.plan.types import Plan
+from growcockpit.protocol.commands import CommandRequest, lr_factor_problem, lr_scale_problem
 
 
-def apply_command(trainer: Trainer, request: CommandRequest) -> CommandAck:
-    step = trainer.pos.step
+@dataclass(frozen=True)
+class Refusal:
+    reason: str
 
-    def ok(reason: str = "") -> CommandAck:
-        return CommandAck(request.id, True, reason, step)
 
-    def refuse(reason: str) -> CommandAck:
-        return CommandAck(request.id, False, reason, step)
+@dataclass(frozen=True)
+class Pause:
+    pass
 
+
+@dataclass(frozen=True)
+class Resume:
+    pass
+
+
+@dataclass(frozen=True)
+class Advance:
+    message: str
+
+
+@dataclass(frozen=True)
+class TakeCheckpoint:
+    pass
+
+
+@dataclass(frozen=True)
+class Rollback:
+    step: int | None
+
+
+@dataclass(frozen=True)
+class Stop:
+    pass
+
+
+@dataclass(frozen=True)
+class ScaleLr:
+    factor: float
+
+
+@dataclass(frozen=True)
+class ReplaceStages:
+    plan: Plan
+    from_stage: int  # index of the first replaced stage
+    count: int
+
+
+Intent = Pause | Resume | Advance | TakeCheckpoint | Rollback | Stop | ScaleLr | ReplaceStages
+
+
+def decide(request: CommandRequest, run: Progress) -> Intent | Refusal:
+    """The intent `request` stands for at this point of the run, or why it is refused."""
     cmd = request.command
-    if trainer.stopping:
-        return refuse("the run is stopping")
-    if cmd == "pause":
-        if trainer.paused:
-            return refuse("already paused")
-        trainer.paused = True
-        trainer.report.paused(trainer, reason="command")
-        return ok(f"paused at step {step}")
-    if cmd == "resume":
-        if not trainer.paused:
-            return refuse("not paused")
-        trainer.paused = False
-        trainer.report.resumed(trainer)
-        return ok(f"resumed at step {step}")
-    if cmd == "advance":
-        index = trainer.pos.stage_index
-        if index + 1 >= len(trainer.plan.stages):
-            return refuse(
-                f"already at the last stage ({index + 1}/{len(trainer.plan.stages)}); use stop to end"
-            )
-        nxt = trainer.plan.stages[index + 1]
-        trainer.advance_now = True
-        return ok(f"entering stage {index + 2} ({nxt.name}: {nxt.enter} to {nxt.layers} layers)")
-    if cmd == "checkpoint":
-        path = trainer.checkpoint("command")
-        if path is None:
-            return refuse("the state is not finite: no checkpoint written; use rollback")
-        return ok(f"checkpoint written: {path}")
-    if cmd == "rollback":
-        from growcockpit.backend.restore import RestoreError, rollback
+    if run.stopping:
+        return Refusal("the run is stopping")
+    rule = _RULES.get(cmd)
+    if rule is None:
+        return Refusal(f"unknown command {cmd!r}")
+    return rule(request, run)
 
-        try:
-            return ok(rollback(trainer, request.args.get("step")))
-        except RestoreError as exc:
-            return refuse(str(exc))
-    if cmd == "stop":
-        trainer.stopping = True
-        return ok("stopping: checkpoint, then end")
-    if cmd == "set_lr":
-        factor = request.args.get("factor")
-        problem = lr_factor_problem(factor) or lr_scale_problem(
-            trainer.pos.lr_scale,
-            float(factor),  # type: ignore[arg-type]
-        )
-        if problem:
-            return refuse(problem)
-        trainer.pos.lr_scale *= float(factor)  # type: ignore[arg-type]
-        return ok(f"LR scale now {trainer.pos.lr_scale:g} (lr {trainer.current_lr():.3g})")
-    if cmd == "edit_stages":
-        started = trainer.pos.stage_index + 1
-        try:
-            new_stages = parse_stages(
-                request.args["stages"], source="edit_stages", start_index=started
-            )
-            plan = replace_remaining_stages(trainer.plan, started, new_stages)
-        except PlanError as exc:
-            return refuse(str(exc))
-        trainer.plan = plan
-        if trainer.dist.is_main:
-            trainer.report.paths.plan.write_text(dump_plan(plan))
-        trainer.report.emit(PlanChanged(step=step, from_stage=started, plan=plan_to_dict(plan)))
-        return ok(f"stages {started + 1}..{len(plan.stages)} replaced ({len(new_stages)} stage(s))")
-    return refuse(f"unknown command {cmd!r}")
+
+def _pause(request: CommandRequest, run: Progress) -> Intent | Refusal:
+    return Refusal("already paused") if run.state == "paused" else Pause()
+
+
+def _resume(request: CommandRequest, run: Progress) -> Intent | Refusal:
+    return Resume() if run.state == "paused" else Refusal("not paused")
+
+
+def _advance(request: CommandRequest, run: Progress) -> Intent | Refusal:
+    index, stages = run.stage_index, run.plan.stages
+    if index + 1 >= len(stages):
+        return Refusal(f"already at the last stage ({index + 1}/{len(stages)}); use stop to end")
+    nxt = stages[index + 1]
+    return Advance(f"entering stage {index + 2} ({nxt.name}: {nxt.enter} to {nxt.layers} layers)")
+
+
+def _rollback(request: CommandRequest, run: Progress) -> Intent | Refusal:
+    step = request.args.get("step")
+    return Rollback(step if isinstance(step, int) else None)
+
+
+def _set_lr(request: CommandRequest, run: Progress) -> Intent | Refusal:
+    factor = request.args.get("factor")
+    problem = lr_factor_problem(factor)
+    if problem:
+        return Refusal(problem)
+    assert isinstance(factor, str | int | float)  # what lr_factor_problem accepts
+    problem = lr_scale_problem(run.lr_scale, float(factor))
+    return Refusal(problem) if problem else ScaleLr(float(factor))
+
+
+def _edit_stages(request: CommandRequest, run: Progress) -> Intent | Refusal:
+    started = run.stage_index + 1
+    try:
+        stages = parse_stages(request.args["stages"], source="edit_stages", start_index=started)
+        plan = replace_remaining_stages(run.plan, started, stages)
+    except PlanError as exc:
+        return Refusal(str(exc))
+    return ReplaceStages(plan, started, len(stages))
+
+
+_RULES = {
+    "pause": _pause,
+    "resume": _resume,
+    "advance": _advance,
+    "checkpoint": lambda request, run: TakeCheckpoint(),
+    "rollback": _rollback,
+    "stop": lambda request, run: Stop(),
+    "set_lr": _set_lr,
+    "edit_stages": _edit_stages,
+}

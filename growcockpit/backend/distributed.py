@@ -100,6 +100,13 @@ class DistContext:
         dist.broadcast_object_list(box, src=0, group=self.host_group)
         return box
 
+    def agree_commands(
+        self, local: list[Any], stop: bool, device: torch.device
+    ) -> tuple[list[Any], bool]:
+        """Rank 0's queued command requests and whether any rank must stop, on every rank."""
+        count, any_stop = self.agree(len(local), stop, device)
+        return (self.broadcast(local, count) if count else []), any_stop
+
     def step_summary(
         self, loss: float, step_ms: float, device: torch.device | None = None
     ) -> tuple[float, list[float] | None]:

@@ -1,25 +1,34 @@
 """The stage engine: for each stage, enter it (operator → freeze → optimizer), then train.
 
 `Trainer.run` reads top to bottom like nanoGPT's loop. Everything that is not
-the loop itself is a pluggable piece: `CommandHandler` (control),
-`LayerStatsSampler` (metrics), `RunReporter` (events and status).
+the loop itself lives in its own module and knows nothing of the Trainer:
+`commands.decide` turns a control command into an intent that `Trainer.apply`
+carries out (the one place the loop's state changes), `StepRunner` runs a step,
+`checkpointing`/`restore` save and load the state they are handed, and
+`RunReporter` writes events and status from explicit values (`Progress`).
 """
 
 from __future__ import annotations
 
 import math
 import time
-from dataclasses import asdict
 from pathlib import Path
 
 import torch
 from torch import nn
 
 from growcockpit.backend.checkpoint import TrainerPosition
-from growcockpit.backend.checkpointing import CheckpointCadence, checkpoint_due, write_checkpoint
+from growcockpit.backend.checkpointing import (
+    CheckpointCadence,
+    TrainState,
+    checkpoint_due,
+    write_checkpoint,
+)
+from growcockpit.backend.command_loop import handle_commands
 from growcockpit.backend.data import Batch, BatchPrefetcher, TokenBlocks
 from growcockpit.backend.device import release_cached_memory
 from growcockpit.backend.distributed import DistContext
+from growcockpit.backend.evaluation import mean_val_loss
 from growcockpit.backend.forward import LossModule, StagedForward
 from growcockpit.backend.init_from import initial_model
 from growcockpit.backend.operators import (
@@ -29,10 +38,19 @@ from growcockpit.backend.operators import (
 )
 from growcockpit.backend.optim import build_optimizer, lr_at
 from growcockpit.backend.plateau import PlateauTrigger, check_event, trigger_for
+from growcockpit.backend.progress import LoopState, Progress
 from growcockpit.backend.recipes import StageRecipes, fresh_state_layers, gated_layer_ids
 from growcockpit.backend.reporter import RunReporter
+from growcockpit.backend.restore import (
+    RestoreError,
+    restore_trainer,
+    restored_event,
+    rollback_target,
+    rolled_back_text,
+    set_aside_later,
+    step_of,
+)
 from growcockpit.backend.step import StepOutcome, StepRunner
-from growcockpit.backend.step import resolve_precision as resolve_precision
 from growcockpit.grow import (
     GrowResult,
     apply_freeze,
@@ -110,7 +128,7 @@ class Trainer:
                 self.steps.discard()  # unreported steps of the abandoned timeline
                 continue
             self.pos.enter_reason = ended
-            self.steps.flush(self)  # steps not yet reported (advance or stop mid-window)
+            self.flush_steps()  # steps not yet reported (advance or stop mid-window)
             if self.stopping:
                 break
             self.pos.stage_index += 1
@@ -123,15 +141,14 @@ class Trainer:
         """Train the current stage; returns why it ended (the next stage's `reason`)."""
         stage = self.stage
         while True:
-            self.report.handle_commands(self, block=self.paused or self.waiting)
+            self.handle_commands(block=self.paused or self.waiting)
             if self.stopping or self.advance_now or self.rewound:
                 return "command"
             if self.paused:
                 continue
             if self.plateau is not None and self.plateau.fired:
-                self.replan(
-                    end_stage_early(self.plan, self.pos.stage_index, self.pos.step_in_stage)
-                )
+                plan = end_stage_early(self.plan, self.pos.stage_index, self.pos.step_in_stage)
+                self.replan(plan, self.pos.stage_index)
                 return "plateau"
             if self.pos.step_in_stage >= stage.steps:
                 if stage.advance == "manual" and self.pos.stage_index + 1 < len(self.plan.stages):
@@ -144,16 +161,30 @@ class Trainer:
             else:
                 self.after_step(None)
 
-    def replan(self, plan: Plan) -> None:
-        """Run `plan` from here on (its started stages unchanged) and say so (plan_changed)."""
+    def replan(self, plan: Plan, from_stage: int) -> None:
+        """Run `plan` from here on and say so (plan_changed from stage `from_stage` on)."""
         self.plan = plan
         if self.dist.is_main:
             self.report.paths.plan.write_text(dump_plan(plan))
         self.report.emit(
-            PlanChanged(
-                step=self.pos.step, from_stage=self.pos.stage_index, plan=plan_to_dict(plan)
-            )
+            PlanChanged(step=self.pos.step, from_stage=from_stage, plan=plan_to_dict(plan))
         )
+
+    def progress(self) -> Progress:
+        state: LoopState = "paused" if self.paused else "waiting" if self.waiting else "running"
+        return Progress(
+            self.plan,
+            self.pos.stage_index,
+            self.pos.step,
+            self.last_loss,
+            state,
+            self.stopping,
+            self.pos.lr_scale,
+        )
+
+    def handle_commands(self, block: bool) -> None:
+        """Apply queued commands at this step boundary (backend/command_loop.py)."""
+        handle_commands(self, block)
 
     def train_step(self) -> StepOutcome | None:
         """One optimizer step (backend/step.py); an outcome on steps that report."""
@@ -168,13 +199,14 @@ class Trainer:
                 if fired or self.pos.step % max(1, self.plan.metrics.every_steps) == 0:
                     self.report.emit(check_event(self.plateau, self.pos.step, self.pos.stage_index))
         self.recipes.after_step(self.pos.step_in_stage, self.pos.step)
-        self.report.status_step(self)
+        self.report.status_step(self.progress())
         if loss is not None and self.pause_if_non_finite(loss, skipped):
             return
         every = self.plan.metrics.eval_every_steps
         if every > 0 and self.pos.step % every == 0:
             self.evaluate()
-        reason = checkpoint_due(self)
+        self.cadence.spec = self.plan.checkpoint  # an edit may have changed it
+        reason = checkpoint_due(self.cadence, self.pos.step, self.dist, self.device)
         if reason:
             self.checkpoint(reason)
 
@@ -193,7 +225,7 @@ class Trainer:
                 step=self.pos.step,
             )
         )
-        self.report.paused(self, reason="non-finite loss")
+        self.report.paused(self.progress(), reason="non-finite loss")
         return True
 
     # ---- stages ------------------------------------------------------------------
@@ -220,7 +252,7 @@ class Trainer:
         freed = release_cached_memory(self.device)  # the replaced model and optimizer
         self.pos.stage_entered = True
         self.waiting = False
-        self.report.status_stage(self)
+        self.report.status_stage(self.progress())
         self.report.emit(
             StageStarted(
                 index=index,
@@ -263,11 +295,8 @@ class Trainer:
         shape = resolve_shapes(self.plan)[self.pos.stage_index]
         family = self.plan.model.family
         model, result = apply_operator(GrowInput(self.model, stage, shape, family, self.levels))
-        self.replace_model(model)
-        return result
-
-    def replace_model(self, model: nn.Module) -> None:
         self.model = model.to(self.device)
+        return result
 
     def configure_training(
         self, stage: Stage, trainable: list[int], grow: GrowResult | None = None
@@ -313,7 +342,7 @@ class Trainer:
                 "advance = manual: waiting for `advance` (key g, or growcockpit ctl RUN advance)",
                 step=self.pos.step,
             )
-            self.report.status_state(self)
+            self.report.status_state(self.progress())
 
     # ---- helpers -----------------------------------------------------------------
     def batch(self, step: int, micro: int = 0) -> Batch:
@@ -340,32 +369,16 @@ class Trainer:
         every = self.plan.metrics.timing_every_steps
         return self.dist.is_main and every > 0 and (self.pos.step + 1) % every == 0
 
-    @torch.no_grad()
     def probe_loss(self) -> float | None:
         """Loss on the first validation batch: shows what an operator did to the function."""
         batches = self.data.val_batches(self.plan.optim.batch_size, 1)
-        if not batches:
-            return None
-        was_training = self.model.training
-        self.model.eval()
-        b = batches[0]
-        with self.steps.autocast():
-            loss = StagedForward(0, True).loss(self.model, b.to(self.device))
-        if was_training:
-            self.set_train_modes()
-        return float(loss)
+        return mean_val_loss(self.model, batches, self.device, self.steps.autocast())
 
-    @torch.no_grad()
     def evaluate(self) -> None:
         batches = self.data.val_batches(self.plan.optim.batch_size, self.plan.metrics.eval_batches)
-        if not batches:
+        val = mean_val_loss(self.model, batches, self.device, self.steps.autocast())
+        if val is None:
             return
-        self.model.eval()
-        full = StagedForward(0, True)
-        with self.steps.autocast():
-            total = sum(full.loss(self.model, b.to(self.device)).float() for b in batches)
-        val = float(total) / len(batches)
-        self.set_train_modes()
         self.report.emit(
             Eval(
                 step=self.pos.step,
@@ -377,20 +390,55 @@ class Trainer:
 
     def checkpoint(self, reason: str) -> Path | None:
         self.pos.plateau = self.plateau.state() if self.plateau is not None else None
-        return write_checkpoint(self, reason)
+        self.cadence.written(self.pos.step)
+        scaler = self.steps.scaler.state_dict() if self.steps.scaler else None
+        state = TrainState(
+            self.model, self.optimizer, self.pos, self.plan, self.levels, scaler, self.last_loss
+        )
+        root = self.run_dir / "checkpoints"
+        run = self.progress()
+        return write_checkpoint(root, state, reason, self.dist, self.device, self.report, run)
 
     def restore(self, checkpoint_dir: Path) -> None:
         """Continue from a checkpoint: same weights, optimizer, plan position and RNG."""
-        from growcockpit.backend.restore import restore_trainer
-
         restore_trainer(self, checkpoint_dir)
         self.plateau = trigger_for(self.stage, self.pos.plateau) if self.pos.stage_entered else None
         self.cadence = CheckpointCadence(self.plan.checkpoint)
         self.cadence.written(self.pos.step)
 
+    def rollback(self, step: int | None) -> str:
+        """Restore an earlier checkpoint in this live run; returns the ack text.
+
+        Raises RestoreError (the run is left untouched) when there is none.
+        Later checkpoints are set aside, so a later `resume` follows this timeline.
+        """
+        root = self.run_dir / "checkpoints"
+        path = rollback_target(root, self.pos.step, step)
+        before, from_step = self.plan, self.pos.step
+        try:
+            self.restore(path)
+        except Exception as exc:
+            raise RestoreError(f"{path}/state.pt: cannot be loaded ({str(exc)[:200]})") from None
+        self.last_loss = None
+        self.waiting = self.advance_now = False
+        self.rewound = True
+        moved = set_aside_later(root, step_of(path)) if self.dist.is_main else []
+        if self.plan != before:
+            self.replan(self.plan, 0)
+        self.report.emit(restored_event(self.pos, path, from_step, len(moved)))
+        return rolled_back_text(path, moved, self.pos)
+
+    def flush_steps(self) -> None:
+        outcome = self.steps.flush(self)
+        if outcome is None:
+            return
+        self.last_loss = outcome.loss
+        self.pause_if_non_finite(outcome.loss, outcome.skipped)
+        self.report.status_step(self.progress())
+
     def finish(self) -> str:
         self.prefetch.close()
-        self.steps.flush(self)
+        self.flush_steps()
         status = "stopped" if self.stopping else "completed"
         if self.stopping:
             self.checkpoint("stop")
@@ -413,8 +461,5 @@ class Trainer:
                 rank_weight_digests=digests,
             )
         )
-        self.report.status_final(self, status)
+        self.report.status_final(self.progress(), status)
         return status
-
-    def position_dict(self) -> dict[str, object]:
-        return asdict(self.pos)

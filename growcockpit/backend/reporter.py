@@ -1,9 +1,10 @@
-"""Everything the engine tells the outside world: events, status.json, console lines, commands.
+"""Everything the engine tells the outside world: events, status.json, console lines.
 
 The engine calls a handful of intention-revealing methods (`emit`,
-`status_step`, `handle_commands`…); this class decides how they reach the
-event log, the status file and the control socket. Commands are applied by
-`backend.commands.apply_command` at step boundaries only.
+`status_step`, `command_done`…) with explicit values (`Progress`); this class
+decides how they reach the event log, the status file and the console. It is
+also where queued control commands are taken from (`take_commands`); the
+engine decides what they do (backend/commands.py) and applies them.
 """
 
 from __future__ import annotations
@@ -13,7 +14,8 @@ import threading
 import time
 from typing import TYPE_CHECKING, TextIO
 
-from growcockpit.backend.commands import apply_command
+from growcockpit.backend.progress import Progress
+from growcockpit.protocol.commands import CommandAck, CommandRequest
 from growcockpit.protocol.control import ControlServer
 from growcockpit.protocol.eventlog import EventLog
 from growcockpit.protocol.events import (
@@ -28,10 +30,10 @@ from growcockpit.protocol.events import (
     Step,
     Warning,
 )
+from growcockpit.protocol.pending import PendingCommand
 from growcockpit.protocol.rundir import RunPaths, RunStatus, write_status
 
 if TYPE_CHECKING:
-    from growcockpit.backend.engine import Trainer
     from growcockpit.export import Mirrors
 
 STATUS_EVERY_S = 1.0
@@ -71,13 +73,13 @@ class RunReporter:
     def warn(self, message: str, step: int | None = None) -> None:
         self.emit(Warning(message=message, step=step))
 
-    def paused(self, trainer: Trainer, reason: str) -> None:
-        self.emit(Paused(step=trainer.pos.step, reason=reason))
-        self.status_state(trainer)
+    def paused(self, run: Progress, reason: str) -> None:
+        self.emit(Paused(step=run.step, reason=reason))
+        self.status_state(run)
 
-    def resumed(self, trainer: Trainer) -> None:
-        self.emit(Resumed(step=trainer.pos.step))
-        self.status_state(trainer)
+    def resumed(self, run: Progress) -> None:
+        self.emit(Resumed(step=run.step))
+        self.status_state(run)
 
     def _echo(self, event: Event) -> None:
         if self.console is None:
@@ -87,7 +89,7 @@ class RunReporter:
             print(line, file=self.console, flush=True)
 
     # ---- status.json -------------------------------------------------------------
-    def _write(self, trainer: Trainer, force: bool = True) -> None:
+    def _write(self, run: Progress, force: bool = True) -> None:
         if self.events is None:
             return
         now = time.time()
@@ -96,14 +98,14 @@ class RunReporter:
         self._last_status = now
         s = self.status
         # A finished run's position is one past the last stage: report the last stage.
-        s.stage = min(trainer.pos.stage_index, len(trainer.plan.stages) - 1)
-        s.stage_name = trainer.plan.stages[s.stage].name
-        s.num_stages = len(trainer.plan.stages)
-        s.step = trainer.pos.step
-        s.total_steps = trainer.plan.total_steps
-        s.loss = trainer.last_loss
+        s.stage = min(run.stage_index, len(run.plan.stages) - 1)
+        s.stage_name = run.plan.stages[s.stage].name
+        s.num_stages = len(run.plan.stages)
+        s.step = run.step
+        s.total_steps = run.plan.total_steps
+        s.loss = run.loss
         if s.state not in ("completed", "stopped", "crashed"):
-            s.state = "paused" if trainer.paused else "waiting" if trainer.waiting else "running"
+            s.state = run.state
         with self._status_lock:
             write_status(self.paths.status, s)
 
@@ -114,59 +116,49 @@ class RunReporter:
         with self._status_lock:
             write_status(self.paths.status, self.status)
 
-    def status_step(self, trainer: Trainer) -> None:
-        self._write(trainer, force=False)
+    def status_step(self, run: Progress) -> None:
+        self._write(run, force=False)
 
-    def status_stage(self, trainer: Trainer) -> None:
-        self._write(trainer)
+    def status_stage(self, run: Progress) -> None:
+        self._write(run)
 
-    def status_state(self, trainer: Trainer) -> None:
-        self._write(trainer)
+    def status_state(self, run: Progress) -> None:
+        self._write(run)
 
-    def status_checkpoint(self, trainer: Trainer, path: str) -> None:
+    def status_checkpoint(self, run: Progress, path: str) -> None:
         self.status.last_checkpoint = path
-        self._write(trainer)
+        self._write(run)
 
-    def status_final(self, trainer: Trainer, state: str) -> None:
+    def status_final(self, run: Progress, state: str) -> None:
         self.status.state = state
-        self._write(trainer)
+        self._write(run)
 
     # ---- commands ----------------------------------------------------------------
-    def handle_commands(self, trainer: Trainer, block: bool) -> None:
-        """Apply queued commands on every rank at this step boundary.
+    def take_commands(self, block: bool, alone: bool) -> list[PendingCommand]:
+        """The commands queued on the control socket (rank 0; other ranks have none).
 
-        While paused or waiting, rank 0 blocks briefly on the socket and the
-        other ranks wait for it inside the agreement collective.
+        While paused or waiting (`block`), wait briefly for one instead of
+        spinning; a process `alone` (no DDP peers to wait for in the agreement
+        collective) without a socket just sleeps.
         """
-        pending = []
         if self.control is not None:
-            pending = self.control.wait(0.5) if block else self.control.poll()
-        elif block and not trainer.dist.enabled:
+            return self.control.wait(0.5) if block else self.control.poll()
+        if block and alone:
             time.sleep(0.2)
-        if block:
-            self._write(trainer, force=False)
-        count, stop = trainer.dist.agree(len(pending), trainer.stop_requested, trainer.device)
-        if stop and not trainer.stopping:
-            trainer.stopping = True
-            self.warn("stop requested by signal: checkpoint, then end", step=trainer.pos.step)
-        if count == 0:
-            return
-        requests = trainer.dist.broadcast([p.request for p in pending], count)
-        for i, request in enumerate(requests):
-            ack = apply_command(trainer, request)
-            if i < len(pending):
-                pending[i].reply(ack)
-            self.emit(
-                CommandEvent(
-                    id=request.id,
-                    command=request.command,
-                    args=request.args,
-                    accepted=ack.accepted,
-                    reason=ack.reason,
-                    step=trainer.pos.step,
-                )
+        return []
+
+    def command_done(self, request: CommandRequest, ack: CommandAck, run: Progress) -> None:
+        self.emit(
+            CommandEvent(
+                id=request.id,
+                command=request.command,
+                args=request.args,
+                accepted=ack.accepted,
+                reason=ack.reason,
+                step=run.step,
             )
-            self._write(trainer)
+        )
+        self._write(run)
 
 
 def _console_line(event: Event, every: int) -> str | None:

@@ -16,17 +16,42 @@ import os
 import shutil
 import zipfile
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
-from growcockpit.plan import dump_plan, plan_from_dict, plan_to_dict
-from growcockpit.plan.types import Plan, trainable_layer_ids
-from growcockpit.protocol.events import PlanChanged, RolledBack
+from growcockpit.plan import plan_from_dict
+from growcockpit.plan.types import Plan, Stage, trainable_layer_ids
+from growcockpit.protocol.events import RolledBack
 
-if TYPE_CHECKING:
+if TYPE_CHECKING:  # torch-heavy: choosing a checkpoint must not import them
+    import torch
+    from torch import nn
+
     from growcockpit.backend.checkpoint import TrainerPosition
-    from growcockpit.backend.engine import Trainer
+    from growcockpit.backend.distributed import DistContext
+    from growcockpit.backend.operators import LevelSnapshot
+    from growcockpit.backend.reporter import RunReporter
+    from growcockpit.backend.step import StepRunner
+    from growcockpit.grow import GrowResult
 
 SET_ASIDE = "rolled-back"
+
+
+class RestoreHost(Protocol):
+    """The parts of a live trainer a checkpoint restores (backend/engine.py's `Trainer`)."""
+
+    pos: TrainerPosition
+    plan: Plan
+    levels: dict[int, LevelSnapshot]
+    model: nn.Module
+    optimizer: torch.optim.Optimizer | None
+    device: torch.device
+    dist: DistContext
+    report: RunReporter
+    steps: StepRunner
+
+    def configure_training(
+        self, stage: Stage, trainable: list[int], grow: GrowResult | None = None
+    ) -> None: ...
 
 
 class RestoreError(Exception):
@@ -112,7 +137,7 @@ def set_aside_later(root: Path, step: int) -> list[Path]:
     return moved
 
 
-def restore_trainer(trainer: Trainer, checkpoint_dir: Path) -> None:
+def restore_trainer(trainer: RestoreHost, checkpoint_dir: Path) -> None:
     """Continue from a checkpoint: same weights, optimizer, plan position and RNG."""
     from growcockpit.backend import rng
     from growcockpit.backend.checkpoint import TrainerPosition, load_checkpoint
@@ -144,7 +169,7 @@ def restore_trainer(trainer: Trainer, checkpoint_dir: Path) -> None:
         trainer.steps.scaler.load_state_dict(state["scaler"])
 
 
-def adopt_threads(trainer: Trainer, threads: int) -> None:
+def adopt_threads(trainer: RestoreHost, threads: int) -> None:
     """Train on with the intra-op thread count the checkpoint was written with (CPU).
 
     CPU kernels split reductions by thread count, so another count changes
@@ -170,7 +195,7 @@ def adopt_threads(trainer: Trainer, threads: int) -> None:
 
 
 def _restore_optimizer(
-    trainer: Trainer, plan: Plan, pos: TrainerPosition, optimizer_state: dict[str, Any] | None
+    trainer: RestoreHost, plan: Plan, pos: TrainerPosition, optimizer_state: dict[str, Any] | None
 ) -> None:
     """Rebuild the optimizer the checkpoint was taken with, then load its state.
 
@@ -193,10 +218,9 @@ def _restore_optimizer(
 
 
 def restored_event(
-    trainer: Trainer, path: Path, from_step: int | None, set_aside: int = 0
+    pos: TrainerPosition, path: Path, from_step: int | None, set_aside: int = 0
 ) -> RolledBack:
     """Where a restore put the run, for readers that hold the steps after it (`rolled_back`)."""
-    pos = trainer.pos
     return RolledBack(
         step=pos.step,
         stage=pos.stage_index,
@@ -210,41 +234,24 @@ def restored_event(
     )
 
 
-def rollback(trainer: Trainer, step: int | None) -> str:
-    """Restore an earlier checkpoint in a live run; returns the ack text.
+def rollback_target(root: Path, now: int, step: int | None) -> Path:
+    """The checkpoint a live `rollback` returns to; RestoreError when there is none.
 
-    `step` None means the newest checkpoint at or before the current step.
-    Raises RestoreError (the run is left untouched) when there is none.
+    `step` None means the newest readable checkpoint at or before step `now`.
     """
-    root = trainer.run_dir / "checkpoints"
-    if step is None:
-        candidates = [p for p in checkpoint_dirs(root) if step_of(p) <= trainer.pos.step]
-        usable = [p for p in reversed(candidates) if not unreadable_reason(p)]
-        if not usable:
-            raise RestoreError(f"{root}: no checkpoint at or before step {trainer.pos.step}")
-        path = usable[0]
-    else:
-        path, _ = pick_checkpoint(root, step)
-    before, from_step = trainer.plan, trainer.pos.step
-    try:
-        trainer.restore(path)
-    except Exception as exc:
-        raise RestoreError(f"{path}/state.pt: cannot be loaded ({str(exc)[:200]})") from None
-    trainer.last_loss = None
-    trainer.waiting = trainer.advance_now = False
-    trainer.rewound = True
-    moved: list[Path] = []
-    if trainer.dist.is_main:
-        moved = set_aside_later(root, step_of(path))
-        if trainer.plan != before:
-            trainer.report.paths.plan.write_text(dump_plan(trainer.plan))
-    if trainer.plan != before:
-        trainer.report.emit(
-            PlanChanged(step=trainer.pos.step, from_stage=0, plan=plan_to_dict(trainer.plan))
-        )
-    trainer.report.emit(restored_event(trainer, path, from_step, len(moved)))
+    if step is not None:
+        return pick_checkpoint(root, step)[0]
+    candidates = [p for p in checkpoint_dirs(root) if step_of(p) <= now]
+    usable = [p for p in reversed(candidates) if not unreadable_reason(p)]
+    if not usable:
+        raise RestoreError(f"{root}: no checkpoint at or before step {now}")
+    return usable[0]
+
+
+def rolled_back_text(path: Path, moved: list[Path], pos: TrainerPosition) -> str:
+    """The rollback ack: where the run now stands, and what was set aside."""
     aside = f"; {len(moved)} later checkpoint(s) moved to checkpoints/{SET_ASIDE}/" if moved else ""
     return (
-        f"rolled back to {path.name} (stage {trainer.pos.stage_index + 1}, "
-        f"LR scale ×{trainer.pos.lr_scale:g}){aside}"
+        f"rolled back to {path.name} (stage {pos.stage_index + 1}, "
+        f"LR scale ×{pos.lr_scale:g}){aside}"
     )

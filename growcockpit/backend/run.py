@@ -147,7 +147,7 @@ def run_training(
         trainer = Trainer(plan, paths.root, data, reporter, dev, dist)
         if resume_from is not None:
             trainer.restore(resume_from)
-            reporter.emit(restored_event(trainer, resume_from, None))  # the log may go further
+            reporter.emit(restored_event(trainer.pos, resume_from, None))  # the log may go further
         else:
             seed_rank(plan.seed, dist.rank)  # same weights on every rank, its own dropout
         _install_stop_signals(trainer)
@@ -238,7 +238,7 @@ def _crash(
     _safely(reporter.emit, RunFinished(status="crashed", step=step or 0, message=message))
     status.state = "crashed"
     if trainer is not None:
-        _safely(reporter.status_final, trainer, "crashed")
+        _safely(reporter.status_final, trainer.progress(), "crashed")
     else:
         _safely(write_status, reporter.paths.status, status)
 

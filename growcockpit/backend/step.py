@@ -25,16 +25,20 @@ import math
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 import torch
+from torch import nn
 
+from growcockpit.backend.checkpoint import TrainerPosition
+from growcockpit.backend.data import Batch
+from growcockpit.backend.distributed import DistContext
 from growcockpit.backend.optim import set_lr
+from growcockpit.backend.reporter import RunReporter
 from growcockpit.grow import get_layers
+from growcockpit.metrics import LayerStatsSampler, LayerTimer
+from growcockpit.plan.types import Plan, Stage
 from growcockpit.protocol.events import LayerStats, Step
-
-if TYPE_CHECKING:
-    from growcockpit.backend.engine import Trainer
 
 AMP_DTYPES = {"bf16": torch.bfloat16, "fp16": torch.float16}
 
@@ -157,6 +161,32 @@ class StepOutcome:
         return self.skipped == 0 and math.isfinite(self.loss)
 
 
+class StepHost(Protocol):
+    """What a step needs of the trainer that runs it (backend/engine.py's `Trainer`)."""
+
+    plan: Plan
+    pos: TrainerPosition
+    dist: DistContext
+    report: RunReporter
+    model: nn.Module
+    train_module: nn.Module
+    optimizer: torch.optim.Optimizer | None
+    stats: LayerStatsSampler
+    timer: LayerTimer
+    layer_ms: tuple[list[float | None], list[float | None]]
+
+    @property
+    def stage(self) -> Stage: ...
+
+    def batch(self, step: int, micro: int = 0) -> Batch: ...
+
+    def current_lr(self) -> float: ...
+
+    def stats_due(self) -> bool: ...
+
+    def timing_due(self) -> bool: ...
+
+
 class StepRunner:
     """The training step and the state it keeps between steps (precision, scaler, window)."""
 
@@ -172,7 +202,7 @@ class StepRunner:
         self.window = StepWindow(device)
         self.compile_s: float | None = None
 
-    def compile(self, t: Trainer) -> None:
+    def compile(self, t: StepHost) -> None:
         """`optim.compile`: compile the stage's step module now, after its operator.
 
         A new stage has a new module (other depth, frozen prefix, DDP wrapper),
@@ -204,13 +234,13 @@ class StepRunner:
     def autocast(self) -> contextlib.AbstractContextManager[None]:
         return autocast(self.precision, self.device)
 
-    def reports(self, t: Trainer) -> bool:
+    def reports(self, t: StepHost) -> bool:
         """Whether the coming step is read and reported (the same answer on every rank)."""
         every = max(1, t.plan.metrics.log_every_steps)
         last_of_stage = t.pos.step_in_stage + 1 >= t.stage.steps
         return last_of_stage or (t.pos.step + 1) % every == 0
 
-    def run(self, t: Trainer) -> StepOutcome | None:
+    def run(self, t: StepHost) -> StepOutcome | None:
         """One optimizer step of `t`: accumulate micro-batches, clip, guarded update, report."""
         optimizer = t.optimizer
         assert optimizer is not None
@@ -271,20 +301,18 @@ class StepRunner:
         """Forget the unreported steps (a rollback abandoned them)."""
         self.window = StepWindow(self.device)
 
-    def flush(self, t: Trainer) -> None:
+    def flush(self, t: StepHost) -> StepOutcome | None:
         """Report the steps run since the last report, if any (before a stage change or stop)."""
         w = self.window
         if w.steps == 0 or w.loss is None:
-            return
-        loss, _, skipped = w.read()
+            return None
+        loss, norm, skipped = w.read()
         w.phases = {}
-        t.last_loss = self.emit_step(t, loss, t.current_lr())
-        t.pause_if_non_finite(t.last_loss, skipped)
-        t.report.status_step(t)
+        return StepOutcome(self.emit_step(t, loss, t.current_lr()), norm, skipped)
 
     def update(
         self,
-        t: Trainer,
+        t: StepHost,
         optimizer: torch.optim.Optimizer,
         loss_sum: torch.Tensor,
         collect: bool,
@@ -320,7 +348,7 @@ class StepRunner:
         optimizer.zero_grad(set_to_none=True)
         return grad_norms, norm.detach().float(), ok
 
-    def emit_step(self, t: Trainer, loss: float, lr: float) -> float:
+    def emit_step(self, t: StepHost, loss: float, lr: float) -> float:
         """The Step event for the window that just ended; returns the loss (mean over ranks).
 
         `loss` is the reported step's; `step_ms`, `data_ms` and `tokens_per_s` are
