@@ -21,7 +21,8 @@ from growcockpit.backend.device import prepare_device
 from growcockpit.backend.forward import _head_loss
 from growcockpit.backend.model import build_model
 from growcockpit.backend.step import resolve_precision
-from growcockpit.grow.model_parts import get_layers
+from growcockpit.grow.model_parts import get_layers, part
+from growcockpit.metrics.cuda import timing_event
 from growcockpit.plan.types import Plan
 
 
@@ -38,10 +39,7 @@ class Clock:
     def run(self, fn: Any, n: int) -> list[float]:
         """Run `fn` n times; per-call milliseconds."""
         if self.cuda:
-            events = [
-                (torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True))
-                for _ in range(n)
-            ]
+            events = [(timing_event(), timing_event()) for _ in range(n)]
             torch.cuda.synchronize()
             for start, end in events:
                 start.record()
@@ -89,9 +87,9 @@ def measure_r_h(
         p.requires_grad_(True)
     with torch.no_grad(), amp():
         if family == "bert":
-            x0 = model.bert.embeddings(input_ids=batch.input_ids)  # type: ignore[union-attr]
+            x0 = part(model, "bert.embeddings")(input_ids=batch.input_ids)
         else:
-            tr = model.transformer  # type: ignore[union-attr]
+            tr = part(model, "transformer")
             pos = torch.arange(batch.input_ids.shape[1], device=batch.input_ids.device).unsqueeze(0)
             x0 = tr.wte(batch.input_ids) + tr.wpe(pos)
     x = x0.detach().clone().requires_grad_(True)

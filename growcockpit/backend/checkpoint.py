@@ -23,6 +23,8 @@ from typing import Any
 import torch
 from torch import nn
 
+from growcockpit.metrics.cuda import cuda_initialized
+
 
 @dataclass
 class TrainerPosition:
@@ -89,7 +91,7 @@ def save_checkpoint(
         "rng": {
             "torch": torch.get_rng_state(),
             "python": random.getstate(),
-            "cuda": torch.cuda.get_rng_state() if torch.cuda.is_initialized() else None,
+            "cuda": torch.cuda.get_rng_state() if cuda_initialized() else None,
             "ranks": rng_ranks or [],
         },
         "scaler": scaler,

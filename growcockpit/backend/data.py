@@ -15,6 +15,7 @@ import os
 import time
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 import torch
@@ -124,10 +125,12 @@ class BlockView:
     def block_index(self, rows: np.ndarray) -> np.ndarray:
         """Row number → block number: every `every`-th block is a validation block."""
         if self.val:
-            return rows * self.every + self.every - 1
-        if self.every:
-            return rows + rows // (self.every - 1)
-        return rows
+            out: np.ndarray = rows * self.every + self.every - 1
+        elif self.every:
+            out = rows + rows // (self.every - 1)
+        else:
+            out = rows
+        return out
 
     def take(self, rows: np.ndarray) -> torch.Tensor:
         rows = np.asarray(rows, dtype=np.int64)
@@ -143,10 +146,13 @@ class BlockView:
             out = torch.cat([cls, out, sep], dim=1)
         return out
 
-    def __getitem__(self, key: object) -> torch.Tensor:
-        rest: tuple[object, ...] = ()
-        if isinstance(key, tuple):
-            key, rest = key[0], key[1:]
+    def __getitem__(self, index: object) -> torch.Tensor:
+        key = index
+        rest: tuple[
+            Any, ...
+        ] = ()  # the trailing indices of `blocks[rows, cols]`, as torch takes them
+        if isinstance(index, tuple):
+            key, rest = index[0], index[1:]
         if isinstance(key, int):
             row = self.take(np.asarray([key % self.rows if key < 0 else key]))[0]
             return row[rest] if rest else row
@@ -188,7 +194,7 @@ class TokenBlocks:
         positions = torch.arange(step * batch_size, (step + 1) * batch_size)
         epochs, offsets = positions // n, positions % n
         idx = torch.empty(batch_size, dtype=torch.long)
-        for epoch in epochs.unique().tolist():
+        for epoch in torch.unique(epochs).tolist():
             sel = epochs == epoch
             idx[sel] = self._permutation(int(epoch), n)[offsets[sel]]
         return self._make(

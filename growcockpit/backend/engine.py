@@ -58,6 +58,7 @@ from growcockpit.grow import (
     get_layers,
     set_train_modes,
 )
+from growcockpit.grow.model_parts import part
 from growcockpit.metrics import LayerStatsSampler, LayerTimer
 from growcockpit.plan import dump_plan, plan_to_dict, resolve_shapes
 from growcockpit.plan.edit import end_stage_early
@@ -258,7 +259,7 @@ class Trainer:
                 index=index,
                 name=stage.name,
                 layers=stage.layers,
-                width=int(self.model.config.hidden_size),  # type: ignore[union-attr]
+                width=int(part(self.model, "config.hidden_size")),
                 trainable_layers=trainable,
                 embeddings_trainable=stage.embeddings_trainable(),
                 head_trainable=stage.head_trainable(),
@@ -446,7 +447,7 @@ class Trainer:
         if self.recipes.gates is not None:
             self.report.warn(self.recipes.unfinished_ramp_note(), step=self.pos.step)
         if self.dist.is_main:
-            self.model.save_pretrained(final)
+            part(self.model, "save_pretrained")(final)
             self.data.tokenizer.save_pretrained(final)
         digests = self.dist.gather_digests(self.model)
         if digests and len(set(digests)) > 1:

@@ -20,7 +20,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from growcockpit.backend.data import Batch
-from growcockpit.grow.model_parts import family_of, get_layers
+from growcockpit.grow.model_parts import family_of, get_layers, part
 
 
 @dataclass
@@ -61,9 +61,9 @@ class StagedForward:
 
 def _embed(model: nn.Module, family: str, ids: torch.Tensor) -> torch.Tensor:
     if family == "bert":
-        out: torch.Tensor = model.bert.embeddings(input_ids=ids)  # type: ignore[union-attr]
+        out: torch.Tensor = part(model, "bert.embeddings")(input_ids=ids)
         return out
-    tr = model.transformer  # type: ignore[union-attr]
+    tr = part(model, "transformer")
     pos = torch.arange(ids.shape[1], device=ids.device).unsqueeze(0)
     emb: torch.Tensor = tr.drop(tr.wte(ids) + tr.wpe(pos))
     return emb
@@ -78,10 +78,10 @@ def _head_loss(model: nn.Module, family: str, h: torch.Tensor, batch: Batch) -> 
         else:
             mask = batch.labels != -100
             rows, targets = h[mask], batch.labels[mask]
-        logits = model.cls(rows)  # type: ignore[operator]
+        logits = part(model, "cls")(rows)
         return F.cross_entropy(logits.float(), targets)
-    h = model.transformer.ln_f(h)  # type: ignore[union-attr]
-    logits = model.lm_head(h[:, :-1])  # type: ignore[operator]
+    h = part(model, "transformer.ln_f")(h)
+    logits = part(model, "lm_head")(h[:, :-1])
     return F.cross_entropy(
         logits.float().reshape(-1, logits.shape[-1]), batch.labels[:, 1:].reshape(-1)
     )

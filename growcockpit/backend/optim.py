@@ -24,7 +24,8 @@ def build_optimizer(
     also skips a non-finite step on the device (backend/step.py). LAMB is
     always multi-tensor (`torch._foreach_*`) and skips on the device too.
     """
-    decay, no_decay = [], []
+    decay: list[nn.Parameter] = []
+    no_decay: list[nn.Parameter] = []
     for name, p in model.named_parameters():
         if not p.requires_grad:
             continue

@@ -69,7 +69,7 @@ class StageRecipes:
             self.ramp_steps = stage.ramp_steps
             value = ramp_value(step_in_stage, stage.ramp_steps)
             if value < 1.0:
-                self.gates = BlockGates(get_layers(model), gated, value)
+                self.gates = BlockGates(list(get_layers(model)), gated, value)
         self.forward = forward
         self.layer_drop = stage.layer_drop
         self.depth = len(get_layers(model))

@@ -17,6 +17,8 @@ from typing import TYPE_CHECKING, Any
 
 import torch
 
+from growcockpit.metrics.cuda import cuda_initialized
+
 if TYPE_CHECKING:
     from growcockpit.backend.distributed import DistContext
 
@@ -32,7 +34,7 @@ def seed_rank(seed: int, rank: int) -> None:
 def capture(device: torch.device) -> dict[str, Any]:
     """This process's generators: CPU, and the current GPU's (without touching other GPUs)."""
     cuda = None
-    if device.type == "cuda" and torch.cuda.is_initialized():
+    if device.type == "cuda" and cuda_initialized():
         cuda = torch.cuda.get_rng_state(device)
     return {"torch": torch.get_rng_state(), "cuda": cuda}
 

@@ -19,7 +19,7 @@ import traceback
 from collections.abc import Callable
 from pathlib import Path
 from types import FrameType
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, cast
 
 import torch
 
@@ -261,8 +261,9 @@ def _quiet_libraries() -> None:
         import datasets
 
         datasets.disable_progress_bars()
-    transformers.utils.logging.disable_progress_bar()
-    transformers.utils.logging.set_verbosity_error()
+    quiet = transformers.utils.logging  # unannotated in transformers
+    cast(Callable[[], None], quiet.disable_progress_bar)()
+    cast(Callable[[], None], quiet.set_verbosity_error)()
 
 
 def _install_stop_signals(trainer: Trainer) -> None:

@@ -25,7 +25,7 @@ import math
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Any, Protocol, cast
 
 import torch
 from torch import nn
@@ -36,7 +36,9 @@ from growcockpit.backend.distributed import DistContext
 from growcockpit.backend.optim import set_lr
 from growcockpit.backend.reporter import RunReporter
 from growcockpit.grow import get_layers
+from growcockpit.grow.model_parts import part
 from growcockpit.metrics import LayerStatsSampler, LayerTimer
+from growcockpit.metrics.cuda import timing_event
 from growcockpit.plan.types import Plan, Stage
 from growcockpit.protocol.events import LayerStats, Step
 
@@ -92,7 +94,7 @@ class StepTimer:
 
     def _mark(self) -> Any:
         if self.cuda:
-            event = torch.cuda.Event(enable_timing=True)
+            event = timing_event()
             event.record()
             return event
         return time.perf_counter()
@@ -216,7 +218,8 @@ class StepRunner:
             return
         started = time.perf_counter()
         torch._dynamo.reset()
-        t.train_module = torch.compile(t.train_module)
+        # a compiled Module is a Module (OptimizedModule); torch types compile's result loosely
+        t.train_module = cast(nn.Module, torch.compile(t.train_module))
         devices = [self.device] if self.device.type == "cuda" else []
         with torch.random.fork_rng(devices=devices):
             batch = t.batch(t.pos.step, 0)
@@ -402,5 +405,5 @@ def no_sync(module: torch.nn.Module, last: bool) -> contextlib.AbstractContextMa
     """Skip DDP's gradient all-reduce on all but the last micro-batch."""
     if last or not hasattr(module, "no_sync"):
         return contextlib.nullcontext()
-    ctx: contextlib.AbstractContextManager[object] = module.no_sync()
+    ctx: contextlib.AbstractContextManager[object] = part(module, "no_sync")()
     return ctx

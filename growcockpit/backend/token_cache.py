@@ -23,7 +23,7 @@ import numpy as np
 from transformers import PreTrainedTokenizerBase
 
 from growcockpit.backend.corpus import Corpus, iter_line_batches
-from growcockpit.backend.tokenizer import cache_root
+from growcockpit.protocol.token_index import cache_root
 
 CACHE_VERSION = "v3"
 SHARD = "tokens.bin"

@@ -9,9 +9,9 @@ from __future__ import annotations
 import json
 import os
 import shutil
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 from transformers import PreTrainedTokenizerBase, PreTrainedTokenizerFast
 
@@ -75,7 +75,7 @@ def build_tokenizer(
 def _load_local(path: Path, family: str) -> PreTrainedTokenizerBase:
     """Avoids `BertTokenizerFast(vocab_file=...)`, which in transformers 5 silently gives 5 tokens."""
     if path.is_file():
-        tok = PreTrainedTokenizerFast(tokenizer_file=str(path))
+        tok = _fast(tokenizer_file=str(path))
     else:
         tok = PreTrainedTokenizerFast.from_pretrained(str(path))
     specials = BERT_SPECIALS if family == "bert" else GPT2_SPECIALS
@@ -87,6 +87,12 @@ def _load_local(path: Path, family: str) -> PreTrainedTokenizerBase:
             f"data.tokenizer = {str(path)!r}: a BERT plan needs a tokenizer with a [MASK] token"
         )
     return tok
+
+
+def _fast(**kwargs: Any) -> PreTrainedTokenizerFast:
+    """`PreTrainedTokenizerFast(...)`, whose constructor transformers leaves unannotated."""
+    make = cast(Callable[..., PreTrainedTokenizerFast], PreTrainedTokenizerFast)
+    return make(**kwargs)
 
 
 def _train(vocab: int, family: str, texts: Iterable[Iterable[str]]) -> PreTrainedTokenizerFast:
@@ -102,18 +108,18 @@ def _train(vocab: int, family: str, texts: Iterable[Iterable[str]]) -> PreTraine
             vocab_size=vocab, special_tokens=list(BERT_SPECIALS.values()), show_progress=False
         )
         core.train_from_iterator(lines, trainer)
-        return PreTrainedTokenizerFast(tokenizer_object=_canonical_ids(core), **BERT_SPECIALS)
+        return _fast(tokenizer_object=_canonical_ids(core), **BERT_SPECIALS)
     core = Tokenizer(models.BPE())
     core.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
     core.decoder = decoders.ByteLevel()
-    trainer = trainers.BpeTrainer(
+    bpe = trainers.BpeTrainer(
         vocab_size=vocab,
         special_tokens=["<|endoftext|>"],
         initial_alphabet=pre_tokenizers.ByteLevel.alphabet(),
         show_progress=False,
     )
-    core.train_from_iterator((line + "\n" for line in lines), trainer)
-    return PreTrainedTokenizerFast(tokenizer_object=_canonical_ids(core), **GPT2_SPECIALS)
+    core.train_from_iterator((line + "\n" for line in lines), bpe)
+    return _fast(tokenizer_object=_canonical_ids(core), **GPT2_SPECIALS)
 
 
 def _canonical_ids(core: Any) -> Any:

@@ -51,7 +51,7 @@ class LayerStatsSampler:
 
     def before_update(self) -> list[float | None]:
         """Grad norm per layer (None for layers without gradients); snapshots trainable weights."""
-        stepped = [
+        stepped: list[list[torch.Tensor]] = [
             [p for p in layer.parameters() if p.requires_grad and p.grad is not None]
             for layer in get_layers(self.model)
         ]

@@ -96,7 +96,9 @@ class GpuProbe:
             return cached
         import torch
 
-        if not torch.cuda.is_initialized():
+        from growcockpit.metrics.cuda import cuda_initialized
+
+        if not cuda_initialized():
             return {}
         nv = getattr(self, "_nvml", None)
         buses: list[str | None] = []

@@ -20,6 +20,8 @@ import torch
 from torch import nn
 from torch.utils.hooks import RemovableHandle
 
+from growcockpit.metrics.cuda import timing_event
+
 warnings.filterwarnings(
     "ignore",
     message="Full backward hook is firing when gradients are computed with respect to module outputs",
@@ -32,7 +34,7 @@ class _Clock:
 
     def mark(self) -> Any:
         if self.cuda:
-            ev = torch.cuda.Event(enable_timing=True)
+            ev = timing_event()
             ev.record()
             return ev
         return time.perf_counter()
@@ -40,7 +42,7 @@ class _Clock:
     def ms(self, start: Any, end: Any) -> float:
         if self.cuda:
             return float(start.elapsed_time(end))
-        return (end - start) * 1e3
+        return float(end - start) * 1e3
 
 
 class LayerTimer:
