@@ -24,7 +24,7 @@ from growcockpit.protocol import (
     read_all,
     send_command,
 )
-from growcockpit.protocol.events import Error, Paused, StageStarted, Step, Warning
+from growcockpit.protocol.events import Error, Paused, StageStarted, Step, WarningEvent
 
 pytestmark = [pytest.mark.slow, pytest.mark.usefixtures("gc_cache")]
 
@@ -63,7 +63,9 @@ def test_manual_advance_waits_for_the_command(tmp_path: Path) -> None:
         deadline = time.time() + 60
         while time.time() < deadline:
             events = read_all(tmp_path / "events.jsonl")
-            if any(isinstance(e, Warning) and "waiting for `advance`" in e.message for e in events):
+            if any(
+                isinstance(e, WarningEvent) and "waiting for `advance`" in e.message for e in events
+            ):
                 break
             time.sleep(0.05)
         else:

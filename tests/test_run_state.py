@@ -7,7 +7,7 @@ import math
 from ui_fixtures import PLAN, STAGE_STEPS, T0, loss_at, recorded_events
 
 from growcockpit.plan import load_plan
-from growcockpit.protocol import Paused, RunStarted, StageStarted, Step, UnknownEvent, Warning
+from growcockpit.protocol import Paused, RunStarted, StageStarted, Step, UnknownEvent, WarningEvent
 from growcockpit.resources import sample_plan
 from growcockpit.ui.run_state import RunState, Series, minmax_downsample
 
@@ -174,7 +174,7 @@ def test_series_skips_nan_and_log_is_capped() -> None:
     assert len(series) == 0
     s = RunState(log_cap=5)
     for i in range(1, 50):
-        s.apply(Warning(seq=i, t=T0 + i, message=f"w{i}"))
+        s.apply(WarningEvent(seq=i, t=T0 + i, message=f"w{i}"))
     assert len(s.log) == 5 and s.log[-1].text == "w49" and s.log[-1].n == 48
 
 
@@ -182,7 +182,7 @@ def test_versions_bump_only_plot_version_for_plot_data() -> None:
     s = RunState()
     s.apply(RunStarted(seq=1, t=T0, plan=PLAN))
     v, pv = s.version, s.plot_version
-    s.apply(Warning(seq=2, t=T0, message="x"))
+    s.apply(WarningEvent(seq=2, t=T0, message="x"))
     assert s.version > v and s.plot_version == pv
     s.apply(Step(seq=3, t=T0, step=1, loss=1.0))
     assert s.plot_version > pv

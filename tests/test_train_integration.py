@@ -96,13 +96,13 @@ def test_completed_status_names_the_last_stage(finished_run: Path) -> None:
 
 
 def test_system_metrics_without_a_gpu(finished_run: Path) -> None:
-    from growcockpit.protocol.events import System, Warning
+    from growcockpit.protocol.events import System, WarningEvent
 
     events = read_all(finished_run / "events.jsonl")
     systems = of_type(events, System)
     assert systems, "the system sampler reports CPU and RAM even without a GPU"
     assert all(s.rss_bytes > 0 and s.ram_total > 0 for s in systems)
-    nvml = [w for w in of_type(events, Warning) if "NVML" in w.message]
+    nvml = [w for w in of_type(events, WarningEvent) if "NVML" in w.message]
     assert len(nvml) == 1, "no GPU is said once, calmly"
 
 

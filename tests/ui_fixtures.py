@@ -32,7 +32,7 @@ from growcockpit.protocol import (
     StageStarted,
     Step,
     System,
-    Warning,
+    WarningEvent,
 )
 
 # Cockpit tests never read or write the user's settings (the remembered theme).
@@ -238,7 +238,7 @@ def recorded_events(finished: bool = True, upto_step: int | None = None) -> list
                     step=step,
                 )
             )
-            at(Warning(message="loss spiked after the grow (+0.30)", step=step))
+            at(WarningEvent(message="loss spiked after the grow (+0.30)", step=step))
     if finished and upto_step is None:
         t += 1.0
         at(Checkpoint(step=last, path="checkpoints/step-80", reason="final"))

@@ -28,7 +28,7 @@ from growcockpit.protocol.events import (
     RunFinished,
     StageStarted,
     Step,
-    Warning,
+    WarningEvent,
 )
 from growcockpit.protocol.pending import PendingCommand
 from growcockpit.protocol.rundir import RunPaths, RunStatus, write_status
@@ -71,7 +71,7 @@ class RunReporter:
         return event
 
     def warn(self, message: str, step: int | None = None) -> None:
-        self.emit(Warning(message=message, step=step))
+        self.emit(WarningEvent(message=message, step=step))
 
     def paused(self, run: Progress, reason: str) -> None:
         self.emit(Paused(step=run.step, reason=reason))
@@ -182,7 +182,7 @@ def _console_line(event: Event, every: int) -> str | None:
     if isinstance(event, CommandEvent):
         verdict = "accepted" if event.accepted else f"refused: {event.reason}"
         return f"   command {event.command}: {verdict}"
-    if isinstance(event, Paused | Resumed | Warning | RunFinished):
+    if isinstance(event, Paused | Resumed | WarningEvent | RunFinished):
         return f"   {event.type}: " + str(
             getattr(event, "message", "") or getattr(event, "status", "") or ""
         )

@@ -41,7 +41,7 @@ from growcockpit.plan import plan_to_dict
 from growcockpit.plan.types import Plan
 from growcockpit.protocol.control import ControlServer
 from growcockpit.protocol.eventlog import EventLog
-from growcockpit.protocol.events import Error, RunFinished, RunStarted, Warning
+from growcockpit.protocol.events import Error, RunFinished, RunStarted, WarningEvent
 from growcockpit.protocol.rundir import RunPaths, RunStatus, write_status
 
 if TYPE_CHECKING:
@@ -136,7 +136,7 @@ def run_training(
     if sampler is not None and sampler.gpus.unavailable:
         where = "" if dev.type == "cuda" else "running on CPU; "
         reporter.emit(
-            Warning(message=f"{where}{sampler.gpus.unavailable}: CPU and RAM still reported")
+            WarningEvent(message=f"{where}{sampler.gpus.unavailable}: CPU and RAM still reported")
         )
     _quiet_libraries()
     trainer: Trainer | None = None

@@ -27,7 +27,7 @@ from growcockpit.protocol.events import (
     StageStarted,
     Step,
     System,
-    Warning,
+    WarningEvent,
 )
 
 GIB = float(2**30)
@@ -115,7 +115,7 @@ _TEXTS: dict[type[Event], tuple[str, Callable[[Any], str]]] = {
         "events/command",
         lambda e: f"{e.command} {'accepted' if e.accepted else 'refused: ' + e.reason}",
     ),
-    Warning: ("events/warning", lambda e: e.message),
+    WarningEvent: ("events/warning", lambda e: e.message),
     Error: ("events/error", lambda e: e.message),
     RunFinished: ("events/run", lambda e: f"run {e.status} at step {e.step}"),
 }

@@ -284,7 +284,7 @@ class Resumed(Event):
 
 
 @dataclass(kw_only=True)
-class Warning(Event):  # noqa: A001 - the protocol's own name for the type
+class WarningEvent(Event):
     TYPE: ClassVar[str] = "warning"
     message: str = ""
     step: int | None = None
@@ -308,8 +308,7 @@ class RunFinished(Event):
     rank_weight_digests: list[str] | None = None
 
 
-# Unambiguous aliases: `Warning` and `Error` shadow builtins when imported bare.
-WarningEvent = Warning
+# The name that reads alongside `WarningEvent` where both are used.
 ErrorEvent = Error
 
 EVENT_TYPES: dict[str, type[Event]] = {
@@ -329,7 +328,7 @@ EVENT_TYPES: dict[str, type[Event]] = {
         RolledBack,
         Paused,
         Resumed,
-        Warning,
+        WarningEvent,
         Error,
         RunFinished,
     )

@@ -12,7 +12,7 @@ import pytest
 
 from growcockpit.backend.checkpoint import DiskFull, is_disk_full, remove_partial
 from growcockpit.protocol import read_all, read_status
-from growcockpit.protocol.events import Error, RunFinished, RunStarted, Step, Warning
+from growcockpit.protocol.events import Error, RunFinished, RunStarted, Step, WarningEvent
 
 from .runs import env, growcockpit, of_type, tiny_plan
 
@@ -85,6 +85,6 @@ def test_disk_full_then_free_space_and_resume(tmp_path: Path, gc_cache: Path) ->
     events = read_all(run / "events.jsonl")
     restart = max(i for i, e in enumerate(events) if isinstance(e, RunStarted))
     assert [s.step for s in of_type(events[restart:], Step)] == list(range(4, 13))
-    assert any(".tmp-step-4-99" in w.message for w in of_type(events[restart:], Warning))
+    assert any(".tmp-step-4-99" in w.message for w in of_type(events[restart:], WarningEvent))
     assert not list((run / "checkpoints").glob(".tmp-*"))
     assert read_status(run).state == "completed"

@@ -28,7 +28,7 @@ from growcockpit.protocol.events import (
     Paused,
     RolledBack,
     Step,
-    Warning,
+    WarningEvent,
 )
 
 from .runs import make_trainer, of_type, tiny_plan, wait_events
@@ -150,7 +150,9 @@ def test_blow_up_pause_rollback_lower_lr_resume(tmp_path: Path) -> None:
     assert aside.is_dir() and all(int(p.name[5:]) > 5 for p in aside.iterdir()), (
         "the abandoned timeline's checkpoints are kept aside, not deleted"
     )
-    assert any("no" in w.message and "checkpoint" in w.message for w in of_type(events, Warning))
+    assert any(
+        "no" in w.message and "checkpoint" in w.message for w in of_type(events, WarningEvent)
+    )
     (back,) = of_type(events, RolledBack)
     assert (back.step, back.stage, back.lr_scale, back.from_step) == (5, 0, 1.0, nan_step)
     assert back.checkpoint.endswith("step-5") and back.set_aside >= 1
