@@ -35,7 +35,7 @@ lint: test-setup
 	$(VENV)/bin/lint-imports
 
 typecheck: test-setup
-	$(VENV)/bin/mypy growcockpit/plan growcockpit/protocol growcockpit/grow growcockpit/ui
+	$(VENV)/bin/mypy growcockpit
 
 ## make gpu-check: the offline GPU check (bench/gpu_check.sh); installs nothing, uses .venv if present
 gpu-check:

@@ -50,6 +50,7 @@ from growcockpit.backend.restore import (
     set_aside_later,
     step_of,
 )
+from growcockpit.backend.stage_events import StageEntry, grown, stage_started
 from growcockpit.backend.step import StepOutcome, StepRunner
 from growcockpit.grow import (
     GrowResult,
@@ -64,14 +65,7 @@ from growcockpit.plan import dump_plan, plan_to_dict, resolve_shapes
 from growcockpit.plan.edit import end_stage_early
 from growcockpit.plan.operators import changes_model
 from growcockpit.plan.types import Plan, Stage, trainable_layer_ids
-from growcockpit.protocol.events import (
-    Error,
-    Eval,
-    Grow,
-    PlanChanged,
-    RunFinished,
-    StageStarted,
-)
+from growcockpit.protocol.events import Error, Eval, PlanChanged, RunFinished
 
 
 class Trainer:
@@ -254,41 +248,19 @@ class Trainer:
         self.pos.stage_entered = True
         self.waiting = False
         self.report.status_stage(self.progress())
-        self.report.emit(
-            StageStarted(
-                index=index,
-                name=stage.name,
-                layers=stage.layers,
-                width=int(part(self.model, "config.hidden_size")),
-                trainable_layers=trainable,
-                embeddings_trainable=stage.embeddings_trainable(),
-                head_trainable=stage.head_trainable(),
-                operator=stage.enter,
-                op_seconds=op_seconds,
-                steps=stage.steps,
-                advance=stage.advance,
-                step=self.pos.step,
-                compile_s=self.steps.compile_s,
-                freed_bytes=freed if self.device.type == "cuda" else None,
-                reason="init" if index == 0 else self.pos.enter_reason,
-            )
+        entry = StageEntry(
+            index=index,
+            step=self.pos.step,
+            width=int(part(self.model, "config.hidden_size")),
+            trainable=trainable,
+            op_seconds=op_seconds,
+            reason="init" if index == 0 else self.pos.enter_reason,
+            compile_s=self.steps.compile_s,
+            freed_bytes=freed if self.device.type == "cuda" else None,
         )
+        self.report.emit(stage_started(stage, entry))
         if grow is not None:
-            self.report.emit(
-                Grow(
-                    step=self.pos.step,
-                    stage=index,
-                    operator=grow.operator,
-                    from_layers=grow.from_layers,
-                    to_layers=grow.to_layers,
-                    from_width=grow.from_width,
-                    to_width=grow.to_width,
-                    seconds=op_seconds,
-                    loss_before=loss_before,
-                    loss_after=self.probe_loss(),
-                    detail=grow.detail,
-                )
-            )
+            self.report.emit(grown(grow, entry, loss_before, self.probe_loss()))
 
     def apply_operator(self, stage: Stage, depth_before: int) -> GrowResult | None:
         """Turn the previous stage's model into this stage's: the operator table's grow
