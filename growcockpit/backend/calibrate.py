@@ -8,6 +8,7 @@ instead of the textbook r = 2.
 from __future__ import annotations
 
 import copy
+import math
 import statistics
 import time
 from contextlib import nullcontext
@@ -72,6 +73,10 @@ def autocast_for(device: torch.device, dtype: str) -> Any:
     return nullcontext()
 
 
+MIN_SAMPLE_MS = 10.0  # each timed sample of the block's forward lasts at least this long
+MAX_INNER = 400
+
+
 def measure_r_h(
     model: nn.Module, family: str, batch: Batch, amp: Any, clock: Clock, reps: int, inner: int
 ) -> dict[str, float]:
@@ -125,6 +130,10 @@ def measure_r_h(
 
     for fn in (fwd, fwd_bwd, fwd_nograd, fwd_frozen, head):  # warm-up
         clock.mean_ms(fn, 2)
+    # a tiny block runs in well under a millisecond, where timer and scheduler noise can
+    # exceed the backward itself (r measured as 0 on a busy machine): time batches of
+    # calls long enough to average that noise out
+    inner = max(inner, min(MAX_INNER, math.ceil(MIN_SAMPLE_MS / max(clock.mean_ms(fwd, 2), 1e-3))))
     samples: dict[str, list[float]] = {"f": [], "fb": [], "fng": [], "frz": [], "head": []}
     for _ in range(reps):  # interleaved too
         samples["f"].append(clock.mean_ms(fwd, inner))
