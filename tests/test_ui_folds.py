@@ -12,7 +12,7 @@ from ui_fixtures import PLAN, STAGE_STEPS, T0, recorded_events, screen_text, set
 from growcockpit.plan import plan_from_dict, plan_to_dict
 from growcockpit.protocol import LayerStat, LayerStats, PlanChanged, RunPaths, StageStarted, Step
 from growcockpit.ui import GrowCockpitApp
-from growcockpit.ui.fold.layers import TIMING_WINDOW
+from growcockpit.ui.fold.layers import TIMING_WINDOW, LayerRow
 from growcockpit.ui.run_state import RunState
 from growcockpit.ui.screens import ConfirmScreen
 from growcockpit.ui.widgets import LayerTable
@@ -150,3 +150,28 @@ async def test_dashboard_follows_a_live_plan_edit(tmp_path: Path) -> None:
             modal.query_one("#confirm-body").render()
         )
         assert "stage 2/3" in body and "grow-3" in body and "to 3 layers" in body
+
+
+async def test_layer_table_widens_for_a_value_that_arrives_later() -> None:
+    """A layer's first row shows "–" for its update ratio; the value that comes with a later
+    sample (e.g. 3.4e-03) must show whole, not cut to the label's width ("3.4e")."""
+    from textual.app import App, ComposeResult
+
+    from growcockpit.ui.widgets.layer_table import LayerTable
+
+    class Host(App[None]):
+        def compose(self) -> ComposeResult:
+            yield LayerTable(id="layers")
+
+    state = RunState()
+    state.layers[0] = LayerRow(id=0)
+    app = Host()
+    async with app.run_test(size=(160, 20)) as pilot:
+        table = app.query_one(LayerTable)
+        table.show_state(state)
+        await pilot.pause()
+        state.layers[0].update_ratio = 3.4e-3
+        table.show_state(state)
+        await pilot.pause()
+        column = next(c for c in table.ordered_columns if c.label.plain == "Δθ/θ")
+        assert column.get_render_width(table) - 2 * table.cell_padding >= len("3.4e-03")

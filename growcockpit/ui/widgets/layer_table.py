@@ -68,7 +68,7 @@ class LayerTable(DataTable[Text | str]):
             elif old != plain:
                 for label, cell, before, now in zip(COLUMNS, cells, old, plain, strict=True):
                     if before != now:
-                        self.update_cell(str(row.id), label, cell)
+                        self.update_cell(str(row.id), label, cell, update_width=True)
             self._rows[row.id] = plain
 
     def roles(self) -> dict[int, str]:
