@@ -28,6 +28,7 @@ from growcockpit.ui.compare import (
     series,
 )
 from growcockpit.ui.screens.prompt import HelpScreen, keys_of
+from growcockpit.ui.widgets.steady_table import SteadyTable
 
 CURVE_COLOURS = ("cyan", "magenta", "green", "yellow", "red", "blue", "white", "orange")
 HELP = """\
@@ -71,7 +72,7 @@ class CompareScreen(Screen[None]):
             with Vertical(id="compare-main"):
                 yield PlotextPlot(id="compare-time")
                 yield PlotextPlot(id="compare-flops")
-                yield DataTable(id="compare-table", cursor_type="none")
+                yield SteadyTable[str | Text](id="compare-table", cursor_type="none")
         yield Footer(compact=True)
 
     def on_mount(self) -> None:

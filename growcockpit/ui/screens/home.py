@@ -24,6 +24,7 @@ from growcockpit.plan.init_from import SourceError, grow_plan_from
 from growcockpit.plan.types import Plan
 from growcockpit.ui.catalog import PlanEntry, RunEntry, format_age, list_plans, list_runs
 from growcockpit.ui.screens.prompt import HelpScreen, keys_of
+from growcockpit.ui.widgets.steady_table import SteadyTable
 
 REFRESH_S = 2.0
 STATUS_STYLE = {
@@ -99,8 +100,8 @@ class HomeScreen(Screen[None]):
             id="home-title",
         )
         with Vertical(id="home-body"):
-            yield DataTable(id="plans-table", cursor_type="row", zebra_stripes=True)
-            yield DataTable(id="runs-table", cursor_type="row", zebra_stripes=True)
+            yield SteadyTable[str | Text](id="plans-table", cursor_type="row", zebra_stripes=True)
+            yield SteadyTable[str | Text](id="runs-table", cursor_type="row", zebra_stripes=True)
         yield Footer(compact=True)
 
     def on_mount(self) -> None:

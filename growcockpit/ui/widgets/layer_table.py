@@ -5,10 +5,10 @@ milliseconds as the median of the last timing samples (n: how many)."""
 from __future__ import annotations
 
 from rich.text import Text
-from textual.widgets import DataTable
 
 from growcockpit.ui.fold.layers import LayerRow
 from growcockpit.ui.run_state import RunState
+from growcockpit.ui.widgets.steady_table import SteadyTable
 from growcockpit.ui.widgets.text_bits import colour, num, spark
 
 COLUMNS = ("layer", "state", "grad norm", "trend", "Δθ/θ", "fwd ms", "bwd ms", "n")
@@ -16,7 +16,7 @@ STATE_VARS = {"trainable": "gc-trainable", "frozen": "gc-frozen", "new": "gc-new
 SPARK_WIDTH = 12
 
 
-class LayerTable(DataTable[Text | str]):
+class LayerTable(SteadyTable[Text | str]):
     """Rows appear when the model grows; cells update in place, only when they change."""
 
     def __init__(self, *, id: str | None = None) -> None:  # noqa: A002 - Textual's name

@@ -5,12 +5,12 @@ from __future__ import annotations
 from typing import Any
 
 from rich.text import Text
-from textual.widgets import DataTable
 
 from growcockpit.plan.budget import fill_index
 from growcockpit.plan.operators import operator_label
 from growcockpit.plan.types import Plan, Stage, trainable_layer_ids
 from growcockpit.ui.run_state import layer_ranges
+from growcockpit.ui.widgets.steady_table import SteadyTable
 
 COLUMNS = (
     "#",
@@ -64,7 +64,7 @@ def stage_rows(plan: Plan, cost: Any = None) -> list[tuple[str, ...]]:
     return rows
 
 
-class StageTable(DataTable[str | Text]):
+class StageTable(SteadyTable[str | Text]):
     """Rows are stages; a row with problems is marked ⚠, a locked (started) one 🔒."""
 
     def __init__(self, *, id: str | None = None) -> None:  # noqa: A002 - Textual's name
