@@ -2,7 +2,7 @@
 
 `plan/operators.py` is the one table of operators (options, shape rule,
 label). Here each name maps to the function that transforms the model; the
-two must name the same operators (tests/test_plan_operators.py checks).
+two must name the same operators (tests/plan/test_plan_operators.py checks).
 
 Level snapshots (the model as it entered a `coalesce`, the partner of a later
 `decoalesce`/`interpolate`) are keyed by that coalesce stage's index, exactly

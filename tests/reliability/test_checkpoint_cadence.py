@@ -5,12 +5,11 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from run_fixtures import make_trainer, of_type, tiny_plan
 
 from growcockpit.plan import loads_plan
 from growcockpit.protocol import read_all
 from growcockpit.protocol.events import Checkpoint, Step
-
-from .runs import make_trainer, of_type, tiny_plan
 
 
 def test_default_plan_checkpoints_every_ten_minutes() -> None:

@@ -9,12 +9,11 @@ import sys
 from pathlib import Path
 
 import pytest
+from run_fixtures import env, growcockpit, of_type, tiny_plan
 
 from growcockpit.backend.checkpoint import DiskFull, is_disk_full, remove_partial
 from growcockpit.protocol import read_all, read_status
 from growcockpit.protocol.events import Error, RunFinished, RunStarted, Step, WarningEvent
-
-from .runs import env, growcockpit, of_type, tiny_plan
 
 # torch.save fails like a full disk while writing the step-6 checkpoint: it has
 # already written part of the file, as the real zip writer does.

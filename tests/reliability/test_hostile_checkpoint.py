@@ -14,11 +14,12 @@ from pathlib import Path
 
 import pytest
 import torch
+from repo_paths import REPO
 
 from growcockpit.backend.checkpoint import CheckpointError, load_checkpoint
 from growcockpit.protocol.rundir import RunStatus, write_status
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = REPO
 TINY = ROOT / "tests" / "plans" / "tiny.toml"
 
 

@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 import torch
+from run_fixtures import make_trainer, of_type, tiny_plan, wait_events
 
 from growcockpit.backend.checkpoint import NonFiniteState, TrainerPosition, save_checkpoint
 from growcockpit.cli import main
@@ -30,8 +31,6 @@ from growcockpit.protocol.events import (
     Step,
     WarningEvent,
 )
-
-from .runs import make_trainer, of_type, tiny_plan, wait_events
 
 
 @pytest.mark.parametrize(

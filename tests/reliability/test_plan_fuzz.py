@@ -17,10 +17,11 @@ from pathlib import Path
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from repo_paths import REPO
 
 from growcockpit.cli import main
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = REPO
 SEEDS = [
     (ROOT / "tests" / "plans" / name).read_text().splitlines()
     for name in ("tiny.toml", "tiny-vcycle.toml")

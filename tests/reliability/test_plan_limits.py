@@ -3,13 +3,13 @@
 from __future__ import annotations
 
 import tomllib
-from pathlib import Path
 
 import pytest
+from repo_paths import REPO
 
 from growcockpit.plan import Plan, PlanError, loads_plan, plan_from_dict, plan_problems
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = REPO
 TINY = (ROOT / "tests" / "plans" / "tiny.toml").read_text()
 
 

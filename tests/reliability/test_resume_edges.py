@@ -11,14 +11,13 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from run_fixtures import of_type, tiny_plan
 
 from growcockpit.cli import main
 from growcockpit.protocol import RunStatus, read_all, read_status, write_status
 from growcockpit.protocol.events import RolledBack, RunStarted, Step
 from growcockpit.protocol.rundir import process_start_time
 from growcockpit.ui.run_state import RunState
-
-from .runs import of_type, tiny_plan
 
 
 def _status(**kw: object) -> RunStatus:

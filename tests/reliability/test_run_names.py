@@ -8,6 +8,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from repo_paths import REPO
 
 from growcockpit.cli import main
 from growcockpit.plan import PlanError, loads_plan
@@ -15,7 +16,7 @@ from growcockpit.plan.names import MAX_NAME_LEN, name_problem
 from growcockpit.protocol.rundir import RunDirError, inside_runs, new_run_dir
 from growcockpit.ui.run_client import RunClient
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = REPO
 TINY = (ROOT / "tests" / "plans" / "tiny.toml").read_text()
 
 # (name as written in TOML, what the error must name)

@@ -9,10 +9,10 @@ import sys
 from pathlib import Path
 
 import pytest
+from repo_paths import REPO
+from run_fixtures import env
 
-from .runs import env
-
-BENCH = Path(__file__).resolve().parents[2] / "bench" / "soak.py"
+BENCH = REPO / "bench" / "soak.py"
 
 
 @pytest.mark.slow

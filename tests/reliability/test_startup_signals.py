@@ -9,10 +9,9 @@ import time
 from pathlib import Path
 
 import pytest
+from run_fixtures import env, tiny_plan
 
 from growcockpit.protocol import read_status
-
-from .runs import env, tiny_plan
 
 
 @pytest.mark.slow

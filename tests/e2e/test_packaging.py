@@ -8,8 +8,9 @@ import zipfile
 from pathlib import Path
 
 import pytest
+from repo_paths import REPO
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = REPO
 
 pytestmark = pytest.mark.slow
 

@@ -14,6 +14,7 @@ import types
 from pathlib import Path
 
 import pytest
+from repo_paths import TESTS
 from ui_fixtures import screen_text, settle
 
 from growcockpit.cli import main as cli_main
@@ -24,7 +25,7 @@ from growcockpit.protocol.node import rank_spread
 from growcockpit.ui import GrowCockpitApp
 from growcockpit.ui.widgets import SystemPanel
 
-RECORDED = Path(__file__).resolve().parent / "data" / "ddp2-run"
+RECORDED = TESTS / "data" / "ddp2-run"
 GIB = 2**30
 
 

@@ -15,7 +15,8 @@ from pathlib import Path
 
 import pytest
 import torch
-from test_grow_common import FakeTokenizer, tiny_batch
+from grow_fixtures import FakeTokenizer, tiny_batch
+from repo_paths import REPO
 from torch import nn
 
 from growcockpit.backend.forward import StagedForward
@@ -32,7 +33,7 @@ from growcockpit.grow import (
 from growcockpit.plan import Plan, load_plan, loads_plan, resolve_shapes, validate_plan
 from growcockpit.plan.types import trainable_layer_ids
 
-PLANS = sorted((Path(__file__).resolve().parent.parent / "sample_plans").glob("*.toml"))
+PLANS = sorted((REPO / "sample_plans").glob("*.toml"))
 
 THREE_LEVELS = """
 name = "three-level-vcycle"

@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 import torch
+from repo_paths import TESTS
 
 from growcockpit.backend.data import load_blocks
 from growcockpit.backend.engine import Trainer
@@ -28,7 +29,7 @@ from growcockpit.protocol.events import Error, Paused, StageStarted, Step, Warni
 
 pytestmark = [pytest.mark.slow, pytest.mark.usefixtures("gc_cache")]
 
-TINY = (Path(__file__).resolve().parent / "plans" / "tiny.toml").read_text()
+TINY = (TESTS / "plans" / "tiny.toml").read_text()
 
 
 def make_trainer(tmp_path: Path, text: str, control: ControlServer | None = None) -> Trainer:

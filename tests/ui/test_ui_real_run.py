@@ -9,6 +9,7 @@ import time
 from pathlib import Path
 
 import pytest
+from repo_paths import TESTS
 
 from growcockpit.protocol import read_status
 from growcockpit.ui import GrowCockpitApp
@@ -17,7 +18,7 @@ from growcockpit.ui.screens import DashboardScreen
 
 pytestmark = pytest.mark.slow
 
-TINY = Path(__file__).resolve().parent / "plans" / "tiny.toml"
+TINY = TESTS / "plans" / "tiny.toml"
 
 
 async def wait_until(pilot, predicate, what: str, timeout: float = 90.0) -> None:  # type: ignore[no-untyped-def]

@@ -7,13 +7,14 @@ what a user can see: events.jsonl, status.json, checkpoints and final/.
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 import sys
 import time
 from pathlib import Path
 
 import pytest
+from repo_paths import REPO
+from run_fixtures import env, growcockpit, of_type
 
 from growcockpit.protocol import read_all, read_status
 from growcockpit.protocol.events import (
@@ -32,30 +33,8 @@ from growcockpit.protocol.events import (
 
 pytestmark = pytest.mark.slow
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = REPO
 TINY = ROOT / "tests" / "plans" / "tiny.toml"
-
-
-def _env(cache: Path) -> dict[str, str]:
-    env = dict(os.environ)
-    env["GROWCOCKPIT_CACHE"] = str(cache)
-    env["HF_HUB_OFFLINE"] = "1"
-    env["PYTHONUNBUFFERED"] = "1"
-    return env
-
-
-def growcockpit(*args: str, cache: Path, timeout: float = 180) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "growcockpit", *args],
-        capture_output=True,
-        text=True,
-        timeout=timeout,
-        env=_env(cache),
-    )
-
-
-def of_type(events: list[Event], cls: type) -> list:
-    return [e for e in events if isinstance(e, cls)]
 
 
 @pytest.fixture(scope="module")
@@ -178,7 +157,7 @@ def test_pause_resume_advance_stop(tmp_path: Path, gc_cache: Path) -> None:
         [sys.executable, "-m", "growcockpit", "train", str(plan), "--run-dir", str(run_dir)],
         stdout=subprocess.DEVNULL,
         stderr=subprocess.PIPE,
-        env=_env(gc_cache),
+        env=env(gc_cache),
         start_new_session=True,
     )
     try:

@@ -8,8 +8,9 @@ import sys
 from pathlib import Path
 
 import pytest
+from repo_paths import REPO
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = REPO
 
 
 def run(*args: str) -> subprocess.CompletedProcess[str]:

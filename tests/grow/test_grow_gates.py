@@ -6,7 +6,7 @@ import copy
 
 import pytest
 import torch
-from test_grow_common import FAMILIES, logits, tiny_batch, tiny_model
+from grow_fixtures import FAMILIES, logits, tiny_batch, tiny_model
 
 from growcockpit.backend.forward import StagedForward
 from growcockpit.grow import decoalesce_model, get_layers, stack_layers

@@ -9,7 +9,7 @@ import itertools
 
 import pytest
 import torch
-from test_grow_common import (
+from grow_fixtures import (
     FAMILIES,
     VOCAB,
     logits,

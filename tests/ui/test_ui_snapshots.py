@@ -2,7 +2,7 @@
 mid-run and after a crash, at 80×24 and 160×48, in the dark and light themes.
 
 Regenerate after a deliberate UI change with
-`pytest tests/test_ui_snapshots.py --snapshot-update` and review the SVGs.
+`pytest tests/ui/test_ui_snapshots.py --snapshot-update` and review the SVGs.
 Only fixed data goes in: recorded runs with fixed timestamps, a fixed clock, fixed
 file times, plan paths relative to a temporary working directory.
 """

@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 import torch
+from repo_paths import TESTS
 
 from growcockpit.backend.checkpoint import load_checkpoint
 from growcockpit.protocol import read_all
@@ -16,7 +17,7 @@ from growcockpit.protocol.events import RunFinished, RunStarted, StageStarted, S
 
 pytestmark = pytest.mark.slow
 
-TINY = Path(__file__).resolve().parent / "plans" / "tiny.toml"
+TINY = TESTS / "plans" / "tiny.toml"
 
 
 def test_two_gloo_ranks_grow_in_lockstep(tmp_path: Path, gc_cache: Path) -> None:

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import pytest
 import torch
-from test_grow_common import FAMILIES, snapshot, tiny_batch, tiny_model
+from grow_fixtures import FAMILIES, snapshot, tiny_batch, tiny_model
 
 from growcockpit.backend.forward import StagedForward
 from growcockpit.backend.optim import build_optimizer

@@ -7,6 +7,7 @@ import re
 from pathlib import Path
 
 import pytest
+from repo_paths import TESTS
 
 from growcockpit.backend.plateau import PlateauTrigger, check_event, trigger_for
 from growcockpit.plan import Stage, text_problems
@@ -126,7 +127,7 @@ def test_plan_accepts_plateau() -> None:
     assert "plateau(5,≤0.1/1M)" in format_plan(loads_plan(text))
 
 
-TINY = (Path(__file__).resolve().parent / "plans" / "tiny.toml").read_text()
+TINY = (TESTS / "plans" / "tiny.toml").read_text()
 
 
 @pytest.mark.slow

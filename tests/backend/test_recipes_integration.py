@@ -6,7 +6,8 @@ import shutil
 from pathlib import Path
 
 import pytest
-from test_train_integration import growcockpit, of_type
+from repo_paths import TESTS
+from run_fixtures import growcockpit, of_type
 
 from growcockpit.protocol import read_all
 from growcockpit.protocol.events import Grow, RunStarted, StageStarted, Step
@@ -130,7 +131,7 @@ def test_layer_drop_trains_and_resumes_exactly(tmp_path: Path, gc_cache: Path) -
 
 
 def test_ramp_on_decoalesce_keeps_the_small_models_function(tmp_path: Path, gc_cache: Path) -> None:
-    vcycle = (Path(__file__).parent / "plans" / "tiny-vcycle.toml").read_text()
+    vcycle = (TESTS / "plans" / "tiny-vcycle.toml").read_text()
     text = vcycle.replace('enter = "interpolate"', 'enter = "decoalesce"\nramp_steps = 5')
     text = text.replace('family = "bert"', 'family = "gpt2"')
     run = train(tmp_path, gc_cache, "vcycle-ramp", text)

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import pytest
 import torch
-from test_grow_common import logits, state_equal, tiny_batch, tiny_model
+from grow_fixtures import logits, state_equal, tiny_batch, tiny_model
 
 from growcockpit.backend.forward import StagedForward
 from growcockpit.grow import coalesce_model, decoalesce_model, interpolate_model

@@ -9,7 +9,9 @@ from __future__ import annotations
 import ast
 from pathlib import Path
 
-PACKAGE = Path(__file__).resolve().parent.parent / "growcockpit"
+from repo_paths import REPO
+
+PACKAGE = REPO / "growcockpit"
 
 
 def _module_name(path: Path) -> str:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 import torch
-from test_grow_common import tiny_batch, tiny_model
+from grow_fixtures import tiny_batch, tiny_model
 
 from growcockpit.backend.forward import StagedForward
 from growcockpit.backend.optim import build_optimizer, lr_at

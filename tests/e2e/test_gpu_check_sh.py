@@ -7,7 +7,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parent.parent
+from repo_paths import REPO
 
 
 def test_a_missing_wheel_is_named_in_one_line_before_anything_runs(tmp_path: Path) -> None:

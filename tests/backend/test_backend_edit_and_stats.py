@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 import torch
+from repo_paths import TESTS
 
 from growcockpit.backend.command_loop import run_command
 from growcockpit.backend.data import load_blocks
@@ -19,7 +20,7 @@ from growcockpit.protocol.events import LayerStats, PlanChanged
 
 pytestmark = [pytest.mark.usefixtures("gc_cache")]
 
-TINY = (Path(__file__).resolve().parent / "plans" / "tiny.toml").read_text()
+TINY = (TESTS / "plans" / "tiny.toml").read_text()
 
 
 def _trainer(tmp_path: Path) -> Trainer:

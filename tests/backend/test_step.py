@@ -12,6 +12,7 @@ from typing import Any
 
 import pytest
 import torch
+from repo_paths import REPO, TESTS
 
 from growcockpit.backend import step as step_mod
 from growcockpit.backend.data import load_blocks
@@ -24,7 +25,7 @@ from growcockpit.plan import loads_plan
 from growcockpit.protocol import EventLog, RunPaths, RunStatus, read_all
 from growcockpit.protocol.events import Error, Paused, StageStarted, Step
 
-TINY = (Path(__file__).resolve().parent / "plans" / "tiny.toml").read_text()
+TINY = (TESTS / "plans" / "tiny.toml").read_text()
 
 
 def make_trainer(tmp_path: Path, text: str = TINY) -> Trainer:
@@ -205,7 +206,7 @@ def test_every_entry_point_makes_the_requested_gpu_current(
     set_calls: list[torch.device] = []
     monkeypatch.setattr(torch.cuda, "set_device", set_calls.append)
     monkeypatch.setattr(torch.cuda, "get_device_capability", lambda d=None: (7, 0))
-    path = Path(__file__).resolve().parent.parent / "bench" / "gpu_check.py"
+    path = REPO / "bench" / "gpu_check.py"
     spec = importlib.util.spec_from_file_location("gpu_check_under_test", path)
     assert spec is not None and spec.loader is not None
     gpu_check = importlib.util.module_from_spec(spec)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 import torch
-from test_grow_common import FAMILIES, snapshot, tiny_batch, tiny_model
+from grow_fixtures import FAMILIES, snapshot, tiny_batch, tiny_model
 from torch import nn
 
 from growcockpit.backend.forward import StagedForward

@@ -11,6 +11,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 import torch
+from repo_paths import TINY_TOML
 
 from growcockpit.backend.data import load_blocks
 from growcockpit.backend.engine import Trainer
@@ -25,8 +26,7 @@ from growcockpit.protocol import (
 )
 from growcockpit.protocol.events import Event
 
-TESTS = Path(__file__).resolve().parent.parent
-TINY = (TESTS / "plans" / "tiny.toml").read_text()
+TINY = TINY_TOML.read_text()
 
 
 def tiny_plan(

@@ -6,7 +6,7 @@ import copy
 
 import pytest
 import torch
-from test_grow_common import FAMILIES, tiny_batch, tiny_model
+from grow_fixtures import FAMILIES, tiny_batch, tiny_model
 
 from growcockpit.backend.forward import StagedForward
 from growcockpit.backend.recipes import StageRecipes

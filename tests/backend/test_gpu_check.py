@@ -10,8 +10,8 @@ import sys
 from pathlib import Path
 
 import pytest
+from repo_paths import REPO
 
-REPO = Path(__file__).resolve().parent.parent
 SCRIPT = REPO / "bench" / "gpu_check.py"
 MSLT_STAGES = ["shallow-3", "grow-6", "grow-9", "grow-12", "all-layers"]
 
