@@ -40,7 +40,7 @@ from growcockpit.backend.engine import Trainer  # noqa: E402
 from growcockpit.backend.reporter import RunReporter  # noqa: E402
 from growcockpit.plan import dump_plan, load_plan  # noqa: E402
 from growcockpit.plan.types import Plan  # noqa: E402
-from growcockpit.protocol import EventLog, RunPaths, RunStatus  # noqa: E402
+from growcockpit.protocol import EventLog, RunPaths  # noqa: E402
 from growcockpit.protocol.events import Event, StageStarted, Step  # noqa: E402
 
 MSLT_PLAN = REPO / "sample_plans" / "mslt-bert-base.toml"
@@ -68,7 +68,7 @@ class StageMeter(RunReporter):
 
     def __init__(self, root: Path, device: torch.device) -> None:
         paths = RunPaths(root)
-        super().__init__(paths, EventLog(paths.events), RunStatus(run_id="gpu-engine"), None, None)
+        super().__init__(EventLog(paths.events).append)
         self.device = device
         self.rows: list[dict[str, Any]] = []
         self.syncs = 0

@@ -29,7 +29,7 @@ from growcockpit.backend.engine import Trainer
 from growcockpit.backend.reporter import RunReporter
 from growcockpit.metrics import SystemSampler
 from growcockpit.plan import MetricsSpec, loads_plan
-from growcockpit.protocol import EventLog, RunPaths, RunStatus
+from growcockpit.protocol import EventLog, RunPaths
 
 PLAN = """
 name = "overhead"
@@ -80,7 +80,7 @@ def make_trainer(
     plan = loads_plan(text, "overhead.toml")
     root.mkdir(parents=True, exist_ok=True)
     paths = RunPaths(root)
-    reporter = RunReporter(paths, EventLog(paths.events), RunStatus(), None, console=None)
+    reporter = RunReporter(EventLog(paths.events).append)
     data = load_blocks(plan.data, plan.model.family, plan.seed)
     torch.manual_seed(0)
     device = prepare_device(

@@ -21,7 +21,6 @@ from growcockpit.protocol import (
     ControlServer,
     EventLog,
     RunPaths,
-    RunStatus,
     read_all,
 )
 from growcockpit.protocol.events import Event
@@ -46,9 +45,7 @@ def make_trainer(run_dir: Path, text: str, control: ControlServer | None = None)
     plan = loads_plan(text, "test.toml")
     paths = RunPaths(run_dir)
     run_dir.mkdir(parents=True, exist_ok=True)
-    reporter = RunReporter(
-        paths, EventLog(paths.events), RunStatus(run_id=run_dir.name), control, console=None
-    )
+    reporter = RunReporter(EventLog(paths.events).append, control)
     data = load_blocks(plan.data, plan.model.family, plan.seed)
     torch.manual_seed(plan.seed)
     return Trainer(plan, run_dir, data, reporter, torch.device("cpu"))

@@ -21,7 +21,6 @@ from growcockpit.backend import rng
 from growcockpit.backend.checkpoint import NonFiniteState, TrainerPosition, save_checkpoint
 from growcockpit.backend.distributed import DistContext
 from growcockpit.backend.operators import LevelSnapshot, levels_to_save
-from growcockpit.backend.progress import Progress
 from growcockpit.backend.reporter import RunReporter
 from growcockpit.plan import plan_to_dict
 from growcockpit.plan.types import CheckpointSpec, Plan
@@ -90,7 +89,6 @@ def write_checkpoint(
     dist: DistContext,
     device: torch.device,
     report: RunReporter,
-    run: Progress,
 ) -> Path | None:
     """Save the trainer's state under `root` (rank 0 writes); None when it was not finite."""
     pos = state.pos
@@ -112,7 +110,7 @@ def write_checkpoint(
             loss=state.loss,
         )
     except NonFiniteState as exc:
-        last = report.status.last_checkpoint
+        last = report.last_checkpoint
         report.warn(
             f"no {reason} checkpoint at step {pos.step}: {exc}; "
             + (
@@ -124,5 +122,4 @@ def write_checkpoint(
         )
         return None
     report.emit(Checkpoint(step=pos.step, path=str(path), reason=reason))
-    report.status_checkpoint(run, str(path))
     return path

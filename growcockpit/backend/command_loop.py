@@ -63,8 +63,6 @@ def handle_commands(host: CommandHost, block: bool) -> None:
     other ranks wait for it inside the agreement collective.
     """
     pending = host.report.take_commands(block, alone=not host.dist.enabled)
-    if block:
-        host.report.status_step(host.progress())
     local = [p.request for p in pending]
     requests, stop = host.dist.agree_commands(local, host.stop_requested, host.device)
     if stop and not host.stopping:

@@ -5,7 +5,8 @@ the loop itself lives in its own module and knows nothing of the Trainer:
 `commands.decide` turns a control command into an intent that `Trainer.apply`
 carries out (the one place the loop's state changes), `StepRunner` runs a step,
 `checkpointing`/`restore` save and load the state they are handed, and
-`RunReporter` writes events and status from explicit values (`Progress`).
+`RunReporter` sends events to a sink (log, status.json as their fold, console)
+and takes commands from a source (the control socket, or a script in a test).
 """
 
 from __future__ import annotations
@@ -65,7 +66,8 @@ from growcockpit.plan import dump_plan, plan_to_dict, resolve_shapes
 from growcockpit.plan.edit import end_stage_early
 from growcockpit.plan.operators import changes_model
 from growcockpit.plan.types import Plan, Stage, trainable_layer_ids
-from growcockpit.protocol.events import Error, Eval, PlanChanged, RunFinished
+from growcockpit.protocol.events import AwaitingAdvance, Error, Eval, PlanChanged, RunFinished
+from growcockpit.protocol.rundir import RunPaths
 
 
 class Trainer:
@@ -160,7 +162,7 @@ class Trainer:
         """Run `plan` from here on and say so (plan_changed from stage `from_stage` on)."""
         self.plan = plan
         if self.dist.is_main:
-            self.report.paths.plan.write_text(dump_plan(plan))
+            RunPaths(self.run_dir).plan.write_text(dump_plan(plan))
         self.report.emit(
             PlanChanged(step=self.pos.step, from_stage=from_stage, plan=plan_to_dict(plan))
         )
@@ -194,7 +196,6 @@ class Trainer:
                 if fired or self.pos.step % max(1, self.plan.metrics.every_steps) == 0:
                     self.report.emit(check_event(self.plateau, self.pos.step, self.pos.stage_index))
         self.recipes.after_step(self.pos.step_in_stage, self.pos.step)
-        self.report.status_step(self.progress())
         if loss is not None and self.pause_if_non_finite(loss, skipped):
             return
         every = self.plan.metrics.eval_every_steps
@@ -247,7 +248,6 @@ class Trainer:
         freed = release_cached_memory(self.device)  # the replaced model and optimizer
         self.pos.stage_entered = True
         self.waiting = False
-        self.report.status_stage(self.progress())
         entry = StageEntry(
             index=index,
             step=self.pos.step,
@@ -310,12 +310,15 @@ class Trainer:
     def wait_for_advance(self) -> None:
         if not self.waiting:
             self.waiting = True
-            self.report.warn(
-                f"stage {self.pos.stage_index + 1} ({self.stage.name}) finished its {self.stage.steps} steps; "
-                "advance = manual: waiting for `advance` (key g, or growcockpit ctl RUN advance)",
-                step=self.pos.step,
+            self.report.emit(
+                AwaitingAdvance(
+                    step=self.pos.step,
+                    stage=self.pos.stage_index,
+                    message=f"stage {self.pos.stage_index + 1} ({self.stage.name}) finished its "
+                    f"{self.stage.steps} steps; advance = manual: waiting for `advance` "
+                    "(key g, or growcockpit ctl RUN advance)",
+                )
             )
-            self.report.status_state(self.progress())
 
     # ---- helpers -----------------------------------------------------------------
     def batch(self, step: int, micro: int = 0) -> Batch:
@@ -369,8 +372,7 @@ class Trainer:
             self.model, self.optimizer, self.pos, self.plan, self.levels, scaler, self.last_loss
         )
         root = self.run_dir / "checkpoints"
-        run = self.progress()
-        return write_checkpoint(root, state, reason, self.dist, self.device, self.report, run)
+        return write_checkpoint(root, state, reason, self.dist, self.device, self.report)
 
     def restore(self, checkpoint_dir: Path) -> None:
         """Continue from a checkpoint: same weights, optimizer, plan position and RNG."""
@@ -407,7 +409,6 @@ class Trainer:
             return
         self.last_loss = outcome.loss
         self.pause_if_non_finite(outcome.loss, outcome.skipped)
-        self.report.status_step(self.progress())
 
     def finish(self) -> str:
         self.prefetch.close()
@@ -434,5 +435,4 @@ class Trainer:
                 rank_weight_digests=digests,
             )
         )
-        self.report.status_final(self.progress(), status)
         return status

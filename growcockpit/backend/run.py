@@ -33,9 +33,11 @@ from growcockpit.backend.distributed import DistContext
 from growcockpit.backend.engine import Trainer
 from growcockpit.backend.init_from import data_spec_for
 from growcockpit.backend.liveness import Heartbeat, own_start_time
-from growcockpit.backend.reporter import RunReporter
+from growcockpit.backend.reporter import RunReporter, drop
 from growcockpit.backend.restore import restored_event
 from growcockpit.backend.rng import seed_rank
+from growcockpit.backend.sinks import ConsoleSink, FanOut, MirrorSink
+from growcockpit.backend.status_writer import StatusWriter
 from growcockpit.metrics import SystemSampler
 from growcockpit.plan import plan_to_dict
 from growcockpit.plan.types import Plan
@@ -90,20 +92,27 @@ def run_training(
     events: EventLog | None = None
     control: ControlServer | None = None
     heartbeat: Heartbeat | None = None
+    mirrors: Mirrors | None = None
+    writer: StatusWriter | None = None
+    sink = FanOut()
     if main:
         paths.root.mkdir(parents=True, exist_ok=True)
         if resume_from is None:
             paths.plan.write_text(plan_text)
         write_status(paths.status, status)
         events = EventLog(paths.events)
+        writer = StatusWriter(paths.status, status)  # status.json: a fold of the events
+        sink = FanOut(events.append, writer, ConsoleSink(sys.stdout))
         control = ControlServer(paths.control)
         control.start()
-    reporter = RunReporter(paths, events, status, control, console=sys.stdout if main else None)
+    reporter = RunReporter(sink if main else drop, control)
     if main:
         try:
-            reporter.mirrors = _open_mirrors(plan, paths.root)
+            mirrors = _open_mirrors(plan, paths.root)
+            if mirrors is not None:
+                sink.add(MirrorSink(mirrors, reporter.warn))
         except Exception as exc:  # the package is missing, or the writer cannot start
-            _crash(reporter, None, status, exc)
+            _crash(reporter, None, paths, status, exc)
             print(f"growcockpit: {exc}", file=sys.stderr)
             if control is not None:
                 control.close()
@@ -123,8 +132,8 @@ def run_training(
             resumed_from=str(resume_from) if resume_from else None,
         )
     )
-    if main:
-        heartbeat = Heartbeat(reporter.beat)
+    if writer is not None:
+        heartbeat = Heartbeat(writer.beat)
         heartbeat.start()
         for partial in remove_partial(paths.checkpoints):
             reporter.warn(f"removed {partial.name}: a checkpoint left half-written by a crash")
@@ -159,7 +168,7 @@ def run_training(
         dist.barrier()
         return 0 if final in ("completed", "stopped") else 1
     except (DataError, CheckpointError) as exc:
-        _crash(reporter, trainer, status, exc)
+        _crash(reporter, trainer, paths, status, exc)
         print(f"growcockpit: {exc}", file=sys.stderr)
         return 2
     except startup.StartupInterrupted as exc:
@@ -170,10 +179,10 @@ def run_training(
     except BaseException as exc:
         if is_disk_full(exc, paths.root):
             full = exc if isinstance(exc, DiskFull) else DiskFull(_written_path(exc, paths.root))
-            _crash(reporter, trainer, status, full)
+            _crash(reporter, trainer, paths, status, full)
             print(f"growcockpit: {full}", file=sys.stderr)
             return 1
-        _crash(reporter, trainer, status, exc)
+        _crash(reporter, trainer, paths, status, exc)
         print(
             f"growcockpit: training crashed: {type(exc).__name__}: {exc} (details in events.jsonl)",
             file=sys.stderr,
@@ -184,8 +193,8 @@ def run_training(
             heartbeat.stop()
         if sampler is not None:
             sampler.stop()
-        if reporter.mirrors is not None:
-            reporter.mirrors.close()
+        if mirrors is not None:
+            mirrors.close()
         if control is not None:
             control.close()
         if events is not None:
@@ -226,9 +235,16 @@ def _load_data(plan: Plan, dist: DistContext, run_tokenizer: Path) -> TokenBlock
 
 
 def _crash(
-    reporter: RunReporter, trainer: Trainer | None, status: RunStatus, exc: BaseException
+    reporter: RunReporter,
+    trainer: Trainer | None,
+    paths: RunPaths,
+    status: RunStatus,
+    exc: BaseException,
 ) -> None:
-    """Record the crash as far as the disk allows: a failing write must not hide the cause."""
+    """Record the crash as far as the disk allows: a failing write must not hide the cause.
+
+    The events reach status.json through its fold; the last write is direct, in
+    case the log could not take them (a full disk)."""
     if trainer is not None:
         trainer.prefetch.close()
     message = str(exc) if isinstance(exc, DiskFull) else f"{type(exc).__name__}: {exc}"
@@ -237,10 +253,7 @@ def _crash(
     _safely(reporter.emit, Error(message=message, traceback=tb, step=step))
     _safely(reporter.emit, RunFinished(status="crashed", step=step or 0, message=message))
     status.state = "crashed"
-    if trainer is not None:
-        _safely(reporter.status_final, trainer.progress(), "crashed")
-    else:
-        _safely(write_status, reporter.paths.status, status)
+    _safely(write_status, paths.status, status)
 
 
 def _safely(write: Callable[..., object], *args: object) -> None:

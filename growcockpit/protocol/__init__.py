@@ -20,6 +20,7 @@ from .control_client import send_command
 from .eventlog import EventLog, EventTail, read_all
 from .events import (
     EVENT_TYPES,
+    AwaitingAdvance,
     Checkpoint,
     CommandEvent,
     Error,
@@ -92,6 +93,7 @@ __all__ = [
     "LayerStats",
     "Paused",
     "PendingCommand",
+    "AwaitingAdvance",
     "Resumed",
     "RunDirError",
     "RunFinished",

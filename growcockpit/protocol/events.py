@@ -284,6 +284,16 @@ class Resumed(Event):
 
 
 @dataclass(kw_only=True)
+class AwaitingAdvance(Event):
+    """A stage with `advance = "manual"` ran its steps; the loop waits for `advance`."""
+
+    TYPE: ClassVar[str] = "waiting"
+    step: int = 0
+    stage: int = 0
+    message: str = ""
+
+
+@dataclass(kw_only=True)
 class WarningEvent(Event):
     TYPE: ClassVar[str] = "warning"
     message: str = ""
@@ -328,6 +338,7 @@ EVENT_TYPES: dict[str, type[Event]] = {
         RolledBack,
         Paused,
         Resumed,
+        AwaitingAdvance,
         WarningEvent,
         Error,
         RunFinished,

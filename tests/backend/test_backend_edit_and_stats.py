@@ -15,7 +15,7 @@ from growcockpit.backend.data import load_blocks
 from growcockpit.backend.engine import Trainer
 from growcockpit.backend.reporter import RunReporter
 from growcockpit.plan import loads_plan, plan_from_dict
-from growcockpit.protocol import CommandRequest, EventLog, RunPaths, RunStatus, read_all
+from growcockpit.protocol import CommandRequest, EventLog, RunPaths, read_all
 from growcockpit.protocol.events import LayerStats, PlanChanged
 
 pytestmark = [pytest.mark.usefixtures("gc_cache")]
@@ -26,7 +26,7 @@ TINY = (TESTS / "plans" / "tiny.toml").read_text()
 def _trainer(tmp_path: Path) -> Trainer:
     plan = loads_plan(TINY, "test.toml")
     paths = RunPaths(tmp_path)
-    reporter = RunReporter(paths, EventLog(paths.events), RunStatus(run_id="t"), None, console=None)
+    reporter = RunReporter(EventLog(paths.events).append)
     data = load_blocks(plan.data, plan.model.family, plan.seed)
     torch.manual_seed(plan.seed)
     return Trainer(plan, tmp_path, data, reporter, torch.device("cpu"))

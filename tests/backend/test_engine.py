@@ -21,11 +21,10 @@ from growcockpit.protocol import (
     ControlServer,
     EventLog,
     RunPaths,
-    RunStatus,
     read_all,
     send_command,
 )
-from growcockpit.protocol.events import Error, Paused, StageStarted, Step, WarningEvent
+from growcockpit.protocol.events import AwaitingAdvance, Error, Paused, StageStarted, Step
 
 pytestmark = [pytest.mark.slow, pytest.mark.usefixtures("gc_cache")]
 
@@ -36,7 +35,7 @@ def make_trainer(tmp_path: Path, text: str, control: ControlServer | None = None
     plan = loads_plan(text, "test.toml")
     paths = RunPaths(tmp_path)
     events = EventLog(paths.events)
-    reporter = RunReporter(paths, events, RunStatus(run_id="t"), control, console=None)
+    reporter = RunReporter(events.append, control)
     data = load_blocks(plan.data, plan.model.family, plan.seed)
     torch.manual_seed(plan.seed)
     return Trainer(plan, tmp_path, data, reporter, torch.device("cpu"))
@@ -64,13 +63,11 @@ def test_manual_advance_waits_for_the_command(tmp_path: Path) -> None:
         deadline = time.time() + 60
         while time.time() < deadline:
             events = read_all(tmp_path / "events.jsonl")
-            if any(
-                isinstance(e, WarningEvent) and "waiting for `advance`" in e.message for e in events
-            ):
+            if any(isinstance(e, AwaitingAdvance) and "`advance`" in e.message for e in events):
                 break
             time.sleep(0.05)
         else:
-            raise AssertionError("no waiting warning")
+            raise AssertionError("no waiting event")
         time.sleep(0.5)
         steps = [e for e in read_all(tmp_path / "events.jsonl") if isinstance(e, Step)]
         assert [s.step for s in steps] == [1, 2, 3], "a manual stage must not train past its steps"

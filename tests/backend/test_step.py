@@ -22,7 +22,7 @@ from growcockpit.backend.optim import build_optimizer
 from growcockpit.backend.reporter import RunReporter
 from growcockpit.backend.step import StepTimer
 from growcockpit.plan import loads_plan
-from growcockpit.protocol import EventLog, RunPaths, RunStatus, read_all
+from growcockpit.protocol import EventLog, RunPaths, read_all
 from growcockpit.protocol.events import Error, Paused, StageStarted, Step
 
 TINY = (TESTS / "plans" / "tiny.toml").read_text()
@@ -31,7 +31,7 @@ TINY = (TESTS / "plans" / "tiny.toml").read_text()
 def make_trainer(tmp_path: Path, text: str = TINY) -> Trainer:
     plan = loads_plan(text, "test.toml")
     paths = RunPaths(tmp_path)
-    reporter = RunReporter(paths, EventLog(paths.events), RunStatus(run_id="t"), None, None)
+    reporter = RunReporter(EventLog(paths.events).append)
     data = load_blocks(plan.data, plan.model.family, plan.seed)
     torch.manual_seed(plan.seed)
     trainer = Trainer(plan, tmp_path, data, reporter, torch.device("cpu"))

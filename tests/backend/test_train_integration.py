@@ -74,6 +74,23 @@ def test_completed_status_names_the_last_stage(finished_run: Path) -> None:
     assert "stage 2/2 (grow)" in res.stdout, res.stdout
 
 
+def test_status_json_is_the_fold_of_the_event_log(finished_run: Path) -> None:
+    """The run-directory contract: status.json holds what the events imply, plus the
+    liveness fields a log cannot hold (process start time, heartbeat)."""
+    import dataclasses
+
+    from growcockpit.protocol.status_fold import status_from_log
+
+    written = read_status(finished_run)
+    folded = status_from_log(read_all(finished_run / "events.jsonl"))
+    live = {"heartbeat", "pid_started"}
+    assert {
+        f.name: getattr(folded, f.name) for f in dataclasses.fields(folded) if f.name not in live
+    } == {
+        f.name: getattr(written, f.name) for f in dataclasses.fields(written) if f.name not in live
+    }
+
+
 def test_system_metrics_without_a_gpu(finished_run: Path) -> None:
     from growcockpit.protocol.events import System, WarningEvent
 

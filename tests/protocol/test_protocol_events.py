@@ -168,6 +168,7 @@ SAMPLES: dict[str, Event] = {
     ),
     "paused": ev.Paused(seq=10, t=10.0, step=5, reason="manual advance"),
     "resumed": ev.Resumed(seq=11, t=11.0, step=5),
+    "waiting": ev.AwaitingAdvance(seq=15, t=15.0, step=8, stage=1, message="waiting"),
     "warning": ev.WarningEvent(seq=12, t=12.0, message="slow data", step=4),
     "error": ev.Error(seq=13, t=13.0, message="boom", traceback="Traceback...", step=None),
     "run_finished": ev.RunFinished(

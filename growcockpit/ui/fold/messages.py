@@ -5,7 +5,14 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from growcockpit.protocol.events import Checkpoint, CommandEvent, ErrorEvent, Grow, WarningEvent
+from growcockpit.protocol.events import (
+    AwaitingAdvance,
+    Checkpoint,
+    CommandEvent,
+    ErrorEvent,
+    Grow,
+    WarningEvent,
+)
 
 if TYPE_CHECKING:
     from growcockpit.ui.fold.state import RunData
@@ -55,6 +62,10 @@ def on_command(state: RunData, ev: CommandEvent) -> None:
             state.lr_scale *= float(factor)
         label = f"lr ×{factor:g}" if isinstance(factor, int | float) else "lr"
         state.mark(ev.step, "lr", label, ev.t)
+
+
+def on_waiting(state: RunData, ev: AwaitingAdvance) -> None:
+    state.log_line(ev.step, "waiting", ev.message, "warning", ev.t)
 
 
 def on_warning(state: RunData, ev: WarningEvent) -> None:

@@ -7,6 +7,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, TypeVar, cast
 
 from growcockpit.protocol.events import (
+    AwaitingAdvance,
     Checkpoint,
     CommandEvent,
     ErrorEvent,
@@ -57,6 +58,7 @@ FOLDS: dict[type[Event], Fold] = dict(
         _fold(Grow, messages.on_grow),
         _fold(Checkpoint, messages.on_checkpoint),
         _fold(CommandEvent, messages.on_command),
+        _fold(AwaitingAdvance, messages.on_waiting),
         _fold(WarningEvent, messages.on_warning),
         _fold(ErrorEvent, messages.on_error),
     ]
