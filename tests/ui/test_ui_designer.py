@@ -6,6 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from textual.widgets import TabbedContent
 from ui_fixtures import notes, screen_text, write_plan, write_recorded_run
 
 from growcockpit.plan import load_plan
@@ -372,3 +373,37 @@ async def test_plateau_fields_show_with_advance_plateau(tmp_path: Path) -> None:
         assert field_error(app, "sf-advance") == "" and "✔ valid" in str(
             screen.query_one("#plan-problems").render()
         )
+
+
+async def test_a_budget_is_set_and_removed_in_the_designer(tmp_path: Path) -> None:
+    """[budget] from the Plan & model tab: the last stage's steps are fitted to it at once
+    (marked * in the table), saved as written, and gone again when its fields are cleared."""
+    path = tmp_path / "p.toml"
+    path.write_text(sample_plan("cpu-demo").read_text())
+    app = GrowCockpitApp(plan_path=path)
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.pause()
+        screen = designer(app)
+        before = screen.plan.stages[-1].steps
+        screen.query_one("#designer-tabs", TabbedContent).active = "tab-model"
+        await pilot.pause()
+        await type_into(pilot, "budget-baseline-steps", "900")
+        assert screen.plan.budget is not None and screen.plan.budget.baseline_steps == 900
+        fitted = screen.plan.stages[-1].steps
+        assert fitted != before
+        assert screen.query_one(StageTable).get_row_at(2)[5] == f"{fitted}*"
+        assert "budget" in str(screen.query_one("#plan-cost").render())
+        await pilot.press("ctrl+s")
+        await pilot.pause()
+        saved = load_plan(path)
+        assert saved.budget is not None and saved.budget.baseline_steps == 900
+        assert "[budget]" in path.read_text() and saved.stages[-1].steps == fitted
+
+        await type_into(pilot, "budget-minutes", "5")  # both: the validator names the clash
+        assert field_error(app, "budget-minutes") or field_error(app, "budget-baseline-steps")
+        await type_into(pilot, "budget-minutes", "")
+        await type_into(pilot, "budget-baseline-steps", "")
+        assert screen.plan.budget is None
+        await pilot.press("ctrl+s")
+        await pilot.pause()
+        assert "[budget]" not in path.read_text() and load_plan(path).budget is None

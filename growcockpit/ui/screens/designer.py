@@ -34,7 +34,7 @@ from growcockpit.plan import (
 )
 from growcockpit.plan.budget import apply_fit
 from growcockpit.plan.show import budget_lines
-from growcockpit.plan.types import Plan
+from growcockpit.plan.types import BudgetSpec, Plan
 from growcockpit.protocol.token_index import data_state
 from growcockpit.ui.plan_drafts import (
     display_path,
@@ -58,9 +58,9 @@ from growcockpit.ui.widgets.timeline import StageTimeline
 
 class DesignerScreen(Screen[list[dict[str, Any]] | None]):
     BINDINGS = [
-        Binding("a", "add_stage", "Add"),
-        Binding("d", "duplicate_stage", "Dup"),
-        Binding("x,delete", "remove_stage", "Remove", key_display="x"),
+        Binding("a", "edit_stages('add')", "Add"),
+        Binding("d", "edit_stages('duplicate')", "Dup"),
+        Binding("x,delete", "edit_stages('remove')", "Remove", key_display="x"),
         Binding("left_square_bracket", "move(-1)", "Up", key_display="["),
         Binding("right_square_bracket", "move(1)", "Down", key_display="]"),
         Binding("ctrl+s", "save", "Save", priority=True),
@@ -127,6 +127,12 @@ class DesignerScreen(Screen[list[dict[str, Any]] | None]):
                 if plan is not None:
                     yield SectionForm("plan", plan, id="form-plan", disabled=self.remaining)
                     yield SectionForm("model", plan.model, id="form-model", disabled=self.remaining)
+                    yield SectionForm(
+                        "budget",
+                        plan.budget or BudgetSpec(),
+                        id="form-budget",
+                        disabled=self.remaining,
+                    )
             with TabPane("Data", id="tab-data"), VerticalScroll():
                 if plan is not None:
                     yield SectionForm("data", plan.data, id="form-data", disabled=self.remaining)
@@ -240,12 +246,12 @@ class DesignerScreen(Screen[list[dict[str, Any]] | None]):
         form = self.query_one(StageForm)
         if message.scope == "stage" and (form.locked or form.index >= len(plan.stages)):
             return
-        key, target = plan_edits.field_target(plan, message.scope, message.key, form.index)
+        key, _ = plan_edits.field_target(plan, message.scope, message.key, form.index)
         if message.problem:
             self.field_errors[key] = message.problem
         else:
             self.field_errors.pop(key, None)
-            setattr(target, message.key, message.value)
+            plan_edits.set_field(plan, message.scope, message.key, form.index, message.value)
         self.dirty = True
         self.revalidate()
 
@@ -273,17 +279,10 @@ class DesignerScreen(Screen[list[dict[str, Any]] | None]):
         if edit.note:
             self.notify(edit.note, timeout=2)
 
-    def action_add_stage(self) -> None:
+    def action_edit_stages(self, kind: str) -> None:
         if self.plan is not None:
-            self._apply(plan_edits.add_stage(self.plan, self.selected, self._first_editable))
-
-    def action_duplicate_stage(self) -> None:
-        if self.plan is not None:
-            self._apply(plan_edits.duplicate_stage(self.plan, self.selected, self._first_editable))
-
-    def action_remove_stage(self) -> None:
-        if self.plan is not None:
-            self._apply(plan_edits.remove_stage(self.plan, self.selected, self._first_editable))
+            edit = plan_edits.STAGE_LIST_EDITS[kind]
+            self._apply(edit(self.plan, self.selected, self._first_editable))
 
     def action_move(self, delta: int) -> None:
         if self.plan is not None:

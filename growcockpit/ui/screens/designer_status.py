@@ -58,11 +58,17 @@ def scoped_errors(by_key: dict[str, str], prefix: str) -> dict[str, str]:
     return {k[len(prefix) :]: v for k, v in by_key.items() if k.startswith(prefix)}
 
 
+SECTION_WIDE = "*"  # a section_errors key: the problem is the whole section's
+
+
 def section_errors(by_key: dict[str, str], section: str) -> dict[str, str]:
     """The problems of one form section; `plan` owns the top-level keys."""
     if section == "plan":
-        return {k: v for k, v in by_key.items() if "." not in k and "[" not in k}
-    return scoped_errors(by_key, f"{section}.")
+        return {k: v for k, v in by_key.items() if "." not in k and "[" not in k and k != "budget"}
+    out = scoped_errors(by_key, f"{section}.")
+    if section in by_key:  # about the section as a whole ("set exactly one of …")
+        out[SECTION_WIDE] = by_key[section]
+    return out
 
 
 def bad_stages(by_key: dict[str, str]) -> set[int]:

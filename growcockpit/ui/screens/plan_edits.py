@@ -10,10 +10,11 @@ user, or changes nothing and says why; the screen then redraws. Stages before
 from __future__ import annotations
 
 import copy
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from growcockpit.plan.types import Plan
+from growcockpit.plan.types import BudgetSpec, Plan
 from growcockpit.ui.plan_drafts import new_plan, next_stage, unique_name
 
 STARTED = "That stage has already started: only later stages can change."
@@ -25,7 +26,22 @@ def field_target(plan: Plan, scope: str, name: str, stage: int) -> tuple[str, An
         return f"stages[{stage}].{name}", plan.stages[stage]
     if scope == "plan":
         return name, plan
+    if scope == "budget":
+        return f"budget.{name}", plan.budget if plan.budget is not None else BudgetSpec()
     return f"{scope}.{name}", getattr(plan, scope)
+
+
+def set_field(plan: Plan, scope: str, name: str, stage: int, value: Any) -> str:
+    """Set a form field's value on the plan; returns the validator's key.
+
+    `[budget]` comes into being with its first value and goes when its fields are all
+    empty again: a plan without a budget trains its stages' own steps."""
+    key, target = field_target(plan, scope, name, stage)
+    setattr(target, name, value)
+    if scope == "budget":
+        empty = target.baseline_steps is None and target.minutes is None and target.unit_ms is None
+        plan.budget = None if empty else target
+    return key
 
 
 @dataclass(frozen=True)
@@ -82,3 +98,10 @@ def move_stage(plan: Plan, selected: int, delta: int, locked: int) -> StageEdit:
     stages = plan.stages
     stages[i], stages[j] = stages[j], stages[i]
     return StageEdit(j)
+
+
+STAGE_LIST_EDITS: dict[str, Callable[[Plan, int, int], StageEdit]] = {
+    "add": add_stage,
+    "duplicate": duplicate_stage,
+    "remove": remove_stage,
+}

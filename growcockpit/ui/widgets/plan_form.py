@@ -75,6 +75,13 @@ SECTION_CHOICES: dict[str, tuple[str, ...]] = {
 }
 SECTION_HELP: dict[str, str] = {
     "model.init_from": "a save_pretrained dir, e.g. runs/<id>/final; empty: fresh weights",
+    "budget.baseline_steps": "N: the compute of N full-depth steps",
+    "budget.minutes": "wall time on this machine (needs unit ms)",
+    "budget.unit_ms": "ms per cost unit: `plan show --calibrate`",
+}
+SECTION_TITLES: dict[str, str] = {
+    "budget": "[budget]: one of baseline steps or minutes; the fill stage's steps are fitted "
+    "to it (all empty: no budget, every stage trains its own steps)",
 }
 
 
@@ -328,12 +335,22 @@ class SectionForm(_Form):
         self._values = {key: getattr(spec, key) for key in self.fields}
 
     def compose(self) -> ComposeResult:
+        if self.section in SECTION_TITLES:
+            yield Static(SECTION_TITLES[self.section], classes="form-title")
         with Container(classes="form-grid"):
             for field in self.fields.values():
                 editor = _editor(
                     field, f"{self.prefix}{_safe(field.key)}", getattr(self._spec, field.key)
                 )
                 yield _field_cell(field, self.prefix, editor)
+
+    def show_errors(self, problems: dict[str, str]) -> None:
+        """A problem of the whole section ("*") shows under its first field."""
+        wide = problems.get("*")
+        if wide:
+            first = next(iter(self.fields))
+            problems = {**problems, first: problems.get(first) or wide}
+        super().show_errors(problems)
 
     def load(self, spec: Any) -> None:
         self._spec = spec
