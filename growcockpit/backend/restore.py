@@ -18,7 +18,8 @@ import zipfile
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
-from growcockpit.plan import plan_from_dict
+from growcockpit.plan import plan_from_dict, validate_plan
+from growcockpit.plan.init_from import without_init_from
 from growcockpit.plan.types import Plan, Stage, trainable_layer_ids
 from growcockpit.protocol.events import RolledBack
 
@@ -145,7 +146,9 @@ def restore_trainer(trainer: RestoreHost, checkpoint_dir: Path) -> None:
 
     state = load_checkpoint(checkpoint_dir)
     pos = TrainerPosition(**state["position"])
-    plan = plan_from_dict(pos.plan, source=str(checkpoint_dir / "state.pt"))
+    source = str(checkpoint_dir / "state.pt")
+    plan = plan_from_dict(pos.plan, source=source, validate=False)
+    validate_plan(without_init_from(plan), source=source)  # the weights are in the checkpoint
     config = type(trainer.model.config).from_dict(state["config"])  # type: ignore[union-attr]
     config._attn_implementation = "sdpa"
     model_cls = type(trainer.model)

@@ -40,6 +40,7 @@ from growcockpit.backend.sinks import ConsoleSink, FanOut, MirrorSink
 from growcockpit.backend.status_writer import StatusWriter
 from growcockpit.metrics import SystemSampler
 from growcockpit.plan import plan_to_dict
+from growcockpit.plan.init_from import without_init_from
 from growcockpit.plan.types import Plan
 from growcockpit.protocol.control import ControlServer
 from growcockpit.protocol.eventlog import EventLog
@@ -153,7 +154,9 @@ def run_training(
         startup.defer_signals()
         torch.manual_seed(plan.seed)
         data = _load_data(plan, dist, paths.root / "tokenizer")
-        trainer = Trainer(plan, paths.root, data, reporter, dev, dist)
+        # a resume takes its weights from the checkpoint, never from init_from's source
+        start = plan if resume_from is None else without_init_from(plan)
+        trainer = Trainer(start, paths.root, data, reporter, dev, dist)
         if resume_from is not None:
             trainer.restore(resume_from)
             reporter.emit(restored_event(trainer.pos, resume_from, None))  # the log may go further

@@ -37,12 +37,20 @@ def run_command(func: Command, args: argparse.Namespace) -> int:
         return EXIT_INTERRUPTED
 
 
-def load_plan_or_fail(path: Path) -> Plan:
-    """The plan at `path`, or a UserError naming the bad field (the loader's message)."""
-    from growcockpit.plan import PlanError, load_plan
+def load_plan_or_fail(path: Path, *, resuming: bool = False) -> Plan:
+    """The plan at `path`, or a UserError naming the bad field (the loader's message).
+
+    `resuming`: the plan of a run with a checkpoint, whose `model.init_from` source
+    need not exist any more (the checkpoint holds the weights)."""
+    from growcockpit.plan import PlanError, load_plan, validate_plan
+    from growcockpit.plan.init_from import without_init_from
 
     try:
-        return load_plan(path)
+        if not resuming:
+            return load_plan(path)
+        plan = load_plan(path, validate=False)
+        validate_plan(without_init_from(plan), source=str(path), text=path.read_text("utf-8"))
+        return plan
     except PlanError as exc:
         raise UserError(str(exc)) from None
 

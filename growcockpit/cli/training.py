@@ -141,7 +141,7 @@ def cmd_resume(args: argparse.Namespace) -> int:
         load_checkpoint(ckpt, mmap=True)  # refuses a hostile pickle before anything is touched
     except CheckpointError as exc:
         raise UserError(str(exc)) from None
-    plan = load_plan_or_fail(run_dir / "plan.toml")
+    plan = load_plan_or_fail(run_dir / "plan.toml", resuming=True)
     from growcockpit.backend import startup
 
     startup.guard_startup(run_dir, plan.name, len(plan.stages), plan.total_steps)

@@ -10,6 +10,7 @@ that starts from a finished run and doubles its depth.
 from __future__ import annotations
 
 import copy
+import dataclasses
 import json
 from dataclasses import dataclass
 from pathlib import Path
@@ -97,6 +98,14 @@ def read_source(path: str) -> SourceShape:
             raise SourceError(f"{config_file}: {key} = {value!r} is not a positive integer")
         values[field] = value
     return SourceShape(family=str(family), **values)
+
+
+def without_init_from(plan: Plan) -> Plan:
+    """`plan` as a resume sees it: the checkpoint holds the weights the source once gave,
+    so the source directory may be gone (moved, cleaned up) without stopping the run."""
+    if plan.model.init_from is None:
+        return plan
+    return dataclasses.replace(plan, model=dataclasses.replace(plan.model, init_from=None))
 
 
 def init_from_problems(plan: Plan) -> list[tuple[str, str]]:

@@ -143,3 +143,26 @@ def test_grow_this_plan_is_valid_and_starts_from_the_run(source_run: Path) -> No
     ]
     again = loads_plan(dump_plan(plan))
     assert again.model.init_from == plan.model.init_from
+
+
+def test_a_run_resumes_after_its_init_from_source_is_gone(
+    source_run: Path, tmp_path: Path, gc_cache: Path
+) -> None:
+    """The checkpoint holds the weights: moving or cleaning up the source must not strand
+    the run (`resume` once failed on the plan's init_from check and on loading it)."""
+    import shutil
+
+    from run_fixtures import growcockpit
+
+    source = tmp_path / "source-final"
+    shutil.copytree(source_run / "final", source)
+    run = tmp_path / "grown"
+    _train(GROWN.format(final=source), run)
+    assert (run / "checkpoints" / "step-2").is_dir()
+    shutil.rmtree(source)
+
+    res = growcockpit("resume", str(run), "--from", "step-2", "--force", cache=gc_cache)
+    assert res.returncode == 0, res.stderr
+    events = read_all(run / "events.jsonl")
+    assert isinstance(events[-1], RunFinished) and events[-1].status == "completed"
+    assert [e.step for e in events[-4:] if isinstance(e, Step)][-1] == 4
