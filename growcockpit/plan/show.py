@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable
+
 from growcockpit.plan.advance_checks import min_delta_of
 from growcockpit.plan.budget import FittedBudget, fit_budget
 from growcockpit.plan.cost import PlanCost, estimate_cost
@@ -10,20 +12,23 @@ from growcockpit.plan.shapes import resolve_shapes
 from growcockpit.plan.types import Plan, Stage
 
 
-def format_ids(ids: list[int]) -> str:
-    """Layer ids as compact ranges: [0, 1, 2, 5] → "0-2,5"; [] → "-"."""
-    if not ids:
-        return "-"
+def layer_ranges(ids: Iterable[int], sep: str = ", ") -> str:
+    """Layer ids as compact ranges, in any order: [0, 1, 2, 5] → "0-2, 5"; [] → ""."""
+    ordered = sorted(ids)
     runs: list[str] = []
-    start = prev = ids[0]
-    for i in [*ids[1:], None]:
-        if i is not None and i == prev + 1:
-            prev = i
-            continue
-        runs.append(str(start) if start == prev else f"{start}-{prev}")
-        if i is not None:
-            start = prev = i
-    return ",".join(runs)
+    i = 0
+    while i < len(ordered):
+        j = i
+        while j + 1 < len(ordered) and ordered[j + 1] == ordered[j] + 1:
+            j += 1
+        runs.append(str(ordered[i]) if i == j else f"{ordered[i]}-{ordered[j]}")
+        i = j + 1
+    return sep.join(runs)
+
+
+def format_ids(ids: list[int]) -> str:
+    """The plan table's form: [0, 1, 2, 5] → "0-2,5"; [] → "-"."""
+    return layer_ranges(ids, ",") or "-"
 
 
 def _advance_label(stage: Stage) -> str:

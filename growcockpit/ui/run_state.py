@@ -13,8 +13,9 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
+from growcockpit.plan.show import layer_ranges
 from growcockpit.protocol.events import Event
-from growcockpit.ui.fold.layers import LayerRow, layer_ranges
+from growcockpit.ui.fold.layers import LayerRow
 from growcockpit.ui.fold.metrics import EMA_ALPHA
 from growcockpit.ui.fold.plan import StageInfo
 from growcockpit.ui.fold.records import GpuView, LogEntry, StageTiming

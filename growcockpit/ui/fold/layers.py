@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import statistics
 from collections import deque
-from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 TIMING_WINDOW = 15  # timing samples per layer in the rolling median
@@ -55,17 +54,3 @@ class LayerRow:
     def restart_timing(self) -> None:
         self.fwd_samples.clear()
         self.bwd_samples.clear()
-
-
-def layer_ranges(ids: Iterable[int]) -> str:
-    """[0, 1, 2, 5] -> "0-2, 5" (ids in any order)."""
-    ordered = sorted(ids)
-    parts: list[str] = []
-    i = 0
-    while i < len(ordered):
-        j = i
-        while j + 1 < len(ordered) and ordered[j + 1] == ordered[j] + 1:
-            j += 1
-        parts.append(str(ordered[i]) if i == j else f"{ordered[i]}-{ordered[j]}")
-        i = j + 1
-    return ", ".join(parts)

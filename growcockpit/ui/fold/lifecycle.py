@@ -6,6 +6,7 @@ import dataclasses
 from typing import TYPE_CHECKING
 
 from growcockpit.plan.operators import changes_model
+from growcockpit.plan.show import layer_ranges
 from growcockpit.protocol.events import (
     Paused,
     PlanChanged,
@@ -15,7 +16,7 @@ from growcockpit.protocol.events import (
     StageStarted,
 )
 from growcockpit.protocol.rundir import FINAL_STATES
-from growcockpit.ui.fold.layers import LayerRow, layer_ranges
+from growcockpit.ui.fold.layers import LayerRow
 from growcockpit.ui.fold.plan import StageInfo, decode_plan, stages_of
 from growcockpit.ui.fold.plateau import REASON_TEXT
 from growcockpit.ui.fold.records import StageTiming

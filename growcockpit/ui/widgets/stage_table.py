@@ -8,8 +8,8 @@ from rich.text import Text
 
 from growcockpit.plan.budget import fill_index
 from growcockpit.plan.operators import operator_label
+from growcockpit.plan.show import layer_ranges
 from growcockpit.plan.types import Plan, Stage, trainable_layer_ids
-from growcockpit.ui.run_state import layer_ranges
 from growcockpit.ui.widgets.steady_table import SteadyTable
 
 COLUMNS = (
