@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from torch import nn
 from transformers import (
     BertConfig,
@@ -52,3 +54,15 @@ def build_model(spec: ModelSpec, layers: int, tokenizer: PreTrainedTokenizerBase
     )
     config2._attn_implementation = "sdpa"
     return GPT2LMHeadModel(config2)
+
+
+def model_from_saved(
+    model_type: type[nn.Module], config_type: Any, config: dict[str, Any], state: dict[str, Any]
+) -> nn.Module:
+    """A model rebuilt from a checkpoint's config dict and weights, with SDPA attention as
+    `build_model` gives it (checkpoints and V-cycle level snapshots)."""
+    cfg = config_type.from_dict(config)
+    cfg._attn_implementation = "sdpa"
+    model = model_type(cfg)
+    model.load_state_dict(state)
+    return model

@@ -18,6 +18,7 @@ from typing import Any
 
 from torch import nn
 
+from growcockpit.backend.model import model_from_saved
 from growcockpit.grow import (
     GrowResult,
     coalesce_model,
@@ -159,10 +160,7 @@ def levels_from_saved(
     stage (no "stage") takes its keys, in order, from the plan walk's open levels."""
     out: dict[int, LevelSnapshot] = {}
     for i, lv in enumerate(saved):
-        config = config_type.from_dict(lv["config"])
-        config._attn_implementation = "sdpa"
-        model = model_type(config)
-        model.load_state_dict(lv["state"])
+        model = model_from_saved(model_type, config_type, lv["config"], lv["state"])
         stage = int(lv["stage"]) if "stage" in lv else open_levels[i]
         out[stage] = LevelSnapshot(stage, lv["layers"], lv["width"], lv["pairing"], model)
     return out

@@ -142,6 +142,7 @@ def restore_trainer(trainer: RestoreHost, checkpoint_dir: Path) -> None:
     """Continue from a checkpoint: same weights, optimizer, plan position and RNG."""
     from growcockpit.backend import rng
     from growcockpit.backend.checkpoint import TrainerPosition, load_checkpoint
+    from growcockpit.backend.model import model_from_saved
     from growcockpit.backend.operators import levels_from_saved, open_levels_at
 
     state = load_checkpoint(checkpoint_dir)
@@ -149,16 +150,13 @@ def restore_trainer(trainer: RestoreHost, checkpoint_dir: Path) -> None:
     source = str(checkpoint_dir / "state.pt")
     plan = plan_from_dict(pos.plan, source=source, validate=False)
     validate_plan(without_init_from(plan), source=source)  # the weights are in the checkpoint
-    config = type(trainer.model.config).from_dict(state["config"])  # type: ignore[union-attr]
-    config._attn_implementation = "sdpa"
-    model_cls = type(trainer.model)
-    model = model_cls(config)
-    model.load_state_dict(state["model"])
+    model_cls, config_cls = type(trainer.model), type(trainer.model.config)
+    model = model_from_saved(model_cls, config_cls, state["config"], state["model"])
     levels = levels_from_saved(
         state.get("levels", []),
         open_levels_at(plan, pos.stage_index, pos.stage_entered),
         model_cls,
-        type(config),
+        config_cls,
     )
     trainer.pos, trainer.plan, trainer.levels = pos, plan, levels
     adopt_threads(trainer, pos.cpu_threads)
