@@ -143,6 +143,29 @@ class ModelShape:
         return self.hidden // self.heads
 
 
+def shape_change(
+    operator: str,
+    before: ModelShape,
+    after: ModelShape,
+    new_layer_ids: list[int],
+    source_of: dict[int, int | None],
+    detail: str,
+    layer_sources: dict[int, list[int]],
+) -> GrowResult:
+    """The `GrowResult` of an operator that changes depth and width (coalesce, decoalesce)."""
+    return GrowResult(
+        operator=operator,
+        from_layers=before.layers,
+        to_layers=after.layers,
+        from_width=before.hidden,
+        to_width=after.hidden,
+        new_layer_ids=new_layer_ids,
+        source_of=source_of,
+        detail=detail,
+        layer_sources=layer_sources,
+    )
+
+
 def model_shape(model: nn.Module) -> ModelShape:
     return config_shape(part(model, "config"), family_of(model))
 
@@ -343,14 +366,4 @@ def coalesce_model(
         )
     if width:
         detail += f"; heads {large.heads}→{small.heads} (head i ← heads i, i+{large.heads // 2})"
-    return new, GrowResult(
-        operator="coalesce",
-        from_layers=large.layers,
-        to_layers=small.layers,
-        from_width=large.hidden,
-        to_width=small.hidden,
-        new_layer_ids=[],
-        source_of={},
-        detail=detail,
-        layer_sources=layer_sources,
-    )
+    return new, shape_change("coalesce", large, small, [], {}, detail, layer_sources)

@@ -39,6 +39,7 @@ from growcockpit.grow.coalesce import (
     layer_key,
     model_shape,
     recipe_scales,
+    shape_change,
     tensor_rule,
     width_groupings,
     width_map,
@@ -124,16 +125,9 @@ def decoalesce_model(
         )
     if width:
         detail += f"; heads {small.heads}→{large.heads} (heads i, i+{small.heads} ← head i)"
-    return new, GrowResult(
-        operator="decoalesce",
-        from_layers=small.layers,
-        to_layers=large.layers,
-        from_width=small.hidden,
-        to_width=large.hidden,
-        new_layer_ids=sorted(new_ids),
-        source_of={j: group_of[j] for j in new_ids} if depth else {},
-        detail=detail,
-        layer_sources=layer_sources,
+    sources: dict[int, int | None] = {j: group_of[j] for j in new_ids} if depth else {}
+    return new, shape_change(
+        "decoalesce", small, large, sorted(new_ids), sources, detail, layer_sources
     )
 
 

@@ -10,6 +10,8 @@ which only ever moves a value by a rounding step).
 
 from __future__ import annotations
 
+import dataclasses
+
 import torch
 from torch import nn
 
@@ -82,14 +84,5 @@ def interpolate_model(
 
     fill_state(grown, tensor_for)
     grown.train(saved.training)
-    return grown, GrowResult(
-        operator="interpolate",
-        from_layers=result.from_layers,
-        to_layers=result.to_layers,
-        from_width=result.from_width,
-        to_width=result.to_width,
-        new_layer_ids=result.new_layer_ids,
-        source_of=result.source_of,
-        detail=f"interpolate alpha={alpha}: (1-α)·saved + α·D(small); {result.detail}",
-        layer_sources=result.layer_sources,
-    )
+    detail = f"interpolate alpha={alpha}: (1-α)·saved + α·D(small); {result.detail}"
+    return grown, dataclasses.replace(result, operator="interpolate", detail=detail)
