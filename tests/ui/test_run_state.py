@@ -186,3 +186,14 @@ def test_versions_bump_only_plot_version_for_plot_data() -> None:
     assert s.version > v and s.plot_version == pv
     s.apply(Step(seq=3, t=T0, step=1, loss=1.0))
     assert s.plot_version > pv
+
+
+def test_a_manual_stage_waiting_for_advance_is_logged_as_a_warning() -> None:
+    from growcockpit.protocol import AwaitingAdvance
+
+    s = RunState()
+    s.apply(RunStarted(seq=1, t=T0, plan=PLAN))
+    s.apply(AwaitingAdvance(seq=2, t=T0 + 3, step=40, stage=0, message="waiting for `advance`"))
+    entry = s.log[-1]
+    assert (entry.kind, entry.severity, entry.step) == ("waiting", "warning", 40)
+    assert "`advance`" in entry.text
