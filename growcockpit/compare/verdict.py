@@ -120,7 +120,8 @@ def verdict(run: RunProgress, target: RunProgress) -> Verdict:
         if wall is not None:
             text += f" {_times(wall)} (wall)"
         if flops is not None:
-            text += f", {flops:.1f}× (FLOPs)" if flops >= 1 else f", {1 / flops:.1f}× later (FLOPs)"
+            same_way = wall is not None and (wall >= 1) == (flops >= 1)  # "sooner" said once
+            text += f", {flops:.1f}× (FLOPs)" if same_way else f", {_times(flops)} (FLOPs)"
         return _verdict(run, target, text, reach, wall, flops)
     slope = slope_per_step(run.evals)
     behind = f"not reached ({final:.3f} vs {goal:.3f})"

@@ -192,7 +192,9 @@ def test_cli_compare_text_and_json(tmp_path: Path, capsys: pytest.CaptureFixture
     assert second["run"] == "baseline" and second["verdict"]["speedup_wall"] == pytest.approx(
         0.5, rel=1e-2
     )
-    assert second["verdict"]["text"] == "reaches mslt's final loss 2.0× later (wall), 1.0× (FLOPs)"
+    assert second["verdict"]["text"] == (
+        "reaches mslt's final loss 2.0× later (wall), 1.0× sooner (FLOPs)"
+    )
     assert [p["step"] for p in second["evals"]] == [20, 40, 60, 80]
     # --target: a third run as the target, not listed among the compared
     assert cli_main(["compare", str(fast), str(fast), "--target", str(slow)]) == 0
