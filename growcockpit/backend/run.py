@@ -33,7 +33,7 @@ from growcockpit.backend.distributed import DistContext
 from growcockpit.backend.engine import Trainer
 from growcockpit.backend.init_from import data_spec_for
 from growcockpit.backend.liveness import Heartbeat, own_start_time
-from growcockpit.backend.reporter import RunReporter, drop
+from growcockpit.backend.reporter import RunReporter
 from growcockpit.backend.restore import restored_event
 from growcockpit.backend.rng import seed_rank
 from growcockpit.backend.sinks import ConsoleSink, FanOut, MirrorSink
@@ -106,7 +106,7 @@ def run_training(
         sink = FanOut(events.append, writer, ConsoleSink(sys.stdout))
         control = ControlServer(paths.control)
         control.start()
-    reporter = RunReporter(sink if main else drop, control)
+    reporter = RunReporter(sink, control)  # other DDP ranks: an empty fan-out, no log
     if main:
         try:
             mirrors = _open_mirrors(plan, paths.root)
