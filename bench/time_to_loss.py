@@ -46,6 +46,7 @@ from common import METHODS, MSLT_VARIANTS, TTL_SIZES, Size, method_plan  # noqa:
 from ttl_plans import Budget, MethodError, budget_plan, method_label, stages_summary  # noqa: E402
 from ttl_report import markdown, plot, report_family  # noqa: E402
 from ttl_runs import Job, analyse, first_reach, run_jobs  # noqa: E402
+from ttl_sweep import expand, parse_lrs, pick_best, runs_at_best, sweep_table  # noqa: E402
 
 from growcockpit.plan import estimate_cost  # noqa: E402
 from growcockpit.plan.types import Plan  # noqa: E402
@@ -98,6 +99,10 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     )
     ap.add_argument("--steps", type=int, help="= --budget (the baseline's steps)")
     ap.add_argument("--lr", type=float, help="peak LR (default: the scale's, per family)")
+    ap.add_argument(
+        "--lrs",
+        help="comma list of peak LRs: every method at each, compared at its best (ttl_sweep.py)",
+    )
     ap.add_argument("--layers", type=int, help="final depth (default: the scale's)")
     ap.add_argument("--hidden", type=int, help="width (default: the scale's)")
     ap.add_argument("--evals", type=int, help="evaluations of the baseline (about; 40 / 20)")
@@ -185,6 +190,11 @@ def main(argv: list[str] | None = None) -> int:
     scale = "quick" if args.quick else args.scale
     families = ["gpt2", "bert"] if args.family == "both" else [args.family]
     seeds = [int(s) for s in args.seeds.split(",")]
+    try:
+        lrs = parse_lrs(args.lrs) if args.lrs else None
+    except ValueError as exc:
+        print(f"time_to_loss: {exc}", file=sys.stderr)
+        return 2
     t0 = time.monotonic()
     tmp = None
     if args.runs_dir:
@@ -199,30 +209,31 @@ def main(argv: list[str] | None = None) -> int:
         for family in families:
             size = family_size(args, scale, family)
             try:
-                per_seed = [(seed, method_plans(args, size, seed)) for seed in seeds]
+                per_seed = [
+                    (seed, expand(method_plans(args, size, seed), lrs or [])) for seed in seeds
+                ]
             except MethodError as exc:
                 print(f"time_to_loss: {exc}", file=sys.stderr)
                 return 2
+            plan_of = {(v.label, seed): plan for seed, vps in per_seed for v, plan in vps}
             jobs = []
-            for i, (seed, plans) in enumerate(per_seed):
+            for i, (seed, vps) in enumerate(per_seed):
                 if i % 2:  # alternate the order between seeds: drift hits every method alike
-                    plans = plans[:1] + plans[:0:-1]
+                    vps = vps[:1] + vps[:0:-1]
                 jobs += [
-                    Job(label, seed, plan, root / family / f"seed{seed}" / label)
-                    for label, plan in plans
+                    Job(v.label, seed, plan, root / family / f"seed{seed}" / v.label)
+                    for v, plan in vps
                 ]
             results = run_jobs(
                 jobs, args.parallel, args.device, args.threads, args.timeout_s, args.reuse_only
             )
+            best, sweep = pick_best([v for v, _ in per_seed[0][1]], results, seeds)
             runs = []
-            for seed, plans in per_seed:
-                if ("baseline", seed) not in results:
+            for seed, run in runs_at_best(best, results, seeds).items():
+                if "baseline" not in run:
                     continue  # --reuse-only without this seed's baseline: nothing to compare with
-                run = {}
-                for label, plan in plans:
-                    if (label, seed) not in results:
-                        continue
-                    res = results[(label, seed)]
+                for method, res in run.items():
+                    plan = plan_of[(best[method].label, seed)]
                     cost = estimate_cost(plan)
                     res.update(
                         {
@@ -232,9 +243,12 @@ def main(argv: list[str] | None = None) -> int:
                             "cost_vs_budget": cost.total / (cost.baseline_step_cost * size.steps),
                         }
                     )
-                    run[label] = res
                 analyse(run)
                 runs.append(run)
+            if lrs:
+                print()
+                print(f"== {family}: LR sweep, median final val loss over the seeds (* = picked):")
+                print("\n".join(sweep_table(sweep)))
             fam_summary, items = report_family(
                 family, size, runs, None if args.same_steps else size.steps
             )
@@ -243,6 +257,7 @@ def main(argv: list[str] | None = None) -> int:
                 "budget_baseline_steps": None if args.same_steps else size.steps,
                 "runs": runs,
                 "summary": fam_summary,
+                **({"lr_sweep": sweep} if lrs else {}),
             }
             summary += items
     finally:

@@ -7,6 +7,7 @@ import statistics
 from typing import Any
 
 from common import Size
+from ttl_sweep import sweep_markdown
 
 MARKERS = {"baseline": "b", "mslt": "m", "gong": "g", "vcycle": "v", "plan": "p"}
 SPARE_MARKERS = "MxoXs+#@BPVGw"
@@ -46,6 +47,7 @@ def summarise(runs: list[dict[str, dict[str, Any]]]) -> dict[str, dict[str, Any]
             "flops_ratio": spread([r["flops_ratio"] for r in ok if r.get("flops_ratio")]),
             "wall_ratio": spread([r["wall_ratio"] for r in ok if r.get("wall_ratio")]),
             "steps": spread([float(r["steps"]) for r in ok]),
+            "lr": results[0].get("lr"),  # set when an LR sweep picked it (ttl_sweep.py)
         }
     return out
 
@@ -129,13 +131,19 @@ def markdown(data: dict[str, Any]) -> str:
         )
         out.append("|---|---|---|---|---|---|---|---|")
         for name, s in fam["summary"].items():
+            shown = f"{name} (lr {s['lr']:g})" if s.get("lr") else name
             out.append(
-                f"| {name} | {s['reached']}/{len(s['seeds'])} | {_range(s['final_val_loss'], '.3f')} "
+                f"| {shown} | {s['reached']}/{len(s['seeds'])} | {_range(s['final_val_loss'], '.3f')} "
                 f"| {_range(s['delta'], '+.3f')} | {_speedup_range(s['speedup_flops'])} "
                 f"| {_speedup_range(s['speedup_wall'])} | {_range(s['steps'], '.0f')} "
                 f"| {_range(s['flops_ratio'], '.2f', '×')} |"
             )
         out.append("")
+        if fam.get("lr_sweep"):
+            out.append("Median final validation loss per peak LR (bold: the LR compared above):")
+            out.append("")
+            out += sweep_markdown(fam["lr_sweep"], family)
+            out.append("")
     return "\n".join(out)
 
 

@@ -217,9 +217,26 @@ def test_time_to_loss_quick_budget(gc_cache: Path, tmp_path: Path) -> None:
     assert fam["summary"]["vcycle"]["seeds"] == [0]
     assert "validation loss vs training wall time" in proc.stdout
     assert re.search(r"validation loss vs estimated [GMTP]FLOPs", proc.stdout)
-    # a second invocation reuses the finished runs instead of training them again
-    again = _ttl(tmp_path, gc_cache, "--methods", "baseline,vcycle", "--runs-dir", str(runs))
+    # a second invocation reuses the finished runs instead of training them again; with an
+    # LR sweep the runs at the scale's own LR (2e-3) are reused, the 4e-3 ones trained
+    swept = tmp_path / "sweep.json"
+    again = _ttl(
+        tmp_path, gc_cache, "--methods", "baseline,vcycle", "--runs-dir", str(runs),
+        "--lrs", "4e-3,2e-3", "--json", str(swept),
+    )  # fmt: skip
     assert again.returncode == 0 and again.stdout.count("(reused)") == 2, again.stdout
+    assert (runs / "gpt2" / "seed0" / "vcycle@lr0.004").is_dir()
+    fam_sweep = json.loads(swept.read_text())["families"]["gpt2"]
+    table = fam_sweep["lr_sweep"]
+    assert set(table) == {"baseline", "vcycle"} and set(table["vcycle"]["lrs"]) == {
+        "0.002",
+        "0.004",
+    }
+    for method, row in table.items():
+        best_lr = row["best_lr"]
+        assert row["lrs"][f"{best_lr:g}"] == min(v for v in row["lrs"].values() if v is not None)
+        assert fam_sweep["runs"][0][method]["lr"] == best_lr
+    assert "LR sweep, median final val loss" in again.stdout
     # the cockpit's headless verdict on the same real runs agrees with the benchmark
     seed0 = runs / "gpt2" / "seed0"
     verdict = subprocess.run(
