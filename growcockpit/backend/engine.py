@@ -2,9 +2,10 @@
 
 `Trainer.run` reads top to bottom like nanoGPT's loop. Everything that is not
 the loop itself lives in its own module and knows nothing of the Trainer:
-`commands.decide` turns a control command into an intent that `Trainer.apply`
-carries out (the one place the loop's state changes), `StepRunner` runs a step,
-`checkpointing`/`restore` save and load the state they are handed, and
+`commands.decide` turns a control command into an intent that
+`command_loop.handle_commands` applies at a step boundary, `StepRunner` runs a
+step, `checkpointing`/`restore` save and load the state they are handed (a live
+rollback included), `evaluation` and `final` measure and end the run, and
 `RunReporter` sends events to a sink (log, status.json as their fold, console)
 and takes commands from a source (the control socket, or a script in a test).
 """
@@ -29,7 +30,8 @@ from growcockpit.backend.command_loop import handle_commands
 from growcockpit.backend.data import Batch, BatchPrefetcher, TokenBlocks
 from growcockpit.backend.device import release_cached_memory
 from growcockpit.backend.distributed import DistContext
-from growcockpit.backend.evaluation import mean_val_loss
+from growcockpit.backend.evaluation import eval_event, mean_val_loss
+from growcockpit.backend.final import finish_run
 from growcockpit.backend.forward import LossModule, StagedForward
 from growcockpit.backend.init_from import initial_model
 from growcockpit.backend.operators import (
@@ -42,16 +44,14 @@ from growcockpit.backend.plateau import PlateauTrigger, check_event, trigger_for
 from growcockpit.backend.progress import LoopState, Progress
 from growcockpit.backend.recipes import StageRecipes, fresh_state_layers, gated_layer_ids
 from growcockpit.backend.reporter import RunReporter
-from growcockpit.backend.restore import (
-    RestoreError,
-    restore_trainer,
-    restored_event,
-    rollback_target,
-    rolled_back_text,
-    set_aside_later,
-    step_of,
+from growcockpit.backend.restore import restore_trainer, rollback_trainer
+from growcockpit.backend.stage_events import (
+    StageEntry,
+    awaiting_advance,
+    grown,
+    non_finite_error,
+    stage_started,
 )
-from growcockpit.backend.stage_events import StageEntry, grown, stage_started
 from growcockpit.backend.step import StepOutcome, StepRunner
 from growcockpit.grow import (
     GrowResult,
@@ -66,7 +66,7 @@ from growcockpit.plan import dump_plan, plan_to_dict, resolve_shapes
 from growcockpit.plan.edit import end_stage_early
 from growcockpit.plan.operators import changes_model
 from growcockpit.plan.types import Plan, Stage, trainable_layer_ids
-from growcockpit.protocol.events import AwaitingAdvance, Error, Eval, PlanChanged, RunFinished
+from growcockpit.protocol.events import PlanChanged
 from growcockpit.protocol.rundir import RunPaths
 
 
@@ -211,16 +211,7 @@ class Trainer:
         if not skipped and math.isfinite(loss):
             return False
         self.paused = True
-        what = f"loss is {loss}" if not math.isfinite(loss) else "the gradient is not finite"
-        if skipped > 1:
-            what += f" ({skipped} updates skipped since the last report)"
-        self.report.emit(
-            Error(
-                message=f"{what} at step {self.pos.step}: update skipped (weights unchanged), "
-                "paused; edit the remaining stages or lower the LR (set_lr), then resume, or stop",
-                step=self.pos.step,
-            )
-        )
+        self.report.emit(non_finite_error(loss, skipped, self.pos.step))
         self.report.paused(self.progress(), reason="non-finite loss")
         return True
 
@@ -310,15 +301,7 @@ class Trainer:
     def wait_for_advance(self) -> None:
         if not self.waiting:
             self.waiting = True
-            self.report.emit(
-                AwaitingAdvance(
-                    step=self.pos.step,
-                    stage=self.pos.stage_index,
-                    message=f"stage {self.pos.stage_index + 1} ({self.stage.name}) finished its "
-                    f"{self.stage.steps} steps; advance = manual: waiting for `advance` "
-                    "(key g, or growcockpit ctl RUN advance)",
-                )
-            )
+            self.report.emit(awaiting_advance(self.stage, self.pos.stage_index, self.pos.step))
 
     # ---- helpers -----------------------------------------------------------------
     def batch(self, step: int, micro: int = 0) -> Batch:
@@ -352,17 +335,12 @@ class Trainer:
 
     def evaluate(self) -> None:
         batches = self.data.val_batches(self.plan.optim.batch_size, self.plan.metrics.eval_batches)
-        val = mean_val_loss(self.model, batches, self.device, self.steps.autocast())
-        if val is None:
-            return
-        self.report.emit(
-            Eval(
-                step=self.pos.step,
-                stage=self.pos.stage_index,
-                val_loss=val,
-                val_ppl=math.exp(min(val, 50.0)),
-            )
+        autocast = self.steps.autocast()
+        event = eval_event(
+            self.model, batches, self.device, autocast, self.pos.step, self.pos.stage_index
         )
+        if event is not None:
+            self.report.emit(event)
 
     def checkpoint(self, reason: str) -> Path | None:
         self.pos.plateau = self.plateau.state() if self.plateau is not None else None
@@ -382,26 +360,8 @@ class Trainer:
         self.cadence.written(self.pos.step)
 
     def rollback(self, step: int | None) -> str:
-        """Restore an earlier checkpoint in this live run; returns the ack text.
-
-        Raises RestoreError (the run is left untouched) when there is none.
-        Later checkpoints are set aside, so a later `resume` follows this timeline.
-        """
-        root = self.run_dir / "checkpoints"
-        path = rollback_target(root, self.pos.step, step)
-        before, from_step = self.plan, self.pos.step
-        try:
-            self.restore(path)
-        except Exception as exc:
-            raise RestoreError(f"{path}/state.pt: cannot be loaded ({str(exc)[:200]})") from None
-        self.last_loss = None
-        self.waiting = self.advance_now = False
-        self.rewound = True
-        moved = set_aside_later(root, step_of(path)) if self.dist.is_main else []
-        if self.plan != before:
-            self.replan(self.plan, 0)
-        self.report.emit(restored_event(self.pos, path, from_step, len(moved)))
-        return rolled_back_text(path, moved, self.pos)
+        """Restore an earlier checkpoint in this live run (backend/restore.py); the ack text."""
+        return rollback_trainer(self, step)
 
     def flush_steps(self) -> None:
         outcome = self.steps.flush(self)
@@ -419,20 +379,7 @@ class Trainer:
         final = self.run_dir / "final"
         if self.recipes.gates is not None:
             self.report.warn(self.recipes.unfinished_ramp_note(), step=self.pos.step)
-        if self.dist.is_main:
-            part(self.model, "save_pretrained")(final)
-            self.data.tokenizer.save_pretrained(final)
-        digests = self.dist.gather_digests(self.model)
-        if digests and len(set(digests)) > 1:
-            self.report.warn(
-                f"ranks ended with different weights ({len(set(digests))} distinct digests)"
-            )
-        self.report.emit(
-            RunFinished(
-                status=status,
-                step=self.pos.step,
-                final_path=str(final),
-                rank_weight_digests=digests,
-            )
+        finish_run(
+            self.model, self.data.tokenizer, final, self.dist, self.report, status, self.pos.step
         )
         return status

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import math
 
 import torch
 from torch import nn
@@ -10,6 +11,7 @@ from torch import nn
 from growcockpit.backend.data import Batch
 from growcockpit.backend.forward import StagedForward
 from growcockpit.grow import set_train_modes
+from growcockpit.protocol.events import Eval
 
 
 @torch.no_grad()
@@ -33,3 +35,18 @@ def mean_val_loss(
     if was_training:
         set_train_modes(model)
     return float(total) / len(batches)
+
+
+def eval_event(
+    model: nn.Module,
+    batches: list[Batch],
+    device: torch.device,
+    autocast: contextlib.AbstractContextManager[None],
+    step: int,
+    stage: int,
+) -> Eval | None:
+    """The periodic `eval` event: mean validation loss and perplexity (None without batches)."""
+    val = mean_val_loss(model, batches, device, autocast)
+    if val is None:
+        return None
+    return Eval(step=step, stage=stage, val_loss=val, val_ppl=math.exp(min(val, 50.0)))

@@ -55,6 +55,20 @@ class RestoreHost(Protocol):
     ) -> None: ...
 
 
+class RollbackHost(RestoreHost, Protocol):
+    """What a live rollback touches besides the restored state (the loop's holds, the plan)."""
+
+    run_dir: Path
+    last_loss: float | None
+    waiting: bool
+    advance_now: bool
+    rewound: bool
+
+    def restore(self, checkpoint_dir: Path) -> None: ...
+
+    def replan(self, plan: Plan, from_stage: int) -> None: ...
+
+
 class RestoreError(Exception):
     """No usable checkpoint; the message names the directory and what to do."""
 
@@ -256,3 +270,26 @@ def rolled_back_text(path: Path, moved: list[Path], pos: TrainerPosition) -> str
         f"rolled back to {path.name} (stage {pos.stage_index + 1}, "
         f"LR scale ×{pos.lr_scale:g}){aside}"
     )
+
+
+def rollback_trainer(trainer: RollbackHost, step: int | None) -> str:
+    """Restore an earlier checkpoint into a live run; returns the ack text.
+
+    Raises RestoreError (the run is left untouched) when there is none. Later
+    checkpoints are set aside, so a later `resume` follows this timeline.
+    """
+    root = trainer.run_dir / "checkpoints"
+    path = rollback_target(root, trainer.pos.step, step)
+    before, from_step = trainer.plan, trainer.pos.step
+    try:
+        trainer.restore(path)
+    except Exception as exc:
+        raise RestoreError(f"{path}/state.pt: cannot be loaded ({str(exc)[:200]})") from None
+    trainer.last_loss = None
+    trainer.waiting = trainer.advance_now = False
+    trainer.rewound = True
+    moved = set_aside_later(root, step_of(path)) if trainer.dist.is_main else []
+    if trainer.plan != before:
+        trainer.replan(trainer.plan, 0)
+    trainer.report.emit(restored_event(trainer.pos, path, from_step, len(moved)))
+    return rolled_back_text(path, moved, trainer.pos)

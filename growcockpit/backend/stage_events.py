@@ -1,16 +1,19 @@
-"""The events that announce a stage: what was entered, how, and what the operator did.
+"""The events that announce a stage (what was entered, how, what the operator did) and
+the loop's two holds inside one (a manual stage waiting, a non-finite loss pausing).
 
-Built from explicit values so that the engine's `enter_stage` reads as the steps it
-takes (checkpoint, operator, freeze, optimizer) rather than as event plumbing.
+Built from explicit values so that the engine's `enter_stage` and step loop read as
+the steps they take (checkpoint, operator, freeze, optimizer) rather than as event
+plumbing.
 """
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 from growcockpit.grow import GrowResult
 from growcockpit.plan.types import Stage
-from growcockpit.protocol.events import Grow, StageStarted
+from growcockpit.protocol.events import AwaitingAdvance, Error, Grow, StageStarted
 
 
 @dataclass(frozen=True)
@@ -62,4 +65,25 @@ def grown(
         loss_before=loss_before,
         loss_after=loss_after,
         detail=grow.detail,
+    )
+
+
+def awaiting_advance(stage: Stage, index: int, step: int) -> AwaitingAdvance:
+    return AwaitingAdvance(
+        step=step,
+        stage=index,
+        message=f"stage {index + 1} ({stage.name}) finished its {stage.steps} steps; "
+        "advance = manual: waiting for `advance` (key g, or growcockpit ctl RUN advance)",
+    )
+
+
+def non_finite_error(loss: float, skipped: int, step: int) -> Error:
+    """Why the run paused: the loss or the gradient was not finite (backend/step.py skipped it)."""
+    what = f"loss is {loss}" if not math.isfinite(loss) else "the gradient is not finite"
+    if skipped > 1:
+        what += f" ({skipped} updates skipped since the last report)"
+    return Error(
+        message=f"{what} at step {step}: update skipped (weights unchanged), paused; edit the "
+        "remaining stages or lower the LR (set_lr), then resume, or stop",
+        step=step,
     )
