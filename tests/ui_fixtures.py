@@ -499,3 +499,20 @@ def screen_text(app: Any) -> str:
     """The current screen as plain text (what a person sees)."""
     strips = app.screen._compositor.render_strips()
     return "\n".join("".join(seg.text for seg in strip) for strip in strips)
+
+
+def assert_same_state(a: Any, b: Any, where: str = "state") -> None:
+    """Two folded states (attach_index.state_to_dict) equal, floats to 1e-9 relative: a log
+    folded in other chunks sums running means in another order."""
+    if isinstance(a, float) and isinstance(b, float):
+        assert a == b or abs(a - b) <= 1e-9 * max(1.0, abs(b)), where
+    elif isinstance(a, dict) and isinstance(b, dict):
+        assert a.keys() == b.keys(), where
+        for k in a:
+            assert_same_state(a[k], b[k], f"{where}.{k}")
+    elif isinstance(a, list | tuple) and isinstance(b, list | tuple):
+        assert len(a) == len(b), where
+        for i, (x, y) in enumerate(zip(a, b, strict=True)):
+            assert_same_state(x, y, f"{where}[{i}]")
+    else:
+        assert a == b, where

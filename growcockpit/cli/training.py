@@ -97,7 +97,10 @@ def cmd_train(args: argparse.Namespace) -> int:
             print(f"run directory: {run_dir}", flush=True)
         if args.compile:
             plan.optim.compile = True
-        return run_training(plan, plan_path.read_text(), run_dir, device=args.device)
+        from growcockpit.ui.index_keeper import index_kept  # the cockpit's cache, kept fresh
+
+        with index_kept(run_dir, enabled=is_rank_zero()):
+            return run_training(plan, plan_path.read_text(), run_dir, device=args.device)
     except startup.StartupInterrupted as exc:
         return startup.end_interrupted(run_dir, exc)
 
@@ -153,7 +156,9 @@ def cmd_resume(args: argparse.Namespace) -> int:
                 set_aside_later(run_dir / "checkpoints", step)
             print(f"resuming {run_dir} from {ckpt.name}", flush=True)
         from growcockpit.backend.run import run_training
+        from growcockpit.ui.index_keeper import index_kept
 
-        return run_training(plan, "", run_dir, device=args.device, resume_from=ckpt)
+        with index_kept(run_dir, enabled=is_rank_zero()):
+            return run_training(plan, "", run_dir, device=args.device, resume_from=ckpt)
     except startup.StartupInterrupted as exc:
         return startup.end_interrupted(run_dir, exc)

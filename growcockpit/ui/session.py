@@ -81,6 +81,11 @@ class RunSession:
             self.save_index()
 
     # ---- the attach index --------------------------------------------------
+    @property
+    def unindexed(self) -> int:
+        """Events folded from the log since the attach index was last written."""
+        return self._unindexed
+
     def load_index(self) -> bool:
         """Start from the run's attach index when it matches the log (first poll only)."""
         self._index_tried = True

@@ -91,6 +91,26 @@ def test_status_json_is_the_fold_of_the_event_log(finished_run: Path) -> None:
     }
 
 
+def test_the_attach_index_covers_the_whole_log(finished_run: Path) -> None:
+    """`growcockpit train` keeps the cockpit's attach index beside the log, so the first
+    cockpit to attach starts from it; it equals folding the log from scratch."""
+    from ui_fixtures import assert_same_state
+
+    from growcockpit.ui.attach_index import state_to_dict
+    from growcockpit.ui.session import RunSession
+
+    lines = (finished_run / "events.jsonl").read_bytes().count(b"\n")
+    warm = RunSession(finished_run)
+    assert warm.load_index() and warm.events_read == lines
+    assert warm.poll() == 0  # nothing left to fold
+    cold = RunSession(finished_run)
+    cold._index_tried = True  # fold the log itself
+    while cold.poll() >= cold.read_chunk:
+        pass
+    assert cold.events_read == lines
+    assert_same_state(state_to_dict(warm.state), state_to_dict(cold.state))
+
+
 def test_system_metrics_without_a_gpu(finished_run: Path) -> None:
     from growcockpit.protocol.events import System, WarningEvent
 
