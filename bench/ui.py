@@ -1,5 +1,6 @@
 """Cockpit benchmarks: attach time for a 100k-event log (cold: folding the whole log; warm:
-re-attaching, from the attach index the first cockpit left), frame time under a 500
+re-attaching, from the attach index the first cockpit left; kept: a run as `growcockpit
+train` leaves it, its index kept by the trainer up to the last 3000 events), frame time under a 500
 events/s stream, and the cockpit's RSS. Headless (Textual's test driver), no GPU, no torch.
 
     .venv/bin/python bench/ui.py                 # defaults: 100k events, 10 s at 500 ev/s
@@ -34,7 +35,10 @@ from ui_fixtures import write_long_log  # noqa: E402
 from growcockpit.protocol import EventLog, LayerStat, LayerStats, RunPaths, Step  # noqa: E402
 from growcockpit.ui import GrowCockpitApp  # noqa: E402
 from growcockpit.ui.attach_index import INDEX_NAME  # noqa: E402
+from growcockpit.ui.index_keeper import IndexKeeper  # noqa: E402
 from growcockpit.ui.screens import DashboardScreen  # noqa: E402
+
+KEPT_UNINDEXED = 3_000
 
 
 def rss_mib() -> float:
@@ -201,6 +205,23 @@ async def stream(
     }
 
 
+def kept_run(log: Path, run_dir: Path, unindexed: int = KEPT_UNINDEXED) -> Path:
+    """`log` as `growcockpit train` leaves it: its index kept by the trainer's keeper
+    (ui/index_keeper.py) up to `unindexed` events before the end (the keeper writes
+    every 30 s: 3000 events of a run logging 100 events/s)."""
+    lines = log.read_bytes().splitlines(keepends=True)
+    events = RunPaths(run_dir).events
+    events.parent.mkdir(parents=True)
+    events.write_bytes(b"".join(lines[:-unindexed]))
+    keeper = IndexKeeper(run_dir, save_s=0.0, poll_s=0.01)
+    keeper.start()
+    keeper.stop()
+    assert keeper.failed is None and (run_dir / INDEX_NAME).exists(), keeper.failed
+    with open(events, "ab") as fh:
+        fh.write(b"".join(lines[-unindexed:]))
+    return run_dir
+
+
 def main() -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--events", type=int, default=100_000)
@@ -227,6 +248,10 @@ def main() -> int:
         out["reattach_cpu_s"] = warm["attach_cpu_s"]
         index = long_dir / INDEX_NAME
         out["attach_index_kib"] = round(index.stat().st_size / 1024) if index.exists() else 0
+        kept = asyncio.run(attach(kept_run(RunPaths(long_dir).events, Path(tmp) / "kept"), size))
+        assert kept["events"] == info["events"], kept
+        out["attach_kept_s"] = kept["attach_s"]
+        out["attach_kept_cpu_s"] = kept["attach_cpu_s"]
         stream_dir = Path(tmp) / "stream"
         stream_dir.mkdir()
         out.update(asyncio.run(stream(stream_dir, args.rate, args.stream_seconds, size)))
