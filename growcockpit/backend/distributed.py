@@ -20,6 +20,7 @@ is DDP's gradient all-reduce.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import os
 import sys
@@ -31,6 +32,8 @@ import torch
 import torch.distributed as dist
 from torch import nn
 from torch.nn.parallel import DistributedDataParallel
+
+from growcockpit.grow.model_parts import part
 
 
 @dataclass
@@ -168,3 +171,11 @@ def data_wait_s() -> float:
         return max(60.0, float(os.environ.get("GROWCOCKPIT_DATA_WAIT_S", "7200")))
     except ValueError:
         return 7200.0
+
+
+def no_sync(module: torch.nn.Module, last: bool) -> contextlib.AbstractContextManager[object]:
+    """Skip DDP's gradient all-reduce on all but the last micro-batch."""
+    if last or not hasattr(module, "no_sync"):
+        return contextlib.nullcontext()
+    ctx: contextlib.AbstractContextManager[object] = part(module, "no_sync")()
+    return ctx

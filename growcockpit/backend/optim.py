@@ -65,3 +65,21 @@ def lr_at(
 def set_lr(optimizer: torch.optim.Optimizer, lr: float) -> None:
     for group in optimizer.param_groups:
         group["lr"] = lr
+
+
+def supports_found_inf(optimizer: torch.optim.Optimizer) -> bool:
+    """Optimizers that take a device-side `found_inf` flag and skip the update on it."""
+    return bool(getattr(optimizer, "_step_supports_amp_scaling", False))
+
+
+def guarded_step(optimizer: torch.optim.Optimizer, ok: torch.Tensor) -> None:
+    """`optimizer.step()` unless `ok` is False; on the device when the optimizer allows."""
+    if supports_found_inf(optimizer):
+        optimizer.found_inf = (~ok).float().reshape(())  # type: ignore[attr-defined]
+        try:
+            optimizer.step()
+        finally:
+            del optimizer.found_inf  # type: ignore[attr-defined]
+        return
+    if bool(ok):
+        optimizer.step()

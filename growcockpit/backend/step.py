@@ -32,11 +32,10 @@ from torch import nn
 
 from growcockpit.backend.checkpoint import TrainerPosition
 from growcockpit.backend.data import Batch
-from growcockpit.backend.distributed import DistContext
-from growcockpit.backend.optim import set_lr
+from growcockpit.backend.distributed import DistContext, no_sync
+from growcockpit.backend.optim import guarded_step, set_lr
 from growcockpit.backend.reporter import RunReporter
 from growcockpit.grow import get_layers
-from growcockpit.grow.model_parts import part
 from growcockpit.metrics import LayerStatsSampler, LayerTimer
 from growcockpit.metrics.cuda import timing_event
 from growcockpit.plan.types import Plan, Stage
@@ -381,29 +380,3 @@ class StepRunner:
         )
         w.reset_clock()
         return loss
-
-
-def supports_found_inf(optimizer: torch.optim.Optimizer) -> bool:
-    """Optimizers that take a device-side `found_inf` flag and skip the update on it."""
-    return bool(getattr(optimizer, "_step_supports_amp_scaling", False))
-
-
-def guarded_step(optimizer: torch.optim.Optimizer, ok: torch.Tensor) -> None:
-    """`optimizer.step()` unless `ok` is False; on the device when the optimizer allows."""
-    if supports_found_inf(optimizer):
-        optimizer.found_inf = (~ok).float().reshape(())  # type: ignore[attr-defined]
-        try:
-            optimizer.step()
-        finally:
-            del optimizer.found_inf  # type: ignore[attr-defined]
-        return
-    if bool(ok):
-        optimizer.step()
-
-
-def no_sync(module: torch.nn.Module, last: bool) -> contextlib.AbstractContextManager[object]:
-    """Skip DDP's gradient all-reduce on all but the last micro-batch."""
-    if last or not hasattr(module, "no_sync"):
-        return contextlib.nullcontext()
-    ctx: contextlib.AbstractContextManager[object] = part(module, "no_sync")()
-    return ctx
