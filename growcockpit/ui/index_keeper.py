@@ -11,7 +11,7 @@ was folded, and once more when training ends.
 
 It belongs to the cockpit (the index is the cockpit's cache); the backend never
 imports it, the CLI wires it in. It costs the training process about 10 µs per
-event and a ~30 ms write per save. Anything that goes wrong stops the keeper,
+event and a ~25 ms write per save. Anything that goes wrong stops the keeper,
 never the run: deleting the index loses nothing.
 """
 
