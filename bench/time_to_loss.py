@@ -250,7 +250,13 @@ def main(argv: list[str] | None = None) -> int:
                 print(f"== {family}: LR sweep, median final val loss over the seeds (* = picked):")
                 print("\n".join(sweep_table(sweep)))
             fam_summary, items = report_family(
-                family, size, runs, None if args.same_steps else size.steps
+                family,
+                size,
+                runs,
+                None if args.same_steps else size.steps,
+                "peak LR: each method's best of " + ", ".join(f"{lr:g}" for lr in lrs)
+                if lrs
+                else None,
             )
             data["families"][family] = {
                 "size": dataclasses.asdict(size),

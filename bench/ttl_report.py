@@ -60,7 +60,7 @@ def _range(s: dict[str, float] | None, fmt: str, suffix: str = "") -> str:
     return f"{s['median']:{fmt}}{suffix} ({s['min']:{fmt}}–{s['max']:{fmt}})"
 
 
-def size_line(family: str, size: Size, budget: int | None) -> str:
+def size_line(family: str, size: Size, budget: int | None, lr: str | None = None) -> str:
     what = (
         f"budget = {budget} baseline steps ({budget * size.batch * size.seq / 1e6:.2f} M tokens "
         "at full depth) for every method"
@@ -69,7 +69,8 @@ def size_line(family: str, size: Size, budget: int | None) -> str:
     )
     return (
         f"== {family}: {size.layers} layers × {size.hidden} ({size.heads} heads, FFN {size.ffn}), "
-        f"seq {size.seq}, batch {size.batch}, vocab {size.vocab}, lr {size.lr:g}, linear decay; {what}"
+        f"seq {size.seq}, batch {size.batch}, vocab {size.vocab}, {lr or f'lr {size.lr:g}'}, "
+        f"linear decay; {what}"
     )
 
 
@@ -148,11 +149,15 @@ def markdown(data: dict[str, Any]) -> str:
 
 
 def report_family(
-    family: str, size: Size, runs: list[dict[str, dict[str, Any]]], budget: int | None
+    family: str,
+    size: Size,
+    runs: list[dict[str, dict[str, Any]]],
+    budget: int | None,
+    lr: str | None = None,
 ) -> tuple[dict[str, dict[str, Any]], list[str]]:
     """Print the family's per-seed table and seed summary; (summary, last-line items)."""
     print()
-    print(size_line(family, size, budget))
+    print(size_line(family, size, budget, lr))
     print("\n".join(seed_table(runs)))
     summary = summarise(runs)
     print()
