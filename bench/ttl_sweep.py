@@ -128,32 +128,37 @@ def runs_at_best(
     return out
 
 
+def _cells(row: dict[str, Any], lrs: list[float]) -> list[tuple[str, bool]]:
+    """A sweep row's median at each LR ("-" where none), and whether it is the picked LR."""
+    out = []
+    for lr in lrs:
+        v = row["lrs"].get(f"{lr:g}")
+        out.append(("-" if v is None else f"{v:.3f}", math.isclose(lr, row["best_lr"])))
+    return out
+
+
+def _columns(table: dict[str, dict[str, Any]]) -> list[float]:
+    return sorted({float(lr) for row in table.values() for lr in row["lrs"]})
+
+
 def sweep_table(table: dict[str, dict[str, Any]]) -> list[str]:
     """Median final val loss per method and LR, the best LR marked with *."""
-    lrs = sorted({float(lr) for row in table.values() for lr in row["lrs"]})
+    lrs = _columns(table)
     head = f"{'method':<28}" + "".join(f"{f'lr {lr:g}':>12}" for lr in lrs)
     lines = [head, "-" * len(head)]
     for method, row in table.items():
-        cells = []
-        for lr in lrs:
-            v = row["lrs"].get(f"{lr:g}")
-            mark = "*" if math.isclose(lr, row["best_lr"]) else " "
-            cells.append(f"{'-' if v is None else f'{v:.3f}'}{mark}".rjust(12))
+        cells = [f"{text}{'*' if best else ' '}".rjust(12) for text, best in _cells(row, lrs)]
         lines.append(f"{method:<28}" + "".join(cells))
     return lines
 
 
 def sweep_markdown(table: dict[str, dict[str, Any]], family: str) -> list[str]:
-    lrs = sorted({float(lr) for row in table.values() for lr in row["lrs"]})
+    lrs = _columns(table)
     out = [
         f"| {family} method | " + " | ".join(f"lr {lr:g}" for lr in lrs) + " |",
         "|---|" + "---|" * len(lrs),
     ]
     for method, row in table.items():
-        cells = []
-        for lr in lrs:
-            v = row["lrs"].get(f"{lr:g}")
-            text = "-" if v is None else f"{v:.3f}"
-            cells.append(f"**{text}**" if math.isclose(lr, row["best_lr"]) else text)
+        cells = [f"**{text}**" if best else text for text, best in _cells(row, lrs)]
         out.append(f"| {method} | " + " | ".join(cells) + " |")
     return out
