@@ -68,6 +68,7 @@ from growcockpit.plan.operators import changes_model
 from growcockpit.plan.types import Plan, Stage, trainable_layer_ids
 from growcockpit.protocol.events import PlanChanged
 from growcockpit.protocol.rundir import RunPaths
+from growcockpit.protocol.safe_fs import write_atomic
 
 
 class Trainer:
@@ -140,12 +141,13 @@ class Trainer:
         while True:
             self.handle_commands(block=self.paused or self.waiting)
             if self.stopping or self.advance_now or self.rewound:
+                if self.advance_now and not (self.stopping or self.rewound):
+                    self.end_early(stage)
                 return "command"
             if self.paused:
                 continue
             if self.plateau is not None and self.plateau.fired:
-                plan = end_stage_early(self.plan, self.pos.stage_index, self.pos.step_in_stage)
-                self.replan(plan, self.pos.stage_index)
+                self.end_early(stage)
                 return "plateau"
             if self.pos.step_in_stage >= stage.steps:
                 if stage.advance == "manual" and self.pos.stage_index + 1 < len(self.plan.stages):
@@ -158,11 +160,21 @@ class Trainer:
             else:
                 self.after_step(None)
 
+    def end_early(self, stage: Stage) -> None:
+        """The stage ends before its `steps` (plateau or `advance`): it counts the steps it
+        ran, so totals, ETAs and the LR schedule follow (and a budget's fill stage is refitted).
+        A stage left before its first step keeps its plan (a stage has at least one step)."""
+        done = self.pos.step_in_stage
+        if 0 < done < stage.steps:
+            self.replan(
+                end_stage_early(self.plan, self.pos.stage_index, done), self.pos.stage_index
+            )
+
     def replan(self, plan: Plan, from_stage: int) -> None:
         """Run `plan` from here on and say so (plan_changed from stage `from_stage` on)."""
         self.plan = plan
         if self.dist.is_main:
-            RunPaths(self.run_dir).plan.write_text(dump_plan(plan))
+            write_atomic(RunPaths(self.run_dir).plan, dump_plan(plan).encode("utf-8"))
         self.report.emit(
             PlanChanged(step=self.pos.step, from_stage=from_stage, plan=plan_to_dict(plan))
         )

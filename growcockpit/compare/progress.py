@@ -14,12 +14,23 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from growcockpit.plan import Plan, PlanError, default_head_cost, plan_from_dict, step_cost
 from growcockpit.plan.cost import frozen_above
 from growcockpit.protocol.eventlog import read_all
-from growcockpit.protocol.events import Eval, Event, RunFinished, RunStarted, StageStarted, Step
+from growcockpit.protocol.events import (
+    Eval,
+    Event,
+    PlanChanged,
+    RolledBack,
+    RunFinished,
+    RunStarted,
+    StageStarted,
+    Step,
+)
 from growcockpit.protocol.rundir import RunPaths
+from growcockpit.protocol.stage_steps import StageSteps
 
 R = 2.0  # backward/forward ratio of the cost model (methods.md §6)
 
@@ -85,6 +96,13 @@ def _stage_cost(plan: Plan, ev: StageStarted) -> float:
     )
 
 
+def _plan_of(data: dict[str, Any] | None) -> Plan | None:
+    try:
+        return plan_from_dict(dict(data or {}), validate=False)
+    except (PlanError, TypeError, ValueError):
+        return None
+
+
 def fold_events(name: str, events: Iterable[Event]) -> RunProgress:
     """Fold a run's events (in log order) into its `RunProgress`."""
     run = RunProgress(name)
@@ -95,17 +113,20 @@ def fold_events(name: str, events: Iterable[Event]) -> RunProgress:
     flops = 0.0
     tokens = 0
     at_step: dict[int, tuple[float, float]] = {0: (0.0, 0.0)}
+    ran = StageSteps()  # a stage that ended early (advance) counts the steps it ran
     for ev in events:
-        if isinstance(ev, RunStarted):
-            run.plan_name = str((ev.plan or {}).get("name", ""))
-            try:
-                plan = plan_from_dict(dict(ev.plan or {}), validate=False)
-            except (PlanError, TypeError, ValueError):
-                plan = None
+        if isinstance(ev, RunStarted | PlanChanged):
+            if isinstance(ev, RunStarted):
+                run.plan_name = str((ev.plan or {}).get("name", ""))
+            changed = _plan_of(ev.plan)
+            if changed is not None or isinstance(ev, RunStarted):
+                plan = changed
             if plan is not None:
-                run.total_steps = plan.total_steps
                 per_token = _block_fwd_flops_per_token(plan)
+        elif isinstance(ev, RolledBack):
+            ran.rolled_back(ev.stage)
         elif isinstance(ev, StageStarted):
+            ran.started(ev.index, ev.step)
             wall_ms += 1e3 * max(0.0, ev.op_seconds)
             if plan is not None:
                 cost = _stage_cost(plan, ev)
@@ -122,6 +143,8 @@ def fold_events(name: str, events: Iterable[Event]) -> RunProgress:
             run.evals.append(EvalPoint(ev.step, wall, fl if plan else None, ev.val_loss))
         elif isinstance(ev, RunFinished):
             run.status = ev.status
+    if plan is not None:
+        run.total_steps = ran.total([s.steps for s in plan.stages])
     run.wall_s = wall_ms / 1e3
     run.flops = flops if plan is not None else None
     return run

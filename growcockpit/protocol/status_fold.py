@@ -27,6 +27,7 @@ from growcockpit.protocol.events import (
     Step,
 )
 from growcockpit.protocol.rundir import FINAL_STATES, RunStatus
+from growcockpit.protocol.stage_steps import StageSteps
 
 
 class StatusFold:
@@ -35,6 +36,8 @@ class StatusFold:
     def __init__(self, status: RunStatus) -> None:
         self.status = status
         self.stage_names: list[str] = []
+        self.planned: list[int] = []  # each stage's planned steps (the latest plan)
+        self.ran = StageSteps()  # a stage that ended early counts the steps it ran
 
     def apply(self, event: Event) -> bool:
         """Fold one event. True when the change is worth writing at once; False for a step
@@ -49,7 +52,8 @@ class StatusFold:
             return
         self.stage_names = [str(s.get("name", "")) for s in stages]
         self.status.num_stages = len(stages)
-        self.status.total_steps = sum(_int(s.get("steps")) for s in stages)
+        self.planned = [_int(s.get("steps")) for s in stages]
+        self.status.total_steps = self.ran.total(self.planned)
         if plan.get("name"):
             self.status.plan_name = str(plan["name"])
         if self.status.stage < len(stages):
@@ -66,6 +70,9 @@ class StatusFold:
     def _stage_started(self, ev: StageStarted) -> bool:
         s = self.status
         s.stage, s.stage_name, s.step = ev.index, ev.name, ev.step
+        self.ran.started(ev.index, ev.step)
+        if self.planned:
+            s.total_steps = self.ran.total(self.planned)
         if s.state in ("starting", "waiting"):
             s.state = "running"
         return True
@@ -89,6 +96,9 @@ class StatusFold:
         s.step, s.stage = ev.step, ev.stage
         if s.stage < len(self.stage_names):
             s.stage_name = self.stage_names[s.stage]
+        self.ran.rolled_back(ev.stage)
+        if self.planned:
+            s.total_steps = self.ran.total(self.planned)
         if ev.checkpoint:
             s.last_checkpoint = ev.checkpoint
         return True

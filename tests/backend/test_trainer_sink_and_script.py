@@ -72,3 +72,28 @@ def test_pause_resume_and_a_manual_advance_from_a_script(tmp_path: Path) -> None
         1,
         "grow",
     )
+
+
+def test_an_early_advance_replans_the_stage_to_the_steps_it_ran(tmp_path: Path) -> None:
+    """Issue 23 §1.1: `advance` at step 3 of a 20-step stage: the stage counts 3 steps in
+    the plan (plan_changed, plan.toml), so totals, ETAs and the LR schedule follow."""
+    from growcockpit.plan import load_plan
+    from growcockpit.protocol.events import PlanChanged
+
+    plan = loads_plan(TINY_TOML.read_text(), "tiny.toml")
+    events = ListSink()
+    script = ScriptedCommands({3: [CommandRequest("advance")]})
+    data = load_blocks(plan.data, plan.model.family, plan.seed)
+    torch.manual_seed(plan.seed)
+    run_dir = tmp_path / "run"
+    trainer = Trainer(
+        plan, run_dir, data, RunReporter(FanOut(events, script), script), torch.device("cpu")
+    )
+    assert trainer.run() == "completed"
+    assert [e.step for e in events if isinstance(e, Step)] == list(range(1, 24))
+    (changed,) = [e for e in events if isinstance(e, PlanChanged)]
+    assert (changed.step, changed.from_stage) == (3, 0)
+    assert [s["steps"] for s in changed.plan["stages"]] == [3, 20]
+    assert [s.steps for s in load_plan(run_dir / "plan.toml").stages] == [3, 20]
+    status = status_from_log(events)
+    assert (status.state, status.step, status.total_steps) == ("completed", 23, 23)

@@ -75,6 +75,7 @@ def on_plan_changed(state: RunData, ev: PlanChanged) -> None:
 
 def on_stage_started(state: RunData, ev: StageStarted) -> None:
     previous = len(state.layers)
+    state.stage_runs.started(ev.index, ev.step)
     state.stage_index = ev.index
     state.stage_name = ev.name
     state.stage_steps = ev.steps

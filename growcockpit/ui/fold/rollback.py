@@ -79,6 +79,7 @@ def _restore_stage(state: RunData, ev: RolledBack) -> None:
     """The restored stage's name and length from the stage list (a plan_changed before this
     event already put the checkpoint's plan there). Not yet entered: its stage_started follows."""
     state.stage_index = ev.stage
+    state.stage_runs.rolled_back(ev.stage)
     state.stage_start_step = ev.step - ev.step_in_stage
     if 0 <= ev.stage < len(state.stages):
         info = state.stages[ev.stage]

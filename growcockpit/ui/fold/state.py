@@ -9,6 +9,7 @@ from typing import Any
 from growcockpit.plan import Plan
 from growcockpit.protocol.events import PlateauCheck
 from growcockpit.protocol.rundir import FINAL_STATES
+from growcockpit.protocol.stage_steps import StageSteps
 from growcockpit.ui.fold.layers import LayerRow
 from growcockpit.ui.fold.plan import StageInfo, stages_of
 from growcockpit.ui.fold.records import HIST, GpuView, LogEntry, StageTiming
@@ -35,6 +36,7 @@ class RunData:
     status: str = "starting"  # starting | running | paused | completed | stopped | crashed
     finish_message: str = ""
     stages: list[StageInfo] = field(default_factory=list)
+    stage_runs: StageSteps = field(default_factory=StageSteps)  # ended stages: steps they ran
     stage_index: int = -1
     stage_name: str = ""
     stage_steps: int = 0
@@ -115,7 +117,8 @@ class RunData:
 
     @property
     def total_steps(self) -> int:
-        return sum(s.steps for s in self.stages)
+        """Planned steps, except that a stage that ended early counts the steps it ran."""
+        return self.stage_runs.total([s.steps for s in self.stages])
 
     @property
     def finished(self) -> bool:
