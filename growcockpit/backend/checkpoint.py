@@ -4,7 +4,9 @@ Each checkpoint is a directory `checkpoints/step-N/` written under a temporary
 name and renamed into place, so a crash mid-write never leaves a checkpoint
 that looks complete but is not. A state with a non-finite loss or tensor is
 never written (and so never prunes a good checkpoint): the last finite
-checkpoint is what a rollback or resume needs after a blow-up.
+checkpoint is what a rollback or resume needs after a blow-up. Checkpoints
+hold the weights, so they get the final model's mode: files 0600, directories
+0700; a link or special file planted where one goes is refused (`safe_fs`).
 """
 
 from __future__ import annotations
@@ -24,6 +26,7 @@ import torch
 from torch import nn
 
 from growcockpit.metrics.cuda import cuda_initialized
+from growcockpit.protocol import safe_fs
 
 
 @dataclass
@@ -100,20 +103,21 @@ def save_checkpoint(
     if problem:
         raise NonFiniteState(problem)
     final = root / f"step-{position.step}"
-    tmp = root / f"{TMP_PREFIX}{position.step}-{os.getpid()}"
+    tmp: Path | None = None
     try:
-        root.mkdir(parents=True, exist_ok=True)
-        if tmp.exists():
-            shutil.rmtree(tmp)
-        tmp.mkdir()
+        root.parent.mkdir(parents=True, exist_ok=True)
+        safe_fs.make_dir(root)  # a planted link or file here is refused (UnsafePath)
+        # a fresh 0700 directory of ours: nothing planted can be inside it
+        tmp = safe_fs.make_temp_dir(root, f"{TMP_PREFIX}{position.step}-")
         torch.save(state, tmp / "state.pt")
-        if final.exists():
-            shutil.rmtree(final)
+        os.chmod(tmp / "state.pt", safe_fs.FILE_MODE)  # the final model's mode: the owner's alone
+        safe_fs.remove_tree(final)
         os.replace(tmp, final)
     except BaseException as exc:
-        shutil.rmtree(tmp, ignore_errors=True)
+        if tmp is not None:
+            shutil.rmtree(tmp, ignore_errors=True)
         if is_disk_full(exc, root):
-            raise DiskFull(tmp / "state.pt") from None
+            raise DiskFull((tmp or root) / "state.pt") from None
         raise
     _prune(root, keep)
     return final
@@ -163,8 +167,12 @@ def remove_partial(root: Path) -> list[Path]:
 def _prune(root: Path, keep: int) -> None:
     if keep <= 0:
         return
-    done = sorted(
-        (p for p in root.glob("step-*") if p.is_dir() and p.name[5:].isdigit()),
+    done = sorted(  # a planted link is not ours to prune (rmtree refuses links anyway)
+        (
+            p
+            for p in root.glob("step-*")
+            if p.is_dir() and not p.is_symlink() and p.name[5:].isdigit()
+        ),
         key=lambda p: int(p.name[5:]),
     )
     for old in done[:-keep]:
@@ -185,6 +193,10 @@ def load_checkpoint(path: Path, mmap: bool = False) -> dict[str, Any]:
     `mmap=True` checks a checkpoint cheaply before a run directory is touched.
     """
     file = path / "state.pt"
+    try:
+        safe_fs.check_file(file)  # a FIFO would block torch.load, a link read elsewhere
+    except safe_fs.UnsafePath as exc:
+        raise CheckpointError(str(exc)) from None
     try:
         state = torch.load(file, map_location="cpu", weights_only=True, mmap=mmap)
     except pickle.UnpicklingError:

@@ -15,6 +15,7 @@ from transformers import PreTrainedTokenizerBase
 from growcockpit.backend.distributed import DistContext
 from growcockpit.backend.reporter import RunReporter
 from growcockpit.grow.model_parts import part
+from growcockpit.protocol import safe_fs
 from growcockpit.protocol.events import RunFinished
 
 
@@ -33,8 +34,12 @@ def finish_run(
     the event so a test (and a user) can check them.
     """
     if dist.is_main:
-        part(model, "save_pretrained")(final_dir)
-        tokenizer.save_pretrained(final_dir)
+
+        def fill(folder: Path) -> None:
+            part(model, "save_pretrained")(folder)
+            tokenizer.save_pretrained(folder)
+
+        safe_fs.write_dir(final_dir, fill)  # never into a link planted as final/ or inside it
     digests = dist.gather_digests(model)
     if digests and len(set(digests)) > 1:
         report.warn(f"ranks ended with different weights ({len(set(digests))} distinct digests)")

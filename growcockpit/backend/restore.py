@@ -13,7 +13,6 @@ torch, so `resume` can do it before the heavy imports.
 from __future__ import annotations
 
 import os
-import shutil
 import zipfile
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
@@ -21,6 +20,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 from growcockpit.plan import plan_from_dict, validate_plan
 from growcockpit.plan.init_from import without_init_from
 from growcockpit.plan.types import Plan, Stage, trainable_layer_ids
+from growcockpit.protocol import safe_fs
 from growcockpit.protocol.events import RolledBack
 
 if TYPE_CHECKING:  # torch-heavy: choosing a checkpoint must not import them
@@ -75,14 +75,26 @@ class RestoreError(Exception):
 
 def checkpoint_dirs(root: Path) -> list[Path]:
     """`step-N` directories holding a `state.pt`, oldest first."""
-    if not root.is_dir():
+    try:
+        if not safe_fs.check_dir(root):
+            return []
+    except safe_fs.UnsafePath:  # a link is never listed through
         return []
     found = [
         p
         for p in root.glob("step-*")
-        if p.name[5:].isdigit() and len(p.name) < 25 and (p / "state.pt").is_file()
+        if p.name[5:].isdigit() and len(p.name) < 25 and _real_checkpoint(p)
     ]
     return sorted(found, key=lambda p: int(p.name[5:]))
+
+
+def _real_checkpoint(path: Path) -> bool:
+    """A real `step-N/` directory with a regular `state.pt`: a planted link or FIFO is passed
+    over, never opened (the CLI's `check_run_dir` names it before a resume)."""
+    try:
+        return safe_fs.check_dir(path) and safe_fs.check_file(path / "state.pt")
+    except safe_fs.UnsafePath:
+        return False
 
 
 def step_of(path: Path) -> int:
@@ -143,10 +155,9 @@ def set_aside_later(root: Path, step: int) -> list[Path]:
     for path in checkpoint_dirs(root):
         if step_of(path) <= step:
             continue
-        aside.mkdir(exist_ok=True)
+        safe_fs.make_dir(aside)
         target = aside / path.name
-        if target.exists():
-            shutil.rmtree(target)
+        safe_fs.remove_tree(target)  # a link there is refused, never followed
         os.replace(path, target)
         moved.append(target)
     return moved

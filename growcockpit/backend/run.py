@@ -42,10 +42,13 @@ from growcockpit.metrics import SystemSampler
 from growcockpit.plan import plan_to_dict
 from growcockpit.plan.init_from import without_init_from
 from growcockpit.plan.types import Plan
-from growcockpit.protocol.control import ControlServer
+from growcockpit.protocol import safe_fs
+from growcockpit.protocol.control import ControlError, ControlServer
 from growcockpit.protocol.eventlog import EventLog
 from growcockpit.protocol.events import Error, RunFinished, RunStarted, WarningEvent
+from growcockpit.protocol.run_safety import check_run_dir
 from growcockpit.protocol.rundir import RunPaths, RunStatus, write_status
+from growcockpit.protocol.safe_fs import DIR_MODE, UnsafePath, write_atomic
 
 if TYPE_CHECKING:
     from growcockpit.export import Mirrors
@@ -97,15 +100,15 @@ def run_training(
     writer: StatusWriter | None = None
     sink = FanOut()
     if main:
-        paths.root.mkdir(parents=True, exist_ok=True)
-        if resume_from is None:
-            paths.plan.write_text(plan_text)
+        try:
+            events, control = _open_run_dir(paths, plan_text if resume_from is None else None)
+        except (UnsafePath, ControlError) as exc:  # a planted link or a live socket: untouched
+            print(f"growcockpit: {exc}", file=sys.stderr)
+            dist.close()
+            return 2
         write_status(paths.status, status)
-        events = EventLog(paths.events)
         writer = StatusWriter(paths.status, status)  # status.json: a fold of the events
         sink = FanOut(events.append, writer, ConsoleSink(sys.stdout))
-        control = ControlServer(paths.control)
-        control.start()
     reporter = RunReporter(sink, control)  # other DDP ranks: an empty fan-out, no log
     if main:
         try:
@@ -205,6 +208,26 @@ def run_training(
         dist.close()
 
 
+def _open_run_dir(paths: RunPaths, plan_text: str | None) -> tuple[EventLog, ControlServer]:
+    """Rank 0's hold on the run directory: checked, plan frozen, log open, socket bound.
+
+    Everything is checked (`check_run_dir`) before the first write, so a run
+    directory with a planted link or special file is refused with nothing in
+    it changed, and never marked crashed.
+    """
+    paths.root.mkdir(mode=DIR_MODE, parents=True, exist_ok=True)
+    check_run_dir(paths.root, writing=True)
+    control = ControlServer(paths.control)
+    control.start()
+    try:
+        if plan_text is not None:
+            write_atomic(paths.plan, plan_text.encode("utf-8"))
+        return EventLog(paths.events), control
+    except BaseException:
+        control.close()
+        raise
+
+
 def _open_mirrors(plan: Plan, root: Path) -> Mirrors | None:
     """TensorBoard / W&B mirrors of the event log, imported only when [logging] asks for one."""
     log = plan.logging
@@ -232,7 +255,7 @@ def _load_data(plan: Plan, dist: DistContext, run_tokenizer: Path) -> TokenBlock
         return load_blocks(spec, plan.model.family, plan.seed)
     data = load_blocks(spec, plan.model.family, plan.seed)
     if not run_tokenizer.is_dir():
-        data.tokenizer.save_pretrained(run_tokenizer)
+        safe_fs.write_dir(run_tokenizer, data.tokenizer.save_pretrained)
     dist.wait_for_main(what)
     return data
 

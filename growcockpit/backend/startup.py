@@ -21,7 +21,9 @@ import time
 from pathlib import Path
 from types import FrameType
 
+from growcockpit.protocol.run_safety import check_run_dir
 from growcockpit.protocol.rundir import RunPaths, RunStatus, process_start_time, write_status
+from growcockpit.protocol.safe_fs import DIR_MODE
 
 STOP_SIGNALS = (signal.SIGTERM, signal.SIGINT, signal.SIGHUP)
 
@@ -48,7 +50,8 @@ def guard_startup(run_dir: Path, plan_name: str, num_stages: int, total_steps: i
     if os.environ.get("RANK", "0") != "0":
         return
     paths = RunPaths(run_dir)
-    paths.root.mkdir(parents=True, exist_ok=True)
+    paths.root.mkdir(mode=DIR_MODE, parents=True, exist_ok=True)
+    check_run_dir(paths.root, writing=True)  # UnsafePath: nothing written yet, one line
     write_status(
         paths.status,
         RunStatus(

@@ -65,12 +65,22 @@ def cmd_cockpit(args: argparse.Namespace) -> int:
 
 
 def check_run_dir(run_dir: Path) -> Path:
-    """`run_dir` if it holds a run (an events.jsonl), else a UserError saying what is missing."""
+    """`run_dir` if it holds a run (an events.jsonl), else a UserError saying what is missing.
+
+    A run directory with a planted link or special file is refused here too
+    (the cockpit writes its lock and index into it, and a FIFO would hang it).
+    """
     from growcockpit.protocol import RunPaths
+    from growcockpit.protocol.run_safety import check_run_dir as check_safe
+    from growcockpit.protocol.safe_fs import RunDirError
 
     paths = RunPaths(run_dir)
     if not paths.root.is_dir():
         raise UserError(f"{paths.root}: no such run directory; list runs with `ls runs/`")
+    try:
+        check_safe(paths.root, writing=False)
+    except RunDirError as exc:
+        raise UserError(str(exc)) from None
     if not paths.events.exists():
         raise UserError(
             f"{paths.events}: missing; not a growcockpit run directory (see backend.log if it exists)"

@@ -33,6 +33,13 @@ def run_command(func: Command, args: argparse.Namespace) -> int:
     except UserError as exc:
         print(f"growcockpit: {exc}", file=sys.stderr)
         return EXIT_USAGE
+    except Exception as exc:  # a hostile run directory refused deep inside: still one line
+        from growcockpit.protocol.safe_fs import RunDirError
+
+        if not isinstance(exc, RunDirError):
+            raise
+        print(f"growcockpit: {str(exc).splitlines()[0] if str(exc) else exc!r}", file=sys.stderr)
+        return EXIT_USAGE
     except KeyboardInterrupt:
         return EXIT_INTERRUPTED
 

@@ -95,7 +95,10 @@ def default_run_dir(plan_name: str, runs_root: Path) -> Path:
 
 def detach(argv: list[str], run_dir: Path) -> int:
     """Start the backend in its own session so it outlives this shell and SSH."""
+    from growcockpit.protocol.run_safety import check_run_dir
+
     run_dir.mkdir(parents=True, exist_ok=True)
+    check_run_dir(run_dir, writing=True)  # before backend.log is opened in it
     proc = spawn_backend(argv, run_dir)
     print(f"started pid {proc.pid}: {run_dir} (growcockpit attach {run_dir})")
     return EXIT_OK
@@ -110,7 +113,9 @@ def spawn_backend(argv: list[str], run_dir: Path) -> subprocess.Popen[bytes]:
         "glibc.malloc.mmap_threshold=4294967296:glibc.malloc.trim_threshold=4294967296",
     )
     env.setdefault("PYTHONUNBUFFERED", "1")
-    with open(run_dir / "backend.log", "ab") as log:
+    from growcockpit.protocol import safe_fs
+
+    with os.fdopen(safe_fs.open_log(run_dir / "backend.log"), "ab") as log:
         return subprocess.Popen(
             [sys.executable, "-m", "growcockpit", *argv],
             stdin=subprocess.DEVNULL,

@@ -8,6 +8,7 @@ nothing behind.
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from pathlib import Path
 
@@ -60,12 +61,25 @@ def add_parsers(sub: Subparsers) -> None:
     r.set_defaults(func=cmd_resume)
 
 
+def _check_safe(run_dir: Path) -> None:
+    """A run directory with a planted link or special file: one line, exit 2, nothing touched."""
+    from growcockpit.protocol.run_safety import check_run_dir
+    from growcockpit.protocol.safe_fs import RunDirError
+
+    try:
+        check_run_dir(run_dir, writing=True)
+    except RunDirError as exc:
+        raise UserError(str(exc)) from None
+
+
 def cmd_train(args: argparse.Namespace) -> int:
     plan_path: Path = args.plan
     plan = load_plan_or_fail(plan_path)
     worker = is_worker()
     given: Path | None = args.run_dir
-    if given is not None and (given / "events.jsonl").exists() and not worker:
+    if given is not None:
+        _check_safe(given)
+    if given is not None and os.path.lexists(given / "events.jsonl") and not worker:
         raise UserError(
             f"{given}: already holds a run; use `growcockpit resume {given}` or choose another --run-dir"
         )
@@ -109,6 +123,7 @@ def cmd_resume(args: argparse.Namespace) -> int:
     from growcockpit.protocol import RunDirError, read_status
 
     run_dir: Path = args.run_dir
+    _check_safe(run_dir)  # before anything in it is read (a FIFO would block) or written
     try:
         status = read_status(run_dir)
     except RunDirError as exc:

@@ -38,8 +38,11 @@ from types import TracebackType
 
 from .commands import CommandAck, CommandError, CommandRequest
 from .pending import PendingCommand
+from .safe_fs import kind
 from .socket_path import (
     connect_path,
+    is_own_private_socket,
+    is_own_socket,
     listening,
     needs_short_path,
     peer_uid,
@@ -218,25 +221,54 @@ class ControlServer:
     # -- internals ---------------------------------------------------------
 
     def _clear_stale(self) -> None:
-        """Remove socket files left by a dead backend; refuse to steal a live one."""
+        """Remove socket files left by a dead backend; refuse to steal a live one.
+
+        A run directory is untrusted input, so only what `lstat` proves is ours
+        is removed: a socket of our uid in our directory, or our symlink to a
+        socket in a private 0700 directory of ours. Any other symlink is left
+        alone with its target untouched (a link to ~/.bashrc must not get it
+        deleted); a dangling link is only unlinked itself.
+        """
         for p in dict.fromkeys((self.path, self.socket_path)):
             try:
                 st = os.lstat(p)
             except FileNotFoundError:
                 continue
-            if stat.S_ISLNK(st.st_mode) or stat.S_ISSOCK(st.st_mode):
-                target = connect_path(p)
-                if listening(target):
+            if stat.S_ISSOCK(st.st_mode):
+                if not is_own_socket(p):
                     raise ControlError(
-                        f"{self.path}: another backend is already listening on this run; "
-                        f"stop it first (`growcockpit ctl {self.path.parent} stop`)"
+                        f"{p}: a socket that is not yours (uid {st.st_uid}); "
+                        "remove it and start again"
                     )
+                self._refuse_live(str(p))
                 with contextlib.suppress(FileNotFoundError):
                     os.unlink(p)
-                if stat.S_ISLNK(st.st_mode):
-                    remove_private_socket(Path(target))
+            elif stat.S_ISLNK(st.st_mode):
+                target = Path(connect_path(p))
+                if is_own_private_socket(target):
+                    self._refuse_live(str(target))
+                    remove_private_socket(target)
+                elif os.path.lexists(target):
+                    raise ControlError(
+                        one_line(
+                            f"{p}: a symbolic link to {str(target)[:80]}, which is not a control "
+                            "socket of yours; remove the link (its target is left alone) and "
+                            "start again"
+                        )
+                    )
+                with contextlib.suppress(FileNotFoundError):
+                    os.unlink(p)  # the link itself, never what it points to
             else:
-                raise ControlError(f"{p}: exists and is not a socket; remove it and start again")
+                raise ControlError(
+                    f"{p}: exists and is {kind(st.st_mode)}, not a socket; remove it and start again"
+                )
+
+    def _refuse_live(self, address: str) -> None:
+        if listening(address):
+            raise ControlError(
+                f"{self.path}: another backend is already listening on this run; "
+                f"stop it first (`growcockpit ctl {self.path.parent} stop`)"
+            )
 
     def _unlink_own(self, linked: bool) -> None:
         if linked:

@@ -17,6 +17,7 @@ from pathlib import Path
 from types import TracebackType
 from typing import BinaryIO
 
+from . import safe_fs
 from .events import Event, decode_event, encode_event
 
 _CHUNK = 4 << 20  # bytes read per syscall when tailing
@@ -36,13 +37,12 @@ class EventLog:
         self.fsync = fsync
         self._lock = threading.Lock()
         self._torn = False  # a failed write may have left a partial line
-        flags = os.O_WRONLY | os.O_APPEND | os.O_CREAT | getattr(os, "O_CLOEXEC", 0)
-        self._fd: int | None = os.open(self.path, flags, 0o644)
+        self._fd: int | None = safe_fs.open_append(self.path)  # never through a planted link
         try:
             self._seq = 0
             size = os.fstat(self._fd).st_size
             if size:
-                with open(self.path, "rb") as fh:
+                with os.fdopen(safe_fs.open_read(self.path), "rb") as fh:
                     self._seq = _last_seq(fh, size)
                     fh.seek(size - 1)
                     if fh.read(1) != b"\n":
@@ -204,7 +204,8 @@ class EventTail:
         if max_lines is not None and max_lines <= 0:
             return []
         try:
-            fh = open(self.path, "rb")  # noqa: SIM115 - closed below
+            # a FIFO or a device here would block or never end: refused (UnsafePath)
+            fh = os.fdopen(safe_fs.open_read(self.path), "rb")
         except FileNotFoundError:
             return []  # the run has not started writing yet
         out: list[bytes] = []

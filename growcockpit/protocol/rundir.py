@@ -10,12 +10,13 @@ from __future__ import annotations
 import json
 import os
 import re
-import tempfile
 import time
 from dataclasses import asdict, dataclass, fields
 from pathlib import Path
 
 from . import finite_json
+from .safe_fs import DIR_MODE, MAX_STATUS_BYTES, UnsafePath, read_bytes, write_atomic
+from .safe_fs import RunDirError as RunDirError  # re-exported: its home was here
 
 LIVE_STATES = ("starting", "running", "paused", "waiting")
 FINAL_STATES = ("completed", "stopped", "crashed")
@@ -23,10 +24,6 @@ FINAL_STATES = ("completed", "stopped", "crashed")
 # a heartbeat older than HEARTBEAT_STALE_S means the backend is gone or stuck.
 HEARTBEAT_S = 5.0
 HEARTBEAT_STALE_S = 60.0
-
-
-class RunDirError(Exception):
-    """A run directory that is missing or unreadable; the message says what to do."""
 
 
 @dataclass(frozen=True)
@@ -105,7 +102,7 @@ def new_run_dir(runs_root: Path, name: str, now: float | None = None) -> Path:
     while True:
         path = inside_runs(root, root / (base if n == 1 else f"{base}-{n}"))
         try:
-            path.mkdir(exist_ok=False)
+            path.mkdir(mode=DIR_MODE, exist_ok=False)  # the user's alone, like its files
             return path
         except FileExistsError:
             n += 1
@@ -215,16 +212,9 @@ def pid_alive(pid: int) -> bool:
 
 
 def write_status(path: Path, status: RunStatus) -> None:
-    """Write via a temp file and rename so readers never see half a file."""
+    """Write via a temp file and rename so readers never see half a file (never through a link)."""
     status.heartbeat = time.time()
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".status.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "w") as fh:
-            fh.write(status.to_json())
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+    write_atomic(path, status.to_json().encode("utf-8"))
 
 
 def read_status(run_dir: Path) -> RunStatus:
@@ -232,14 +222,16 @@ def read_status(run_dir: Path) -> RunStatus:
     paths = RunPaths(Path(run_dir))
     if not paths.root.is_dir():
         raise RunDirError(f"{paths.root}: no such run directory; pass a directory under runs/")
-    if not paths.status.exists():
+    if not os.path.lexists(paths.status):
         raise RunDirError(
             f"{paths.status}: missing; this is not a growcockpit run directory "
             "(or its backend never started: see backend.log)"
         )
     damaged = "; events.jsonl still holds the history (the file is rewritten while the run is live)"
     try:
-        data = json.loads(paths.status.read_bytes().decode("utf-8"))
+        data = json.loads(read_bytes(paths.status, MAX_STATUS_BYTES).decode("utf-8"))
+    except UnsafePath:
+        raise
     except OSError as exc:
         raise RunDirError(f"{paths.status}: unreadable ({exc.strerror or exc}){damaged}") from None
     except UnicodeDecodeError:

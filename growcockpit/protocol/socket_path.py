@@ -16,6 +16,7 @@ from __future__ import annotations
 import contextlib
 import os
 import socket
+import stat
 import struct
 import tempfile
 from pathlib import Path
@@ -39,15 +40,47 @@ def private_socket_path() -> Path:
     return Path(tempfile.mkdtemp(prefix=PRIVATE_PREFIX, dir=base)) / SOCKET_NAME
 
 
+def is_own_private_socket(path: Path) -> bool:
+    """Is `path` a socket of ours in a `private_socket_path` directory (0700, ours, not a link)?
+
+    Proven with `lstat` on both, so a `control.sock` symlink planted to point
+    at any other file can never get that file deleted.
+    """
+    path = Path(path)
+    if path.name != SOCKET_NAME or not path.parent.name.startswith(PRIVATE_PREFIX):
+        return False
+    try:
+        folder, sock = os.lstat(path.parent), os.lstat(path)
+    except OSError:
+        return False
+    uid = os.getuid()
+    return (
+        stat.S_ISDIR(folder.st_mode)
+        and folder.st_uid == uid
+        and stat.S_IMODE(folder.st_mode) == 0o700
+        and stat.S_ISSOCK(sock.st_mode)
+        and sock.st_uid == uid
+    )
+
+
+def is_own_socket(path: Path) -> bool:
+    """Is `path` (not followed) a socket owned by us, in a directory owned by us?"""
+    try:
+        sock, folder = os.lstat(path), os.stat(Path(path).parent)
+    except OSError:
+        return False
+    uid = os.getuid()
+    return stat.S_ISSOCK(sock.st_mode) and sock.st_uid == uid and folder.st_uid == uid
+
+
 def remove_private_socket(path: Path) -> None:
-    """Remove a socket made by `private_socket_path` and its directory, if it is ours."""
+    """Remove a socket made by `private_socket_path` and its directory, if provably ours."""
+    if not is_own_private_socket(path):
+        return
     with contextlib.suppress(OSError):
         os.unlink(path)
-    parent = path.parent
-    if parent.name.startswith(PRIVATE_PREFIX) and path.name == SOCKET_NAME:
-        with contextlib.suppress(OSError):
-            if os.lstat(parent).st_uid == os.getuid():
-                os.rmdir(parent)
+    with contextlib.suppress(OSError):
+        os.rmdir(path.parent)
 
 
 def connect_path(path: Path) -> str:

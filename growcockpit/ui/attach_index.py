@@ -16,7 +16,6 @@ is not writable simply gets no index.
 
 from __future__ import annotations
 
-import contextlib
 import hashlib
 import json
 import os
@@ -25,6 +24,7 @@ from dataclasses import fields
 from pathlib import Path
 from typing import Any
 
+from growcockpit.protocol import safe_fs
 from growcockpit.ui.fold.layers import TIMING_WINDOW, LayerRow
 from growcockpit.ui.fold.plan import StageInfo
 from growcockpit.ui.fold.records import HIST, GpuView, LogEntry, StageTiming
@@ -68,7 +68,7 @@ _PLAIN = tuple(
 
 def _probe(path: Path, offset: int) -> tuple[int, int, str, str]:
     """(device, inode, hash of the first bytes, hash of the bytes before `offset`)."""
-    with open(path, "rb") as fh:
+    with os.fdopen(safe_fs.open_read(path), "rb") as fh:  # a FIFO or link: refused
         st = os.fstat(fh.fileno())
         head = fh.read(min(PROBE, offset))
         fh.seek(max(0, offset - PROBE))
@@ -160,21 +160,20 @@ def state_from_dict(data: dict[str, Any]) -> RunState:
 def load(run_dir: Path, events: Path) -> tuple[RunState, int, int] | None:
     """(state, offset, events folded) from the run's index when it matches the log."""
     try:
-        data = json.loads((Path(run_dir) / INDEX_NAME).read_bytes())
+        data = json.loads(safe_fs.read_bytes(Path(run_dir) / INDEX_NAME, safe_fs.MAX_INDEX_BYTES))
         if data.get("format") != FORMAT:
             return None
         offset = int(data["offset"])
         if os.stat(events).st_size < offset or list(_probe(events, offset)) != data["log"]:
             return None
         return state_from_dict(data["state"]), offset, int(data["events"])
-    except (OSError, ValueError, KeyError, TypeError, AttributeError):
+    except (OSError, ValueError, KeyError, TypeError, AttributeError, safe_fs.RunDirError):
         return None
 
 
 def save(run_dir: Path, events: Path, state: dict[str, Any], offset: int, count: int) -> bool:
     """Write the index (atomically); False when the run directory is not writable."""
     path = Path(run_dir) / INDEX_NAME
-    tmp = path.with_name(f".{INDEX_NAME}.{os.getpid()}.tmp")
     try:
         body = {
             "format": FORMAT,
@@ -183,10 +182,7 @@ def save(run_dir: Path, events: Path, state: dict[str, Any], offset: int, count:
             "log": list(_probe(events, offset)),
             "state": state,
         }
-        tmp.write_text(json.dumps(body, separators=(",", ":")))
-        os.replace(tmp, path)
-    except (OSError, ValueError):
-        with contextlib.suppress(OSError):
-            tmp.unlink()
+        safe_fs.write_atomic(path, json.dumps(body, separators=(",", ":")).encode("utf-8"))
+    except (OSError, ValueError, safe_fs.RunDirError):
         return False
     return True

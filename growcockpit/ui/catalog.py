@@ -12,6 +12,7 @@ import tomllib
 from dataclasses import dataclass
 from pathlib import Path
 
+from growcockpit.protocol import safe_fs
 from growcockpit.protocol.rundir import RunDirError, RunPaths, pid_alive, read_status
 from growcockpit.resources import sample_plans_dir
 from growcockpit.ui.fold.bulk import fold_lines
@@ -101,13 +102,13 @@ def list_plans(workdir: Path | None = None, samples: Path | None = None) -> list
 
 
 def _tail_lines(path: Path) -> list[bytes]:
-    try:
-        with open(path, "rb") as fh:
+    try:  # a FIFO or device planted here would block or never end: refused, not opened
+        with os.fdopen(safe_fs.open_read(path), "rb") as fh:
             fh.seek(0, os.SEEK_END)
             size = fh.tell()
             fh.seek(max(0, size - TAIL_BYTES))
             chunk = fh.read()
-    except OSError:
+    except (OSError, RunDirError):
         return []
     lines = chunk.split(b"\n")
     if size > TAIL_BYTES:
@@ -144,7 +145,7 @@ def _from_events(paths: RunPaths) -> RunEntry:
 
 def run_entry(run_dir: Path) -> RunEntry | None:
     paths = RunPaths(Path(run_dir))
-    if paths.status.exists():
+    if os.path.lexists(paths.status):
         try:
             st = read_status(paths.root)
         except RunDirError:

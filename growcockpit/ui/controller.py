@@ -28,6 +28,8 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
+from growcockpit.protocol import safe_fs
+
 LOCK_NAME = "controller.lock"
 
 
@@ -60,9 +62,12 @@ class ControllerLock:
         if self._fd is not None:
             return True
         try:
-            fd = os.open(self.path, os.O_RDWR | os.O_CREAT | getattr(os, "O_CLOEXEC", 0), 0o644)
+            fd = safe_fs.open_fd(self.path, os.O_RDWR | os.O_CREAT)  # never through a link
         except OSError as exc:
             self.problem = f"cannot create {self.path.name} ({exc.strerror})"
+            return False
+        except safe_fs.UnsafePath as exc:
+            self.problem = str(exc)
             return False
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
@@ -82,8 +87,8 @@ class ControllerLock:
         if self._fd is not None:
             return None
         try:
-            data = json.loads(self.path.read_text() or "{}")
-        except (OSError, ValueError):
+            data = json.loads(safe_fs.read_bytes(self.path, 4096) or b"{}")
+        except (OSError, ValueError, safe_fs.UnsafePath):
             return Holder()
         if not isinstance(data, dict):
             return Holder()

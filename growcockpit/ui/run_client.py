@@ -15,7 +15,7 @@ import tomllib
 from collections.abc import Callable
 from pathlib import Path
 
-from growcockpit.protocol import ControlError, EventTail, send_command
+from growcockpit.protocol import ControlError, EventTail, safe_fs, send_command
 from growcockpit.protocol.commands import CommandAck, CommandRequest
 from growcockpit.protocol.events import Event
 from growcockpit.protocol.rundir import (
@@ -114,7 +114,7 @@ class RunClient:
             raise LaunchError(f"{runs_root}: cannot create a run directory ({exc})") from None
         log_path = RunPaths(run_dir).log
         try:
-            with open(log_path, "ab") as log:
+            with os.fdopen(safe_fs.open_log(log_path), "ab") as log:
                 proc = subprocess.Popen(
                     backend_command(plan_path.resolve(), run_dir, python, device, nproc),
                     stdin=subprocess.DEVNULL,
@@ -162,12 +162,12 @@ class RunClient:
     def log_tail(self, lines: int = 3) -> list[str]:
         """The last lines of backend.log, to say why a backend died."""
         try:
-            with open(self.paths.log, "rb") as fh:
+            with os.fdopen(safe_fs.open_read(self.paths.log), "rb") as fh:
                 fh.seek(0, os.SEEK_END)
                 size = fh.tell()
                 fh.seek(max(0, size - 4096))
                 text = fh.read().decode("utf-8", "replace")
-        except OSError:
+        except (OSError, RunDirError):
             return []
         return [ln for ln in text.splitlines() if ln.strip()][-lines:]
 
