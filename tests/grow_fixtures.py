@@ -12,11 +12,13 @@ from torch import nn
 
 from growcockpit.backend.data import Batch
 from growcockpit.backend.model import build_model
+from growcockpit.families import FAMILY_SPECS
+from growcockpit.plan.families import family_facts
 from growcockpit.plan.types import ModelSpec
 
 VOCAB = 61
 SEQ = 16
-FAMILIES = ("bert", "gpt2")
+FAMILIES = tuple(FAMILY_SPECS)  # every registered family; a new one is tested by default
 
 
 class FakeTokenizer:
@@ -35,7 +37,7 @@ def tiny_spec(
     family: str, *, hidden: int = 32, heads: int = 4, ffn: int = 64, layers: int = 4
 ) -> ModelSpec:
     return ModelSpec(
-        family=family,  # type: ignore[arg-type]
+        family=family,
         hidden_size=hidden,
         num_heads=heads,
         intermediate_size=ffn,
@@ -76,7 +78,7 @@ def tiny_model(
 def tiny_batch(family: str, *, batch: int = 2, seq: int = 12, seed: int = 1) -> Batch:
     g = torch.Generator().manual_seed(seed)
     ids = torch.randint(1, VOCAB - 1, (batch, seq), generator=g)
-    if family == "gpt2":
+    if family_facts(family).objective == "causal":
         return Batch(ids, ids.clone())
     labels = torch.full_like(ids, -100)
     labels[:, ::3] = ids[:, ::3]

@@ -18,10 +18,11 @@ from torch import nn
 
 from growcockpit.backend.data import Batch, load_blocks
 from growcockpit.backend.device import prepare_device
-from growcockpit.backend.forward import _head_loss
+from growcockpit.backend.forward import head_loss
 from growcockpit.backend.model import build_model
 from growcockpit.backend.step import resolve_precision
-from growcockpit.grow.model_parts import get_layers, part
+from growcockpit.families import spec_of
+from growcockpit.grow.model_parts import get_layers
 from growcockpit.metrics.cuda import timing_event
 from growcockpit.plan.types import Plan
 
@@ -82,50 +83,47 @@ def measure_r_h(
     """r = backward/forward of one middle block; h = head forward / block forward (methods.md §6).
 
     The block gets a real hidden state that needs an input gradient (like every
-    trainable block but the lowest); the head is the backend's own `_head_loss`
+    trainable block but the lowest); the head is the backend's own `head_loss`
     (logits only at the masked positions for BERT).
     """
     layers = get_layers(model)
     block = copy.deepcopy(layers[len(layers) // 2]).train()
     for p in block.parameters():
         p.requires_grad_(True)
+    spec = spec_of(model)
     with torch.no_grad(), amp():
-        if family == "bert":
-            x0 = part(model, "bert.embeddings")(input_ids=batch.input_ids)
-        else:
-            tr = part(model, "transformer")
-            pos = torch.arange(batch.input_ids.shape[1], device=batch.input_ids.device).unsqueeze(0)
-            x0 = tr.wte(batch.input_ids) + tr.wpe(pos)
+        x0 = spec.embed(model, batch.input_ids)
+        run = spec.block_call(model, x0)
     x = x0.detach().clone().requires_grad_(True)
     head_in = x0.detach().clone().requires_grad_(True)
     with amp():
-        grad_out = torch.randn_like(block(x))
+        grad_out = torch.randn_like(run(block, x))
 
     def fwd() -> None:
         with amp():
-            block(x)
+            run(block, x)
 
     def fwd_bwd() -> None:
         with amp():
-            y = block(x)
-        y.backward(grad_out)
+            y = run(block, x)
+        torch.autograd.backward(y, grad_out)
         x.grad = None
         for p in block.parameters():
             p.grad = None
 
     def fwd_nograd() -> None:
         with torch.no_grad(), amp():
-            block(x)
+            run(block, x)
 
     frozen = copy.deepcopy(block).eval()  # how frozen layers run: eval mode (no dropout), no_grad
 
     def fwd_frozen() -> None:
         with torch.no_grad(), amp():
-            frozen(x)
+            run(frozen, x)
 
     def head() -> None:
         with amp():
-            _head_loss(model, family, head_in, batch)
+            head_loss(model, head_in, batch)
 
     for fn in (fwd, fwd_bwd, fwd_nograd, fwd_frozen, head):  # warm-up
         clock.mean_ms(fn, 2)

@@ -24,6 +24,7 @@ from transformers import PreTrainedTokenizerBase
 from growcockpit.backend.corpus import Corpus, CorpusLines, DataError, resolve_corpus
 from growcockpit.backend.token_cache import TokenShard, tokenize_to_shard
 from growcockpit.backend.tokenizer import build_tokenizer
+from growcockpit.plan.families import family_facts
 from growcockpit.plan.types import DataSpec
 from growcockpit.protocol.token_index import CacheRecord, read_record, record_path, write_record
 
@@ -105,7 +106,8 @@ class BlockView:
     ) -> None:
         self.ids = ids
         self.family = family
-        self.body = seq_len - 2 if family == "bert" else seq_len
+        self.wrap = family_facts(family).boundary_tokens == 2
+        self.body = seq_len - family_facts(family).boundary_tokens
         self.seq_len = seq_len
         self.every = every
         self.val = val
@@ -139,7 +141,7 @@ class BlockView:
         starts = self.block_index(rows) * self.body
         body = np.asarray(self.ids[starts[:, None] + np.arange(self.body)], dtype=np.int64)
         out = torch.from_numpy(body)
-        if self.family == "bert":
+        if self.wrap:  # [CLS] body [SEP]
             n = out.shape[0]
             cls = torch.full((n, 1), self.cls, dtype=torch.long)
             sep = torch.full((n, 1), self.sep, dtype=torch.long)
@@ -219,7 +221,7 @@ class TokenBlocks:
 
     def _make(self, ids: torch.Tensor, gen: torch.Generator) -> Batch:
         ids = ids.long()
-        if self.family == "gpt2":
+        if family_facts(self.family).objective == "causal":
             labels = ids.clone()
             return Batch(ids, labels)
         batch = mask_tokens(
@@ -273,7 +275,7 @@ def load_blocks(spec: DataSpec, family: str, seed: int) -> TokenBlocks:
     shard = tokenize_to_shard(corpus, tokenizer, family)
     _note_in_index(spec, family, corpus, shard, time.perf_counter() - started)
     ids = shard.ids()
-    body = spec.seq_len - 2 if family == "bert" else spec.seq_len
+    body = spec.seq_len - family_facts(family).boundary_tokens
     if len(ids) // body < 2:
         raise DataError(
             f"data.source = {spec.source!r}: only {len(ids) // body} block(s) of {spec.seq_len} tokens; "

@@ -16,11 +16,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import torch
-import torch.nn.functional as F
 from torch import nn
 
 from growcockpit.backend.data import Batch
-from growcockpit.grow.model_parts import family_of, get_layers, part
+from growcockpit.families import spec_of
+from growcockpit.grow.model_parts import get_layers
 
 
 @dataclass
@@ -43,48 +43,25 @@ class StagedForward:
 
     def loss(self, model: nn.Module, batch: Batch) -> torch.Tensor:
         layers = get_layers(model)
-        family = family_of(model)
-        ids = batch.input_ids
+        family = spec_of(model)
         no_grad_bottom = not self.embeddings_trainable
         with torch.set_grad_enabled(torch.is_grad_enabled() and not no_grad_bottom):
-            h = _embed(model, family, ids)
+            h = family.embed(model, batch.input_ids)
+            run = family.block_call(model, h)
             for i in range(self.frozen_prefix):
                 if i not in self.skip:
-                    h = layers[i](h)
+                    h = run(layers[i], h)
         if no_grad_bottom:
             h = h.detach()
         for i in range(self.frozen_prefix, len(layers)):
             if i not in self.skip:
-                h = layers[i](h)
-        return _head_loss(model, family, h, batch)
+                h = run(layers[i], h)
+        return family.head_loss(model, h, batch.labels, batch.picked)
 
 
-def _embed(model: nn.Module, family: str, ids: torch.Tensor) -> torch.Tensor:
-    if family == "bert":
-        out: torch.Tensor = part(model, "bert.embeddings")(input_ids=ids)
-        return out
-    tr = part(model, "transformer")
-    pos = torch.arange(ids.shape[1], device=ids.device).unsqueeze(0)
-    emb: torch.Tensor = tr.drop(tr.wte(ids) + tr.wpe(pos))
-    return emb
-
-
-def _head_loss(model: nn.Module, family: str, h: torch.Tensor, batch: Batch) -> torch.Tensor:
-    """BERT: logits only at masked positions (same loss, a fraction of the head's cost)."""
-    if family == "bert":
-        if batch.picked is not None:
-            rows = h.reshape(-1, h.shape[-1]).index_select(0, batch.picked)
-            targets = batch.labels.reshape(-1).index_select(0, batch.picked)
-        else:
-            mask = batch.labels != -100
-            rows, targets = h[mask], batch.labels[mask]
-        logits = part(model, "cls")(rows)
-        return F.cross_entropy(logits.float(), targets)
-    h = part(model, "transformer.ln_f")(h)
-    logits = part(model, "lm_head")(h[:, :-1])
-    return F.cross_entropy(
-        logits.float().reshape(-1, logits.shape[-1]), batch.labels[:, 1:].reshape(-1)
-    )
+def head_loss(model: nn.Module, h: torch.Tensor, batch: Batch) -> torch.Tensor:
+    """The family's loss from the last block's output (BERT: logits at masked positions only)."""
+    return spec_of(model).head_loss(model, h, batch.labels, batch.picked)
 
 
 class LossModule(nn.Module):

@@ -12,19 +12,14 @@ import dataclasses
 from pathlib import Path
 
 from torch import nn
-from transformers import BertForMaskedLM, GPT2LMHeadModel, PreTrainedTokenizerBase
+from transformers import PreTrainedTokenizerBase
 
 from growcockpit.backend.corpus import DataError
 from growcockpit.backend.model import build_model
+from growcockpit.families import spec_for
 from growcockpit.plan.init_from import KEY, SourceError, init_from_problems, read_source
 from growcockpit.plan.types import DataSpec, Plan
 
-_CLASSES: dict[str, type[nn.Module]] = {"bert": BertForMaskedLM, "gpt2": GPT2LMHeadModel}
-# the plan's dropout replaces the source's: dropout is a training choice, not part of the model
-_DROPOUT_KEYS = {
-    "bert": ("hidden_dropout_prob", "attention_probs_dropout_prob"),
-    "gpt2": ("resid_pdrop", "embd_pdrop", "attn_pdrop"),
-}
 _TOKENIZER_FILES = ("tokenizer.json", "vocab.txt", "vocab.json")
 
 
@@ -63,10 +58,11 @@ def initial_model(plan: Plan, tokenizer: PreTrainedTokenizerBase) -> tuple[nn.Mo
             f'{len(tokenizer)} tokens; leave data.tokenizer as "train:…" to use the model\'s '
             "own tokenizer, or point data.tokenizer at it"
         )
-    family = plan.model.family
-    overrides = {key: plan.model.dropout for key in _DROPOUT_KEYS[family]}
+    family = spec_for(plan.model.family)
+    # the plan's dropout replaces the source's: dropout is a training choice, not part of the model
+    overrides = {key: plan.model.dropout for key in family.dropout_keys}
     try:
-        model, info = _CLASSES[family].from_pretrained(  # type: ignore[attr-defined]
+        model, info = family.model_class.from_pretrained(  # type: ignore[attr-defined]
             str(Path(path).expanduser()),
             attn_implementation="sdpa",
             output_loading_info=True,

@@ -23,6 +23,7 @@ import numpy as np
 from transformers import PreTrainedTokenizerBase
 
 from growcockpit.backend.corpus import Corpus, iter_line_batches
+from growcockpit.plan.families import family_facts
 from growcockpit.protocol.token_index import cache_root
 
 CACHE_VERSION = "v3"
@@ -84,7 +85,8 @@ def tokenize_to_shard(
     if found is not None:
         return found
     dtype = np.dtype(id_dtype(len(tokenizer)))
-    sep = tokenizer.sep_token_id if family == "bert" else tokenizer.eos_token_id
+    byte_level = family_facts(family).tokenizer == "byte-bpe"
+    sep = tokenizer.eos_token_id if byte_level else tokenizer.sep_token_id
     backend = tokenizer.backend_tokenizer
     root.parent.mkdir(parents=True, exist_ok=True)
     tmp = root.with_name(f".{root.name}.tmp{os.getpid()}")
@@ -94,7 +96,7 @@ def tokenize_to_shard(
     try:
         with open(tmp / SHARD, "wb") as out:
             for lines in iter_line_batches(corpus, batch_lines):
-                if family == "gpt2":
+                if byte_level:
                     lines = [line + "\n" for line in lines]
                 encoded = backend.encode_batch_fast(lines, add_special_tokens=False)
                 ids = np.fromiter((i for e in encoded for i in e.ids), dtype=dtype, count=-1)

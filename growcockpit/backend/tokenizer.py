@@ -16,20 +16,8 @@ from typing import Any, cast
 from transformers import PreTrainedTokenizerBase, PreTrainedTokenizerFast
 
 from growcockpit.backend.corpus import Corpus, DataError
+from growcockpit.plan.families import family_facts
 from growcockpit.protocol.token_index import cache_root
-
-BERT_SPECIALS = {
-    "pad_token": "[PAD]",
-    "unk_token": "[UNK]",
-    "cls_token": "[CLS]",
-    "sep_token": "[SEP]",
-    "mask_token": "[MASK]",
-}
-GPT2_SPECIALS = {
-    "bos_token": "<|endoftext|>",
-    "eos_token": "<|endoftext|>",
-    "unk_token": "<|endoftext|>",
-}
 
 
 def build_tokenizer(
@@ -78,13 +66,14 @@ def _load_local(path: Path, family: str) -> PreTrainedTokenizerBase:
         tok = _fast(tokenizer_file=str(path))
     else:
         tok = PreTrainedTokenizerFast.from_pretrained(str(path))
-    specials = BERT_SPECIALS if family == "bert" else GPT2_SPECIALS
-    missing = {k: v for k, v in specials.items() if getattr(tok, k, None) is None}
+    facts = family_facts(family)
+    missing = {k: v for k, v in facts.specials.items() if getattr(tok, k, None) is None}
     if missing:
         tok.add_special_tokens(missing)  # type: ignore[arg-type]
-    if family == "bert" and tok.mask_token_id is None:
+    if facts.objective == "masked" and tok.mask_token_id is None:
         raise DataError(
-            f"data.tokenizer = {str(path)!r}: a BERT plan needs a tokenizer with a [MASK] token"
+            f"data.tokenizer = {str(path)!r}: a masked-LM plan ({family}) needs a tokenizer "
+            "with a mask token"
         )
     return tok
 
@@ -99,27 +88,28 @@ def _train(vocab: int, family: str, texts: Iterable[Iterable[str]]) -> PreTraine
     from tokenizers import Tokenizer, decoders, models, normalizers, pre_tokenizers, trainers
 
     lines = (line for doc in texts for line in doc)
-    if family == "bert":
+    specials = dict(family_facts(family).specials)
+    if family_facts(family).tokenizer == "wordpiece":
         core = Tokenizer(models.WordPiece(unk_token="[UNK]"))
         core.normalizer = normalizers.BertNormalizer(lowercase=False)
         core.pre_tokenizer = pre_tokenizers.BertPreTokenizer()
         core.decoder = decoders.WordPiece()
         trainer = trainers.WordPieceTrainer(
-            vocab_size=vocab, special_tokens=list(BERT_SPECIALS.values()), show_progress=False
+            vocab_size=vocab, special_tokens=list(specials.values()), show_progress=False
         )
         core.train_from_iterator(lines, trainer)
-        return _fast(tokenizer_object=_canonical_ids(core), **BERT_SPECIALS)
+        return _fast(tokenizer_object=_canonical_ids(core), **specials)
     core = Tokenizer(models.BPE())
     core.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
     core.decoder = decoders.ByteLevel()
     bpe = trainers.BpeTrainer(
         vocab_size=vocab,
-        special_tokens=["<|endoftext|>"],
+        special_tokens=sorted(set(specials.values())),
         initial_alphabet=pre_tokenizers.ByteLevel.alphabet(),
         show_progress=False,
     )
     core.train_from_iterator((line + "\n" for line in lines), bpe)
-    return _fast(tokenizer_object=_canonical_ids(core), **GPT2_SPECIALS)
+    return _fast(tokenizer_object=_canonical_ids(core), **specials)
 
 
 def _canonical_ids(core: Any) -> Any:

@@ -10,7 +10,8 @@ Knows torch and transformers, never Textual or the training loop.
   Adam moments across a stage change when the optimizer is not reset.
 """
 
-from growcockpit.grow.coalesce import RECIPES, ModelShape, coalesce_model, model_shape
+from growcockpit.families import ModelShape
+from growcockpit.grow.coalesce import RECIPES, coalesce_model, model_shape
 from growcockpit.grow.decoalesce import decoalesce_model
 from growcockpit.grow.freeze import FreezeResult, apply_freeze, set_train_modes
 from growcockpit.grow.interpolate import interpolate_model

@@ -39,65 +39,21 @@ from typing import Any
 import torch
 from torch import nn
 
-from growcockpit.grow.model_parts import Family, family_of, part
+from growcockpit.families import FAMILY_SPECS, ModelShape, TensorRule, spec_for
+from growcockpit.grow.model_parts import family_of, part
 from growcockpit.grow.stack import GrowResult
 from growcockpit.grow.width import Grouping, depth_groups
 
 RECIPES = ("auto", "multilevel", "preln-tied")
 
-# (dim, axis kind, role): kind "h" residual/head axis, "qkv" GPT-2 fused Q|K|V,
-# "ffn" FFN axis; role "row" = output side / vector (F·, T·), "col" = input side (·T, ·F).
-Axis = tuple[int, str, str]
+_LAYER_RE = re.compile(
+    "^(" + "|".join(re.escape(s.layers_path) for s in FAMILY_SPECS.values()) + r")\.(\d+)\.(.+)$"
+)
 
 
-@dataclass(frozen=True)
-class TensorRule:
-    axes: tuple[Axis, ...]
-    scale: str = ""  # "" none, "embedding" (× c under C), "ln_f" (× ln_f factor under C)
-
-
-_H: tuple[Axis, ...] = ((0, "h", "row"),)
-_LIN_HH: tuple[Axis, ...] = ((0, "h", "row"), (1, "h", "col"))
-_EMB = TensorRule(((1, "h", "row"),), "embedding")
-_KEEP = TensorRule(())
-
-_BERT_RULES: list[tuple[str, TensorRule]] = [
-    (r"bert\.embeddings\.(word|position|token_type)_embeddings\.weight", _EMB),
-    (r"cls\.predictions\.decoder\.weight", _EMB),  # tied to the word table
-    (r"cls\.predictions\.(decoder\.)?bias", _KEEP),  # vocabulary-sized
-    (r".*LayerNorm\.(weight|bias)", TensorRule(_H)),
-    (r".*attention\.self\.(query|key|value)\.weight", TensorRule(_LIN_HH)),
-    (r".*attention\.output\.dense\.weight", TensorRule(_LIN_HH)),
-    (r".*intermediate\.dense\.weight", TensorRule(((0, "ffn", "row"), (1, "h", "col")))),
-    (r".*intermediate\.dense\.bias", TensorRule(((0, "ffn", "row"),))),
-    (r".*layer\.\d+\.output\.dense\.weight", TensorRule(((0, "h", "row"), (1, "ffn", "col")))),
-    (r"cls\.predictions\.transform\.dense\.weight", TensorRule(_LIN_HH)),
-    (r".*\.bias", TensorRule(_H)),  # query/key/value/dense biases on the hidden axis
-]
-
-_GPT2_RULES: list[tuple[str, TensorRule]] = [
-    (r"transformer\.(wte|wpe)\.weight", _EMB),
-    (r"lm_head\.weight", _EMB),  # tied to wte
-    (r"transformer\.ln_f\.(weight|bias)", TensorRule(_H, "ln_f")),
-    (r".*\.ln_[12]\.(weight|bias)", TensorRule(_H)),
-    (r".*attn\.c_attn\.weight", TensorRule(((0, "h", "col"), (1, "qkv", "row")))),
-    (r".*attn\.c_attn\.bias", TensorRule(((0, "qkv", "row"),))),
-    (r".*attn\.c_proj\.weight", TensorRule(((0, "h", "col"), (1, "h", "row")))),
-    (r".*mlp\.c_fc\.weight", TensorRule(((0, "h", "col"), (1, "ffn", "row")))),
-    (r".*mlp\.c_fc\.bias", TensorRule(((0, "ffn", "row"),))),
-    (r".*mlp\.c_proj\.weight", TensorRule(((0, "ffn", "col"), (1, "h", "row")))),
-    (r".*\.c_proj\.bias", TensorRule(_H)),
-]
-
-_LAYER_RE = re.compile(r"^(bert\.encoder\.layer|transformer\.h)\.(\d+)\.(.+)$")
-
-
-def tensor_rule(name: str, family: Family) -> TensorRule:
+def tensor_rule(name: str, family: str) -> TensorRule:
     """How the width maps act on the state-dict tensor `name` (fails loudly if unknown)."""
-    for pattern, rule in _BERT_RULES if family == "bert" else _GPT2_RULES:
-        if re.fullmatch(pattern, name):
-            return rule
-    raise ValueError(f"no width rule for {family} tensor {name!r}: growcockpit cannot map it")
+    return spec_for(family).tensor_rule(name)
 
 
 @dataclass(frozen=True)
@@ -115,32 +71,26 @@ class Scales:
         return 1.0
 
 
-def recipe_scales(family: Family, recipe: str) -> Scales:
+_RECIPE_SCALES = {
+    "multilevel": Scales(embedding=2.0, ln_f=1.0),
+    "preln-tied": Scales(embedding=1.0, ln_f=2.0),
+}
+
+
+def recipe_scales(family: str, recipe: str) -> Scales:
+    """The scales of `recipe` ("auto": the family's default, plan/families.py)."""
     if recipe not in RECIPES:
         raise ValueError(f"unknown recipe {recipe!r}: expected one of {', '.join(RECIPES)}")
-    if recipe == "preln-tied" and family == "bert":
-        raise ValueError(
-            'recipe "preln-tied" moves the embedding scale onto GPT-2\'s final LayerNorm, which '
-            "BERT does not have: de-coalescing BERT with it changes the function; "
-            'use recipe="multilevel" or "auto"'
-        )
+    allowed = spec_for(family).facts.width_recipes
     if recipe == "auto":
-        recipe = "multilevel" if family == "bert" else "preln-tied"
-    if recipe == "multilevel":
-        return Scales(embedding=2.0, ln_f=1.0)
-    return Scales(embedding=1.0, ln_f=2.0)
-
-
-@dataclass(frozen=True)
-class ModelShape:
-    hidden: int
-    heads: int
-    ffn: int
-    layers: int
-
-    @property
-    def head_dim(self) -> int:
-        return self.hidden // self.heads
+        recipe = allowed[0]
+    if recipe not in allowed:
+        raise ValueError(
+            f'recipe "{recipe}" moves the embedding scale onto a final LayerNorm that {family} '
+            "does not have: de-coalescing with it changes the function; use recipe="
+            + " or ".join(f'"{r}"' for r in (*allowed, "auto"))
+        )
+    return _RECIPE_SCALES[recipe]
 
 
 def shape_change(
@@ -170,16 +120,8 @@ def model_shape(model: nn.Module) -> ModelShape:
     return config_shape(part(model, "config"), family_of(model))
 
 
-def config_shape(config: Any, family: Family) -> ModelShape:
-    if family == "bert":
-        return ModelShape(
-            int(config.hidden_size),
-            int(config.num_attention_heads),
-            int(config.intermediate_size),
-            int(config.num_hidden_layers),
-        )
-    ffn = config.n_inner if config.n_inner is not None else 4 * config.n_embd
-    return ModelShape(int(config.n_embd), int(config.n_head), int(ffn), int(config.n_layer))
+def config_shape(config: Any, family: str) -> ModelShape:
+    return spec_for(family).shape(config)
 
 
 def width_groupings(large: ModelShape) -> dict[str, Grouping]:
@@ -218,20 +160,10 @@ def coalesced_shape(large: ModelShape, *, width: bool, depth: bool) -> ModelShap
     )
 
 
-def config_with_shape(config: Any, family: Family, shape: ModelShape) -> Any:
+def config_with_shape(config: Any, family: str, shape: ModelShape) -> Any:
     """A copy of `config` (dropout, vocab, positions, attention backend…) at `shape`."""
     new = copy.deepcopy(config)
-    if family == "bert":
-        new.hidden_size = shape.hidden
-        new.num_attention_heads = shape.heads
-        new.intermediate_size = shape.ffn
-        new.num_hidden_layers = shape.layers
-    else:
-        new.n_embd = shape.hidden
-        new.n_head = shape.heads
-        if config.n_inner is not None or shape.ffn != 4 * shape.hidden:
-            new.n_inner = shape.ffn
-        new.n_layer = shape.layers
+    spec_for(family).with_shape(new, shape)
     attn = getattr(config, "_attn_implementation", None)
     if attn is not None:
         new._attn_implementation = attn

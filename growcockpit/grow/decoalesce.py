@@ -29,8 +29,8 @@ from typing import Any
 import torch
 from torch import nn
 
+from growcockpit.families import ModelShape
 from growcockpit.grow.coalesce import (
-    ModelShape,
     build_like,
     coalesced_shape,
     config_shape,

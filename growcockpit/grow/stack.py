@@ -9,10 +9,11 @@ from __future__ import annotations
 import copy
 from dataclasses import dataclass, field
 
-import torch
 from torch import nn
 
-from growcockpit.grow.model_parts import family_of, get_layers, part, set_layers
+from growcockpit.families import spec_of
+from growcockpit.families.spec import identity_init_refusal
+from growcockpit.grow.model_parts import get_layers, part, set_layers
 from growcockpit.plan.types import middle_insert_ids
 
 INITS = ("copy", "zero")
@@ -59,11 +60,9 @@ def stack_layers(model: nn.Module, k: int, source: str = "top", init: str = "cop
     """
     if init not in INITS:
         raise ValueError(f"unknown stack init {init!r}: expected one of {', '.join(INITS)}")
-    if init == "zero" and family_of(model) != "gpt2":
-        raise ValueError(
-            'init="zero" cannot make a post-LN BERT block the identity (its LayerNorm follows '
-            "the residual sum); use ramp_steps (a gated block) instead"
-        )
+    spec = spec_of(model)
+    if init == "zero" and not spec.facts.identity_init:
+        raise ValueError(identity_init_refusal(spec.name))
     layers = list(get_layers(model))
     depth = len(layers)
     if k < 1:
@@ -93,7 +92,7 @@ def stack_layers(model: nn.Module, k: int, source: str = "top", init: str = "cop
     ]
     if init == "zero":
         for layer in new_layers:
-            zero_residual_outputs(layer)
+            spec.zero_residual_outputs(layer)
     set_layers(model, layers[:at] + new_layers + layers[at:])
     source_of = {at + i: src for i, src in enumerate(sources)}
     layer_sources = {(j if j < at else j + k): [j] for j in range(depth)}
@@ -112,24 +111,8 @@ def stack_layers(model: nn.Module, k: int, source: str = "top", init: str = "cop
     )
 
 
-@torch.no_grad()
-def zero_residual_outputs(block: nn.Module) -> None:
-    """Zero a GPT-2 block's attention and MLP output projections (weight and bias)."""
-    for proj in (part(block, "attn.c_proj"), part(block, "mlp.c_proj")):
-        proj.weight.zero_()
-        proj.bias.zero_()
-
-
 def _fresh_layer(model: nn.Module, idx: int) -> nn.Module:
-    config = part(model, "config")
-    if family_of(model) == "bert":
-        from transformers.models.bert.modeling_bert import BertLayer
-
-        layer: nn.Module = BertLayer(config, layer_idx=idx)  # type: ignore[no-untyped-call]
-    else:
-        from transformers.models.gpt2.modeling_gpt2 import GPT2Block
-
-        layer = GPT2Block(config, layer_idx=idx)  # type: ignore[no-untyped-call]
+    layer = spec_of(model).fresh_block(model, idx)
     ref = next(model.parameters())
     layer.to(device=ref.device, dtype=ref.dtype)
     layer.apply(part(model, "_init_weights"))

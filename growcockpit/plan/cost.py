@@ -53,10 +53,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from growcockpit.plan.families import FAMILY_FACTS, family_facts
 from growcockpit.plan.shapes import resolve_shapes
 from growcockpit.plan.types import Plan
-
-DEFAULT_VOCAB = {"bert": 30522, "gpt2": 50257}
 
 
 @dataclass
@@ -97,10 +96,10 @@ def vocab_size(plan: Plan) -> int:
         if n.isdigit() and int(n) > 0:
             return int(n)
     lower = tokenizer.lower()
-    for family, size in DEFAULT_VOCAB.items():
-        if family in lower:
-            return size
-    return DEFAULT_VOCAB.get(plan.model.family, DEFAULT_VOCAB["bert"])
+    for name, facts in FAMILY_FACTS.items():
+        if name in lower:
+            return facts.default_vocab
+    return family_facts(plan.model.family).default_vocab
 
 
 def default_head_cost(plan: Plan) -> float:
@@ -116,7 +115,7 @@ def default_head_cost(plan: Plan) -> float:
     if d <= 0 or block <= 0:
         return 0.0
     h = vocab_size(plan) * d / block
-    if plan.model.family == "bert":
+    if family_facts(plan.model.family).objective == "masked":
         h *= plan.data.mlm_probability
     return h
 

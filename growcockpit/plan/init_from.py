@@ -15,6 +15,7 @@ import json
 from dataclasses import dataclass
 from pathlib import Path
 
+from growcockpit.plan.families import FAMILIES, FAMILY_FACTS, family_of_model_type
 from growcockpit.plan.types import Plan, Stage
 
 KEY = "model.init_from"
@@ -33,25 +34,6 @@ class SourceShape:
     vocab_size: int
 
 
-# config.json key of each shape field, per family (GPT-2's n_inner may be null: 4 × n_embd)
-_CONFIG_KEYS: dict[str, dict[str, str]] = {
-    "bert": {
-        "layers": "num_hidden_layers",
-        "hidden_size": "hidden_size",
-        "num_heads": "num_attention_heads",
-        "intermediate_size": "intermediate_size",
-        "max_seq_len": "max_position_embeddings",
-        "vocab_size": "vocab_size",
-    },
-    "gpt2": {
-        "layers": "n_layer",
-        "hidden_size": "n_embd",
-        "num_heads": "n_head",
-        "intermediate_size": "n_inner",
-        "max_seq_len": "n_positions",
-        "vocab_size": "vocab_size",
-    },
-}
 # (plan field, what the fix is called in the message) for each compared size
 _PLAN_FIELDS: tuple[tuple[str, str], ...] = (
     ("hidden_size", "model.hidden_size"),
@@ -83,21 +65,23 @@ def read_source(path: str) -> SourceShape:
         raise SourceError(f"{config_file}: unreadable config.json ({exc})") from None
     if not isinstance(config, dict):
         raise SourceError(f"{config_file}: expected a JSON object")
-    family = config.get("model_type")
-    keys = _CONFIG_KEYS.get(str(family))
-    if keys is None:
+    model_type = config.get("model_type")
+    facts = family_of_model_type(model_type)
+    if facts is None:
         raise SourceError(
-            f'{path}: model_type "{family}" is not supported; give a BERT or GPT-2 model'
+            f'{path}: model_type "{model_type}" is not supported; give a model of a '
+            f"registered family ({', '.join(FAMILIES)})"
         )
     values: dict[str, int] = {}
-    for field, key in keys.items():
+    for field, key in facts.config_keys.items():
         value = config.get(key)
-        if value is None and key == "n_inner":
-            value = 4 * int(config.get("n_embd") or 0)
+        if value is None and key in facts.config_defaults:
+            factor, other = facts.config_defaults[key].split("*")
+            value = int(factor) * int(config.get(other) or 0)
         if not isinstance(value, int) or isinstance(value, bool) or value < 1:
             raise SourceError(f"{config_file}: {key} = {value!r} is not a positive integer")
         values[field] = value
-    return SourceShape(family=str(family), **values)
+    return SourceShape(family=facts.name, **values)
 
 
 def without_init_from(plan: Plan) -> Plan:
@@ -120,7 +104,7 @@ def init_from_problems(plan: Plan) -> list[tuple[str, str]]:
     except SourceError as exc:
         return [(KEY, str(exc))]
     problems: list[tuple[str, str]] = []
-    if source.family != plan.model.family:
+    if FAMILY_FACTS.get(source.family) is not FAMILY_FACTS.get(plan.model.family):
         problems.append(
             (
                 "model.family",
@@ -157,7 +141,7 @@ def grow_plan_from(run_plan: Plan, final_dir: str, run_name: str) -> Plan:
     plan.description = f"grows the final model of run {run_name} ({source.layers} layers)"
     depth = 2 * source.layers
     m = plan.model
-    m.family = source.family  # type: ignore[assignment]
+    m.family = source.family
     m.hidden_size, m.num_heads = source.hidden_size, source.num_heads
     m.intermediate_size, m.max_seq_len = source.intermediate_size, source.max_seq_len
     m.final_layers = depth

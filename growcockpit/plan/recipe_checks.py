@@ -7,6 +7,7 @@ Kept apart from `validate` so each recipe's rules read as one table of
 
 from __future__ import annotations
 
+from growcockpit.plan.families import FAMILY_FACTS
 from growcockpit.plan.shapes import StageShape
 from growcockpit.plan.types import STACK_INITS, Plan, Stage
 
@@ -81,12 +82,13 @@ def _init(key: str, stage: Stage, family: str) -> list[Problem]:
                 f'"zero" only applies to enter = "stack", not "{stage.enter}"; remove init',
             )
         ]
-    if family != "gpt2":
+    facts = FAMILY_FACTS.get(family)  # an unknown family is model.family's own error
+    if facts is not None and not facts.identity_init:
         return [
             (
                 key,
-                '"zero" cannot make a post-LN BERT block the identity (its LayerNorm follows the '
-                "residual sum); use ramp_steps = K (a gated block) instead",
+                f'"zero" cannot make a {family} block the identity (a post-LN block\'s LayerNorm '
+                "follows the residual sum); use ramp_steps = K (a gated block) instead",
             )
         ]
     return []

@@ -7,6 +7,7 @@ from collections.abc import Iterable
 from growcockpit.plan.advance_checks import min_delta_of
 from growcockpit.plan.budget import FittedBudget, fit_budget
 from growcockpit.plan.cost import PlanCost, estimate_cost
+from growcockpit.plan.families import family_facts
 from growcockpit.plan.operators import operator_label
 from growcockpit.plan.shapes import resolve_shapes
 from growcockpit.plan.types import Plan, Stage
@@ -96,7 +97,11 @@ def format_plan(plan: Plan, cost: PlanCost | None = None) -> str:
         f"model: {m.family}, {m.final_layers} layers × hidden {m.hidden_size}, {m.num_heads} heads, "
         f"FFN {m.intermediate_size}, max_seq_len {m.max_seq_len}, dropout {m.dropout:g}",
         f"data:  {d.source}, tokenizer {d.tokenizer}, seq_len {d.seq_len}, val_fraction {d.val_fraction:g}"
-        + (f", mlm_probability {d.mlm_probability:g}" if m.family == "bert" else ""),
+        + (
+            f", mlm_probability {d.mlm_probability:g}"
+            if family_facts(m.family).objective == "masked"
+            else ""
+        ),
         f"optim: {o.name}, lr {o.lr:g}, {o.schedule} schedule, warmup {o.warmup_steps}, batch {o.batch_size}, "
         f"weight_decay {o.weight_decay:g}, grad_clip {o.grad_clip:g}, optimizer_reset {str(o.optimizer_reset).lower()}",
         f"seed:  {plan.seed}",

@@ -10,7 +10,11 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Literal, get_args
 
-Family = Literal["bert", "gpt2"]
+from growcockpit.plan.families import FAMILIES as FAMILIES
+from growcockpit.plan.families import family_facts
+
+# a model family: a name registered in plan/families.py (validated against FAMILIES)
+Family = str
 Operator = Literal["init", "continue", "stack", "coalesce", "decoalesce", "interpolate"]
 StackSource = Literal["top", "bottom", "random", "middle"]
 Pairing = Literal["adjacent", "half"]
@@ -24,7 +28,6 @@ WandbMode = Literal["off", "offline"]
 
 # the allowed values, for validation and the cockpit's choices (one source: the Literals)
 OPERATORS: tuple[str, ...] = get_args(Operator)  # each one's rules: plan/operators.py
-FAMILIES: tuple[str, ...] = get_args(Family)
 STACK_SOURCES: tuple[str, ...] = get_args(StackSource)
 PAIRINGS: tuple[str, ...] = get_args(Pairing)
 ADVANCES: tuple[str, ...] = get_args(Advance)
@@ -34,8 +37,6 @@ SCHEDULES: tuple[str, ...] = get_args(Schedule)
 OPTIMIZERS: tuple[str, ...] = get_args(OptimizerName)
 PRECISIONS: tuple[str, ...] = get_args(Precision)
 WANDB_MODES: tuple[str, ...] = get_args(WandbMode)
-# multi-level interpolation weight when a stage gives no `alpha` (methods.md decisions table)
-DEFAULT_ALPHA: dict[str, float] = {"bert": 0.5, "gpt2": 0.25}
 
 
 @dataclass
@@ -198,10 +199,10 @@ class Stage:
         return self.head == "train"
 
     def interpolation_alpha(self, family: str) -> float:
-        """`alpha`, or the family's default (0.5 BERT, 0.25 GPT-2)."""
+        """`alpha`, or the family's default (plan/families.py: 0.5 BERT, 0.25 GPT-2)."""
         if self.alpha is not None:
             return self.alpha
-        return DEFAULT_ALPHA.get(family, 0.5)
+        return family_facts(family).default_alpha
 
 
 @dataclass

@@ -12,6 +12,7 @@ from grow_fixtures import FAMILIES, snapshot, tiny_batch, tiny_model
 
 from growcockpit.backend.forward import StagedForward
 from growcockpit.backend.optim import build_optimizer
+from growcockpit.families import spec_for
 from growcockpit.grow import apply_freeze, get_layers, set_train_modes, stack_layers
 from growcockpit.plan import ModelSpec, Plan, Stage, estimate_cost, step_cost
 from growcockpit.plan.types import OptimSpec, trainable_layer_ids
@@ -51,7 +52,7 @@ def test_middle_blocks_train_through_frozen_blocks_above(family: str) -> None:
     opt.step()
     after = model.state_dict()
     for i in (0, 1, 2, 5):
-        prefix = f"{'bert.encoder.layer' if family == 'bert' else 'transformer.h'}.{i}."
+        prefix = f"{spec_for(family).layers_path}.{i}."
         assert all(torch.equal(after[k], v) for k, v in before.items() if k.startswith(prefix))
 
 
