@@ -4,15 +4,19 @@ bench/gpu_check.py times each stage's step in isolation; this runs the
 engine itself (prefetch, the step of backend/step.py, stage changes, events)
 on the same plan with every stage cut to `--steps` steps and step events every
 10 steps, and prints per stage: tokens/s, the fwd/bwd/opt split the engine
-reports (CUDA events), host syncs per step (CUDA's sync debug mode, counted
-over the stage), peak memory, memory freed at the stage change and, with
-`--compile`, the compile time. `--write-plan` also writes the shortened plan
-(bench/gpu_check.sh trains it under torchrun with two GPUs).
+reports (CUDA events), host overhead (wall-clock tokens/s between step events
+next to the engine's in-step tokens/s), host syncs per step (CUDA's sync debug
+mode, counted over the stage), peak memory, memory freed at the stage change
+and, with `--compile`, the compile time. `--batch-sizes 32,128` runs the
+engine once per batch size (host overhead matters most at small batches).
+`--write-plan` also writes the shortened plan (bench/gpu_check.sh trains it
+under torchrun with two GPUs).
 
-    python bench/gpu_engine.py                       # BERT-Base MSLT plan, CUDA
+    python bench/gpu_engine.py --batch-sizes 32,128  # BERT-Base MSLT plan, CUDA
     python bench/gpu_engine.py --tiny --device cpu   # the CPU smoke test (seconds)
 
-Last line: `gpu_engine: stages=N tokens_per_s=[…] syncs_per_step=[…] device=…`.
+Last line(s), one per batch size: `gpu_engine: batch=B stages=N tokens_per_s=[…]
+host_overhead_pct=[…] syncs_per_step=[…] device=…`.
 """
 
 from __future__ import annotations
@@ -34,10 +38,11 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
 import torch  # noqa: E402
 
-from growcockpit.backend.data import load_blocks  # noqa: E402
+from growcockpit.backend.data import TokenBlocks, load_blocks  # noqa: E402
 from growcockpit.backend.device import prepare_device  # noqa: E402
 from growcockpit.backend.engine import Trainer  # noqa: E402
 from growcockpit.backend.reporter import RunReporter  # noqa: E402
+from growcockpit.backend.sinks import FanOut  # noqa: E402
 from growcockpit.plan import dump_plan, load_plan  # noqa: E402
 from growcockpit.plan.types import Plan  # noqa: E402
 from growcockpit.protocol import EventLog, RunPaths  # noqa: E402
@@ -63,19 +68,24 @@ def short_plan(plan: Plan, steps: int, log_every: int, compile_: bool) -> Plan:
     return p
 
 
-class StageMeter(RunReporter):
-    """Records the engine's events and, per stage, syncs and peak memory."""
+class StageMeter:
+    """An event sink beside the log: per stage, the steps, syncs, peak memory and arrival times.
 
-    def __init__(self, root: Path, device: torch.device) -> None:
-        paths = RunPaths(root)
-        super().__init__(EventLog(paths.events).append)
+    The engine's reporter fans every event out to the log and to this meter
+    (backend/sinks.py `FanOut`), so the meter sees exactly what a cockpit
+    would, stamped with the host clock when it arrives: the wall-clock tokens/s
+    between two step events, set against the engine's own in-step tokens/s,
+    is the host overhead the step timer cannot see (events, commands, prefetch).
+    """
+
+    def __init__(self, device: torch.device) -> None:
         self.device = device
         self.rows: list[dict[str, Any]] = []
         self.syncs = 0
 
-    def emit(self, event: Event) -> Event:
+    def __call__(self, event: Event) -> None:
         if isinstance(event, StageStarted):
-            self._close_stage()
+            self.close_stage()
             if self.device.type == "cuda":
                 torch.cuda.reset_peak_memory_stats(self.device)
             self.rows.append(
@@ -86,14 +96,15 @@ class StageMeter(RunReporter):
                     "compile_s": event.compile_s,
                     "freed_bytes": event.freed_bytes,
                     "steps": [],
+                    "arrived": [],
                     "syncs_at_start": self.syncs,
                 }
             )
         elif isinstance(event, Step) and self.rows:
             self.rows[-1]["steps"].append(event)
-        return super().emit(event)
+            self.rows[-1]["arrived"].append(time.perf_counter())
 
-    def _close_stage(self) -> None:
+    def close_stage(self) -> None:
         if not self.rows or "syncs" in self.rows[-1]:
             return
         row = self.rows[-1]
@@ -102,12 +113,39 @@ class StageMeter(RunReporter):
             row["peak_bytes"] = torch.cuda.max_memory_allocated(self.device)
 
 
+def host_overhead(steps: list[Step], arrived: list[float]) -> tuple[float, float] | None:
+    """(wall-clock tokens/s between this stage's step events, the engine's in-step tokens/s).
+
+    Intervals start at the stage's first step event, so the stage change and
+    the first window (warm-up, a compile) are left out; None with fewer than
+    two events.
+    """
+    if len(steps) < 2:
+        return None
+    wall = arrived[-1] - arrived[0]
+    tokens = steps[-1].tokens - steps[0].tokens
+    inner = [e.tokens_per_s for e in steps[1:]]
+    if wall <= 0 or tokens <= 0:
+        return None
+    return tokens / wall, sum(inner) / len(inner)
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--plan", type=Path, default=MSLT_PLAN)
     ap.add_argument("--tiny", action="store_true", help="gpu_check's tiny shapes (CPU test)")
-    ap.add_argument("--steps", type=int, default=None, help="steps per stage (default 60; tiny 10)")
-    ap.add_argument("--log-every", type=int, default=10)
+    ap.add_argument("--steps", type=int, default=None, help="steps per stage (default 60; tiny 15)")
+    ap.add_argument(
+        "--log-every",
+        type=int,
+        default=None,
+        help="step events every N steps (default 10; tiny 5: three events a stage, two intervals)",
+    )
+    ap.add_argument(
+        "--batch-sizes",
+        default=None,
+        help="comma-separated per-step batch sizes, one engine run each (default: the plan's)",
+    )
     ap.add_argument("--device", default=None)
     ap.add_argument("--compile", action="store_true", help="[optim] compile = true")
     ap.add_argument("--write-plan", type=Path, default=None, help="also write the short plan here")
@@ -123,33 +161,58 @@ def main(argv: list[str] | None = None) -> int:
     plan = load_plan(args.plan)
     if args.tiny:
         sys.path.insert(0, str(REPO / "bench"))
-        from gpu_check import tiny_plan
+        from gpu_configs import tiny_plan
 
         plan = tiny_plan(plan)
         if device.type == "cpu":
             torch.set_num_threads(1)
-    steps = args.steps or (10 if args.tiny else 60)
-    plan = short_plan(plan, steps, args.log_every, args.compile)
+    steps = args.steps or (15 if args.tiny else 60)
+    log_every = args.log_every or (5 if args.tiny else 10)
+    plan = short_plan(plan, steps, log_every, args.compile)
     if args.write_plan:
         args.write_plan.write_text(dump_plan(plan))
+    sizes = [int(b) for b in args.batch_sizes.split(",")] if args.batch_sizes else []
     data = load_blocks(plan.data, plan.model.family, plan.seed)
+    code = 0
+    lines: list[str] = []
+    for batch_size in sizes or [plan.optim.batch_size]:
+        run_plan = copy.deepcopy(plan)
+        run_plan.optim.batch_size = batch_size
+        meter, status, wall = run_engine(run_plan, data, device)
+        code = max(code, report(meter, device, status, wall, steps, batch_size))
+        lines.append(summary(meter, device, steps, batch_size))
+        if device.type == "cuda":
+            torch.cuda.empty_cache()
+    for line in lines:
+        print(line)
+    return code
+
+
+def run_engine(
+    plan: Plan, data: TokenBlocks, device: torch.device
+) -> tuple[StageMeter, str, float]:
+    """One `Trainer.run()` of `plan`, its events logged and metered; (meter, status, wall s)."""
     with tempfile.TemporaryDirectory(prefix="gpu-engine-") as tmp:
-        meter = StageMeter(Path(tmp), device)
-        torch.manual_seed(plan.seed)
-        trainer = Trainer(plan, Path(tmp), data, meter, device)
-        started = time.perf_counter()
-        with warnings.catch_warnings(record=True) as caught:
-            warnings.simplefilter("always")
-            if device.type == "cuda":
-                torch.cuda.set_sync_debug_mode("warn")
-            status = _run_counting(trainer, caught, meter)
-            if device.type == "cuda":
-                torch.cuda.set_sync_debug_mode("default")
-        meter._close_stage()
-        wall = time.perf_counter() - started
-        if meter.events is not None:
-            meter.events.close()
-    return report(meter, device, status, wall, steps)
+        meter = StageMeter(device)
+        log = EventLog(RunPaths(Path(tmp)).events)
+        try:
+            torch.manual_seed(plan.seed)
+            trainer = Trainer(plan, Path(tmp), data, RunReporter(FanOut(log.append, meter)), device)
+            started = time.perf_counter()
+            with warnings.catch_warnings(record=True) as caught:
+                warnings.simplefilter("always")
+                if device.type == "cuda":
+                    torch.cuda.set_sync_debug_mode("warn")
+                try:
+                    status = _run_counting(trainer, caught, meter)
+                finally:
+                    if device.type == "cuda":
+                        torch.cuda.set_sync_debug_mode("default")
+            meter.close_stage()
+            wall = time.perf_counter() - started
+        finally:
+            log.close()
+    return meter, status, wall
 
 
 def _run_counting(
@@ -168,27 +231,38 @@ def _run_counting(
     return trainer.run()
 
 
-def report(meter: StageMeter, device: torch.device, status: str, wall: float, steps: int) -> int:
+def stage_figures(row: dict[str, Any], steps: int, cuda: bool) -> dict[str, float] | None:
+    """Tokens/s, phase means, syncs/step and host overhead of one stage (None: no step events)."""
+    events: list[Step] = row["steps"][1:] or row["steps"]  # the first window holds warm-up
+    if not events:
+        return None
+    out = {"tokens_per_s": sum(e.tokens_per_s for e in events) / len(events)}
+    for k in ("step_ms", "fwd_ms", "bwd_ms", "opt_ms"):
+        out[k] = sum(getattr(e, k) or 0.0 for e in events) / len(events)
+    out["syncs_per_step"] = row.get("syncs", 0) / steps if cuda else float("nan")
+    host = host_overhead(row["steps"], row["arrived"])
+    out["wall_tokens_per_s"], out["host_overhead"] = (
+        (host[0], 1.0 - host[0] / host[1]) if host else (float("nan"), float("nan"))
+    )
+    return out
+
+
+def report(
+    meter: StageMeter, device: torch.device, status: str, wall: float, steps: int, batch: int
+) -> int:
     cuda = device.type == "cuda"
-    print(f"gpu_engine: {status} in {wall:.1f} s on {device}; {steps} steps per stage")
+    print(
+        f"gpu_engine: {status} in {wall:.1f} s on {device}; batch {batch}, {steps} steps per stage"
+    )
     head = (
-        f"{'stage':<14} {'layers':>6} {'tok/s':>10} {'step ms':>8} {'fwd':>7} {'bwd':>7} {'opt':>7}"
+        f"{'stage':<14} {'layers':>6} {'tok/s':>10} {'wall tok/s':>10} {'host':>6} "
+        f"{'step ms':>8} {'fwd':>7} {'bwd':>7} {'opt':>7}"
     )
     print(head + f" {'syncs/step':>10} {'peak mem':>9} {'freed':>8} {'compile s':>9}")
-    tps: list[float] = []
-    sps: list[float] = []
     for row in meter.rows:
-        events: list[Step] = row["steps"][1:] or row["steps"]  # the first window holds warm-up
-        if not events:
+        fig = stage_figures(row, steps, cuda)
+        if fig is None:
             continue
-        tok_s = sum(e.tokens_per_s for e in events) / len(events)
-        mean = {
-            k: sum(getattr(e, k) for e in events) / len(events)
-            for k in ("step_ms", "fwd_ms", "bwd_ms", "opt_ms")
-        }
-        per_step = row.get("syncs", 0) / steps if cuda else float("nan")
-        tps.append(tok_s)
-        sps.append(per_step)
         peak = f"{row.get('peak_bytes', 0) / 2**30:.1f} GiB" if cuda else "n/a"
         freed = (
             f"{(row['freed_bytes'] or 0) / 2**20:.0f} MiB"
@@ -197,17 +271,31 @@ def report(meter: StageMeter, device: torch.device, status: str, wall: float, st
         )
         comp = f"{row['compile_s']:.1f}" if row["compile_s"] is not None else "-"
         print(
-            f"{row['name']:<14} {row['layers']:>6} {tok_s:>10,.0f} {mean['step_ms']:>8.1f} "
-            f"{mean['fwd_ms']:>7.1f} {mean['bwd_ms']:>7.1f} {mean['opt_ms']:>7.1f} "
-            f"{per_step:>10.2f} {peak:>9} {freed:>8} {comp:>9}"
+            f"{row['name']:<14} {row['layers']:>6} {fig['tokens_per_s']:>10,.0f} "
+            f"{fig['wall_tokens_per_s']:>10,.0f} {100 * fig['host_overhead']:>5.1f}% "
+            f"{fig['step_ms']:>8.1f} {fig['fwd_ms']:>7.1f} {fig['bwd_ms']:>7.1f} "
+            f"{fig['opt_ms']:>7.1f} {fig['syncs_per_step']:>10.2f} {peak:>9} {freed:>8} {comp:>9}"
         )
+    print(
+        "host = 1 - wall-clock tokens/s between step events / the engine's in-step tokens/s "
+        "(time outside the step: events, commands, the loop)"
+    )
     if not cuda:
         print("syncs/step: n/a on CPU (counted with CUDA's sync debug mode on a GPU)")
-    print(
-        f"gpu_engine: stages={len(tps)} tokens_per_s=[{','.join(f'{t:.0f}' for t in tps)}] "
-        f"syncs_per_step=[{','.join(f'{s:.2f}' for s in sps)}] device={device.type.upper()}"
-    )
     return 0 if status == "completed" else 1
+
+
+def summary(meter: StageMeter, device: torch.device, steps: int, batch: int) -> str:
+    """The one-line result of one batch size (gpu_check.sh folds the last into its summary)."""
+    cuda = device.type == "cuda"
+    figs = [f for f in (stage_figures(r, steps, cuda) for r in meter.rows) if f is not None]
+    tps = ",".join(f"{f['tokens_per_s']:.0f}" for f in figs)
+    host = ",".join(f"{100 * f['host_overhead']:.1f}" for f in figs)
+    syncs = ",".join(f"{f['syncs_per_step']:.2f}" for f in figs)
+    return (
+        f"gpu_engine: batch={batch} stages={len(figs)} tokens_per_s=[{tps}] "
+        f"host_overhead_pct=[{host}] syncs_per_step=[{syncs}] device={device.type.upper()}"
+    )
 
 
 if __name__ == "__main__":

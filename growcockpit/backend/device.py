@@ -11,6 +11,8 @@ unaffected.
 
 from __future__ import annotations
 
+import gc
+
 import torch
 
 TF32_MIN_CAPABILITY = (8, 0)
@@ -30,9 +32,16 @@ def prepare_device(device: torch.device) -> torch.device:
 
 
 def release_cached_memory(device: torch.device) -> int:
-    """Return the allocator's unused cached blocks to the driver; bytes freed (0 off CUDA)."""
+    """Return the allocator's unused cached blocks to the driver; bytes freed (0 off CUDA).
+
+    `gc.collect()` first: the replaced model and optimizer may sit in reference
+    cycles (hooks, closures, autograd graphs) whose tensors the allocator still
+    counts as in use until the cycle collector runs, so `empty_cache` alone
+    would free nothing of them.
+    """
     if device.type != "cuda":
         return 0
+    gc.collect()
     before = torch.cuda.memory_reserved(device)
     torch.cuda.empty_cache()
     return max(0, before - torch.cuda.memory_reserved(device))

@@ -142,7 +142,11 @@ def run_training(
         for partial in remove_partial(paths.checkpoints):
             reporter.warn(f"removed {partial.name}: a checkpoint left half-written by a crash")
     sampler = (
-        SystemSampler(reporter.emit, plan.metrics.system_every_s)
+        SystemSampler(
+            reporter.emit,
+            plan.metrics.system_every_s,
+            device_index=dev.index if dev.type == "cuda" else None,
+        )
         if main and plan.metrics.system_every_s > 0
         else None
     )

@@ -285,8 +285,9 @@ class StepRunner:
             outcome = StepOutcome(loss_value, norm_value, skipped)
         window.host_s += time.perf_counter() - t_start
         if layer_timing:
-            t.layer_ms = t.timer.result()
             t.timer.detach()
+        if t.timer.pending and (outcome is not None or collect):  # read already synchronised
+            t.layer_ms = t.timer.result()
         t.pos.step += 1
         t.pos.step_in_stage += 1
         t.pos.tokens += tokens * t.dist.world_size

@@ -16,9 +16,22 @@ from growcockpit.protocol.events import GpuStat, System
 
 
 class GpuProbe:
-    """NVML handles for the visible GPUs, or a reason why there are none."""
+    """NVML handles for the visible GPUs, or a reason why there are none.
 
-    def __init__(self) -> None:
+    `ordinal` is the torch device index this process trains on (`cuda:N`):
+    the sampler runs on its own thread, whose current CUDA device is always 0,
+    so the run's device must be passed in rather than read from
+    `torch.cuda.current_device()` there. `reserved(ordinal)` reads what the
+    caching allocator holds on that device (a parameter so tests need no GPU).
+    """
+
+    def __init__(
+        self,
+        ordinal: int | None = None,
+        reserved: Callable[[int], int] | None = None,
+    ) -> None:
+        self.ordinal = ordinal
+        self._reserved = reserved or _torch_reserved
         self.handles: list[object] = []
         self.names: list[str] = []
         self.unavailable: str | None = None
@@ -75,14 +88,19 @@ class GpuProbe:
         except Exception:
             pass
         try:
-            import torch
-
             ordinal = self._torch_ordinals().get(index)
-            if ordinal is not None and ordinal == torch.cuda.current_device():
-                return int(torch.cuda.memory_reserved(ordinal)), None
+            if ordinal is not None and ordinal == self.ordinal:
+                return self._reserved(ordinal), None
         except Exception:
             pass
         return None, None
+
+    def nvml_index(self, ordinal: int) -> int | None:
+        """NVML's index of torch's `cuda:<ordinal>` (by PCI address), None if unknown."""
+        for nvml, torch_ordinal in self._torch_ordinals().items():
+            if torch_ordinal == ordinal:
+                return nvml
+        return None
 
     def _torch_ordinals(self) -> dict[int, int]:
         """NVML index → torch ordinal, matched by PCI address (computed once CUDA is up).
@@ -135,6 +153,12 @@ def match_pci(
     return out
 
 
+def _torch_reserved(ordinal: int) -> int:
+    import torch
+
+    return int(torch.cuda.memory_reserved(ordinal))
+
+
 def run_pids() -> set[int]:
     """The processes of this run: this one, and under torchrun every worker of the launcher.
 
@@ -154,10 +178,15 @@ def run_pids() -> set[int]:
 class SystemSampler:
     """Emits a `System` event every `interval_s` seconds until stopped."""
 
-    def __init__(self, emit: Callable[[System], object], interval_s: float) -> None:
+    def __init__(
+        self,
+        emit: Callable[[System], object],
+        interval_s: float,
+        device_index: int | None = None,
+    ) -> None:
         self.emit = emit
         self.interval_s = max(0.2, interval_s)
-        self.gpus = GpuProbe()
+        self.gpus = GpuProbe(ordinal=device_index)  # the run's cuda:N, not the thread's
         self._proc = psutil.Process(os.getpid())
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, name="system-sampler", daemon=True)

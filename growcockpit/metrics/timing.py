@@ -4,8 +4,9 @@ Forward time of a block is the span between its forward pre- and post-hook.
 Backward runs top to bottom, so a block's backward time is the span from its
 backward pre-hook to the next lower block's backward pre-hook (the lowest
 trainable block ends when `loss.backward()` returns). On CUDA the hooks record
-events that are read once at the end of the step (the loss read already
-synchronises), so timing adds no extra sync; on CPU they read `perf_counter`.
+events that are read at the next step that reads anything (the loss read of a
+reported step, or a layer-stats step), so timing adds no device sync of its
+own, even on steps that report nothing; on CPU they read `perf_counter`.
 Frozen blocks under `no_grad` have no backward: their bwd_ms stays None.
 """
 
@@ -56,6 +57,7 @@ class LayerTimer:
         self._bwd_start: dict[int, Any] = {}
         self._backward_end: Any = None
         self._n = 0
+        self._pending = False
 
     def attach(self, layers: nn.ModuleList) -> None:
         self.detach()
@@ -64,6 +66,7 @@ class LayerTimer:
         self._fwd_end.clear()
         self._bwd_start.clear()
         self._backward_end = None
+        self._pending = True
         for idx, layer in enumerate(layers):
             self._handles.append(layer.register_forward_pre_hook(self._stamp(self._fwd_start, idx)))
             self._handles.append(layer.register_forward_hook(self._stamp(self._fwd_end, idx)))
@@ -85,9 +88,22 @@ class LayerTimer:
 
         return hook
 
+    @property
+    def pending(self) -> bool:
+        """A timed step whose times have not been read yet (`result()` not called since)."""
+        return self._pending
+
     def result(self) -> tuple[list[float | None], list[float | None]]:
-        """(fwd_ms, bwd_ms) per layer; call after the step's loss has been read."""
-        if self.clock.cuda:
+        """(fwd_ms, bwd_ms) per layer; call after the step's loss has been read.
+
+        The engine calls it only on steps that read something anyway (a reported
+        step, a layer-stats step), so the wait here is for events already done:
+        it synchronises on the last recorded event, never the whole device.
+        """
+        self._pending = False
+        if self.clock.cuda and self._backward_end is not None:
+            self._backward_end.synchronize()
+        elif self.clock.cuda:
             torch.cuda.synchronize()
         fwd: list[float | None] = [None] * self._n
         bwd: list[float | None] = [None] * self._n

@@ -1,12 +1,18 @@
-"""bench/gpu_check.sh checks its wheels first and names the missing ones in one line."""
+"""bench/gpu_check.sh: its wheel check and installer, the no-CUDA guard, the time caps, and
+every part of `--tiny` end to end."""
 
 from __future__ import annotations
 
+import base64
+import hashlib
 import os
 import subprocess
 import sys
+import zipfile
 from pathlib import Path
+from typing import Any
 
+import pytest
 from repo_paths import REPO
 
 
@@ -32,3 +38,133 @@ def test_a_missing_wheel_is_named_in_one_line_before_anything_runs(tmp_path: Pat
     lines = proc.stderr.strip().splitlines()
     assert len(lines) == 1 and "missing wheels: tomlkit (tomlkit: ImportError" in lines[0]
     assert "== 1/4" not in proc.stdout
+
+
+# ---- the rest of the shell script: guard, installer, time caps, every part end to end ------
+SCRIPT = REPO / "bench" / "gpu_check.sh"
+NO_CUDA = "CUDA is not available to this torch"
+
+
+def _env(tmp_path: Path, **extra: str) -> dict[str, str]:
+    return {
+        **os.environ,
+        "PYTHON": sys.executable,
+        "TMPDIR": str(tmp_path),  # a fresh private install dir (gpu-check-site) per test
+        "CUDA_VISIBLE_DEVICES": "",
+        "WHEELS": str(tmp_path / "wheels"),
+        **extra,
+    }
+
+
+def _run(tmp_path: Path, *args: str, timeout: int = 120, **extra: str) -> Any:
+    return subprocess.run(
+        ["bash", str(SCRIPT), *args],
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        env=_env(tmp_path, **extra),
+        cwd=tmp_path,
+    )
+
+
+def _wheel(folder: Path, dist: str, module: str, source: str, tag: str = "py3-none-any") -> Path:
+    """A minimal but valid wheel holding one module (hashes in RECORD, as pip checks them)."""
+    folder.mkdir(parents=True, exist_ok=True)
+    info = f"{dist}-99.0.dist-info"
+    files = {
+        f"{module}.py": source,
+        f"{info}/METADATA": f"Metadata-Version: 2.1\nName: {dist}\nVersion: 99.0\n",
+        f"{info}/WHEEL": f"Wheel-Version: 1.0\nGenerator: test\nRoot-Is-Purelib: true\nTag: {tag}\n",
+    }
+
+    def digest(text: str) -> str:
+        raw = hashlib.sha256(text.encode()).digest()
+        return "sha256=" + base64.urlsafe_b64encode(raw).rstrip(b"=").decode()
+
+    record = "".join(
+        f"{name},{digest(text)},{len(text.encode())}\n" for name, text in files.items()
+    )
+    files[f"{info}/RECORD"] = record + f"{info}/RECORD,,\n"
+    path = folder / f"{dist}-99.0-{tag}.whl"
+    with zipfile.ZipFile(path, "w") as zf:
+        for name, text in files.items():
+            zf.writestr(name, text)
+    return path
+
+
+def test_without_cuda_it_exits_3_after_its_version_line_in_one_line(tmp_path: Path) -> None:
+    proc = _run(tmp_path)
+    assert proc.returncode == 3, proc.stdout + proc.stderr
+    lines = proc.stdout.strip().splitlines()
+    assert lines[-2].startswith("gpu_check.sh: python ") and "cuda False" in lines[-2]
+    assert NO_CUDA in lines[-1] and "--allow-cpu" in lines[-1]
+    assert "== 1/4" not in proc.stdout
+
+
+def test_allow_cpu_passes_the_guard_and_no_part_runs_without_a_time_limit(
+    tmp_path: Path,
+) -> None:
+    """GPU_CHECK_LIMIT_S=1: every part has (at least) 1 s, never `timeout 0` (no limit)."""
+    proc = _run(tmp_path, "--allow-cpu", GPU_CHECK_LIMIT_S="1")
+    out = proc.stdout
+    assert proc.returncode == 0, out + proc.stderr
+    assert NO_CUDA not in out
+    assert out.count("skipped:") == 4 and "Traceback" not in out + proc.stderr
+    assert out.strip().splitlines()[-1].startswith("gpu_check.sh: ")
+    assert "stage table skipped (time)" in out and "engine skipped (time)" in out
+
+
+def test_carried_wheels_install_one_by_one_a_misfit_is_skipped(tmp_path: Path) -> None:
+    shadow = tmp_path / "shadow"
+    shadow.mkdir()
+    (shadow / "tomlkit.py").write_text("raise ImportError('not carried')\n")
+    wheels = tmp_path / "wheels"
+    _wheel(wheels, "alien", "alien", "", tag="cp27-cp27m-win32")  # fits no python here
+    _wheel(wheels, "tomlkit", "tomlkit", "WORKS = True\n")
+    proc = _run(tmp_path, PYTHONPATH=str(shadow))
+    out = proc.stdout
+    assert "skipped alien-99.0-cp27-cp27m-win32.whl" in out, out + proc.stderr
+    assert "installed tomlkit-99.0-py3-none-any.whl" in out
+    assert "gpu_check.sh: wheels ok" in out and proc.returncode == 3  # then: no CUDA here
+
+
+def test_what_is_still_missing_after_installing_is_named(tmp_path: Path) -> None:
+    shadow = tmp_path / "shadow"
+    shadow.mkdir()
+    (shadow / "tomlkit.py").write_text("raise ImportError('not carried')\n")
+    _wheel(tmp_path / "wheels", "alien", "alien", "", tag="cp27-cp27m-win32")
+    proc = _run(tmp_path, PYTHONPATH=str(shadow))
+    assert proc.returncode == 2, proc.stdout + proc.stderr
+    assert "skipped alien-99.0-cp27-cp27m-win32.whl" in proc.stdout
+    assert "missing wheels: tomlkit (tomlkit: ImportError" in proc.stderr.strip().splitlines()[-1]
+
+
+def test_a_carried_nvidia_ml_py_is_used_when_all_else_is_present(tmp_path: Path) -> None:
+    shadow = tmp_path / "shadow"
+    shadow.mkdir()
+    (shadow / "pynvml.py").write_text("raise ImportError('no NVML bindings here')\n")
+    _wheel(tmp_path / "wheels", "nvidia_ml_py", "pynvml", "CARRIED = True\n")
+    proc = _run(tmp_path, PYTHONPATH=str(shadow))
+    out = proc.stdout
+    assert "installed nvidia_ml_py-99.0-py3-none-any.whl" in out, out + proc.stderr
+    ok = next(line for line in out.splitlines() if line.startswith("gpu_check.sh: wheels ok"))
+    assert "nvidia-ml-py" not in ok
+
+
+@pytest.mark.slow
+def test_every_part_of_the_tiny_check_runs_end_to_end(tmp_path: Path) -> None:
+    """`gpu_check.sh --tiny`: all four parts succeed on the CPU, with no traceback anywhere,
+    so a refactor cannot silently break the GPU check before it meets a GPU."""
+    cache = tmp_path / "cache"
+    proc = _run(tmp_path, "--tiny", timeout=600, GROWCOCKPIT_CACHE=str(cache))
+    out = proc.stdout + proc.stderr
+    assert proc.returncode == 0, out
+    assert "Traceback" not in out and "FAILED" not in out, out
+    assert "skipped" not in out.split("== 1/4", 1)[1], out
+    last = proc.stdout.strip().splitlines()[-1]
+    assert last.startswith("gpu_check.sh: ") and last.count("|") == 3, last
+    table, engine, ttl, ddp = last.split(" | ", 1)[1].split("|")
+    assert table.startswith("stage4_speedup=") and "roofline_ratio=" in table
+    assert engine.startswith("engine batch=8 stages=5 ") and "host_overhead_pct=[" in engine
+    assert ttl.startswith("time_to_loss: ") and ddp.startswith("ddp2 tokens_per_s=")
+    assert "ranks_in_sync=True" in ddp
