@@ -10,6 +10,8 @@ from textual.containers import Horizontal, Vertical
 from textual.screen import ModalScreen
 from textual.widgets import Button, Input, Label, Static
 
+from growcockpit.ui.widgets.field_input import FieldInput
+
 
 @dataclass(frozen=True)
 class LaunchOptions:
@@ -48,7 +50,7 @@ class LaunchScreen(ModalScreen[LaunchOptions | None]):
             yield Static(body, classes="dialog-body")
             with Horizontal(classes="field-row"):
                 yield Label("device", classes="field-label")
-                yield Input(
+                yield FieldInput(
                     "",
                     placeholder="auto: cuda if available, else cpu",
                     id="launch-device",
@@ -57,7 +59,7 @@ class LaunchScreen(ModalScreen[LaunchOptions | None]):
             yield Static("", id="launch-device-err", classes="field-error")
             with Horizontal(classes="field-row"):
                 yield Label("processes", classes="field-label")
-                yield Input("1", id="launch-nproc", compact=True)
+                yield FieldInput("1", id="launch-nproc", compact=True)
             yield Static("", id="launch-nproc-err", classes="field-error")
             with Horizontal(classes="dialog-buttons"):
                 yield Button("Launch (Enter)", id="go", variant="success")

@@ -11,6 +11,8 @@ from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.screen import ModalScreen
 from textual.widgets import Button, Input, Static
 
+from growcockpit.ui.widgets.field_input import FieldInput
+
 Check = Callable[[str], str]  # returns "" when the value is fine, else the problem
 
 
@@ -36,7 +38,7 @@ class PromptScreen(ModalScreen[str | None]):
             yield Static(self._title, id="prompt-title", classes="dialog-title")
             if self._body:
                 yield Static(self._body, id="prompt-body", classes="dialog-body")
-            yield Input(self._value, id="prompt-input")
+            yield FieldInput(self._value, id="prompt-input")
             yield Static("", id="prompt-error", classes="field-error")
             with Horizontal(classes="dialog-buttons"):
                 yield Button(f"{self._ok} (Enter)", id="ok", variant="primary")

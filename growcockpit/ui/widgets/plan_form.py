@@ -30,6 +30,7 @@ from growcockpit.plan.types import (
     STACK_SOURCES,
     Stage,
 )
+from growcockpit.ui.widgets.field_input import FieldInput
 
 
 @dataclass(frozen=True)
@@ -155,7 +156,7 @@ def _editor(field: Field, wid: str, value: Any) -> Widget:
         return Select(
             [(c, c) for c in options], value=current, allow_blank=False, compact=True, id=wid
         )
-    return Input(shown(value), id=wid, compact=True, placeholder=field.help)
+    return FieldInput(shown(value), id=wid, compact=True, placeholder=field.help)
 
 
 class _Form(Container):
