@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from growcockpit.protocol import safe_fs
+from growcockpit.protocol.stage_steps import StageSteps
 from growcockpit.ui.fold.layers import TIMING_WINDOW, LayerRow
 from growcockpit.ui.fold.plan import StageInfo
 from growcockpit.ui.fold.records import HIST, GpuView, LogEntry, StageTiming
@@ -32,7 +33,7 @@ from growcockpit.ui.fold.series import LayerHistory, Marker, Series
 from growcockpit.ui.run_state import RunState
 
 INDEX_NAME = "cockpit-index.json"
-FORMAT = 1  # bump when RunState or a fold changes what a folded state holds
+FORMAT = 2  # bump when RunState or a fold changes what a folded state holds
 PROBE = 4096  # bytes hashed at the log's start and just before the offset
 
 _SERIES = (
@@ -53,6 +54,7 @@ _PLAIN = tuple(
     not in {
         *_SERIES,
         "stages",
+        "stage_runs",
         "gpus",
         "cpu_hist",
         "ram_hist",
@@ -86,6 +88,7 @@ def state_to_dict(state: RunState) -> dict[str, Any]:
         "plain": {name: getattr(state, name) for name in _PLAIN},
         "series": {name: [getattr(state, name).xs, getattr(state, name).ys] for name in _SERIES},
         "stages": [list(vars(s).values()) for s in state.stages],
+        "stage_runs": [list(state.stage_runs.starts.items()), list(state.stage_runs.ran.items())],
         "gpus": [
             {**vars(g), "util_hist": list(g.util_hist), "mem_hist": list(g.mem_hist)}
             for g in state.gpus.values()
@@ -128,6 +131,10 @@ def state_from_dict(data: dict[str, Any]) -> RunState:
         series: Series = getattr(state, name)
         series.xs, series.ys = list(xs), list(ys)
     state.stages = [StageInfo(*row) for row in data["stages"]]
+    starts, ran = data["stage_runs"]
+    state.stage_runs = StageSteps(
+        {int(i): int(n) for i, n in starts}, {int(i): int(n) for i, n in ran}
+    )
     for g in data["gpus"]:
         view = GpuView(**{k: v for k, v in g.items() if not k.endswith("_hist")})
         view.util_hist.extend(g["util_hist"])
