@@ -111,7 +111,7 @@ def serve_command(target: Path | None, runs: Path) -> list[str]:
 def cmd_serve(args: argparse.Namespace) -> int:
     import shlex
 
-    from growcockpit.ui.web_serve import new_token, serve
+    from growcockpit.ui.web_serve import ServeError, new_token, serve
 
     command = shlex.join(serve_command(args.target, args.runs))
     if args.host not in LOCAL_HOSTS:
@@ -125,5 +125,8 @@ def cmd_serve(args: argparse.Namespace) -> int:
             "growcockpit: --no-token: any user of this machine can open the cockpit and steer your runs",
             file=sys.stderr,
         )
-    serve(command, args.host, args.port, None if args.no_token else new_token())
+    try:
+        serve(command, args.host, args.port, None if args.no_token else new_token())
+    except ServeError as exc:
+        raise UserError(str(exc)) from None
     return EXIT_OK

@@ -15,6 +15,7 @@ from typing import Any, Protocol
 
 from growcockpit.protocol.eventlog import EventTail
 from growcockpit.protocol.events import Event
+from growcockpit.protocol.safe_fs import RunDirError
 
 
 class MirrorError(Exception):
@@ -101,19 +102,39 @@ def export_tensorboard(run_dir: Path, out_dir: Path) -> str:
     if not log.is_file():
         raise MirrorError(f"{run_dir}: no events.jsonl; give a run directory, e.g. runs/<id>")
     tail = EventTail(log)
-    mirror = tensorboard_mirror(out_dir)
-    count = 0
     try:
-        while batch := tail.read_new(10_000):
+        mirror = tensorboard_mirror(out_dir)
+    except OSError as exc:
+        raise MirrorError(
+            f"{out_dir}: cannot write TensorBoard files there ({exc.strerror or exc}); "
+            "give a writable directory"
+        ) from None
+    count = damaged = 0
+    try:
+        while batch := _read(tail, log):
             for event in batch:
-                mirror(event)
-            count += len(batch)
+                try:
+                    mirror(event)
+                except (TypeError, ValueError, AttributeError, KeyError, OverflowError):
+                    damaged += 1  # a line that decodes but whose fields lie (a hand-edited log)
+                    continue
+                count += 1
     finally:
         mirror.close()
-    skipped = f" ({tail.skipped} unreadable lines skipped)" if tail.skipped else ""
+    bad = tail.skipped + damaged
+    skipped = f" ({bad} unreadable lines skipped)" if bad else ""
     return (
         f"wrote {count} events of {run_dir} to {out_dir}{skipped}: tensorboard --logdir {out_dir}"
     )
+
+
+def _read(tail: EventTail, log: Path) -> list[Event]:
+    try:
+        return tail.read_new(10_000)
+    except RunDirError as exc:  # a FIFO or a link planted as events.jsonl
+        raise MirrorError(str(exc)) from None
+    except OSError as exc:
+        raise MirrorError(f"{log}: unreadable ({exc.strerror or exc})") from None
 
 
 __all__ = [

@@ -7,12 +7,17 @@ user could open the page. Every request but textual-serve's own static files
 cookie the first page sets. The websocket URL on the page carries the token in
 its path (`/ws/<token>`), so it works when the page was opened under another host
 name; not in its query, which textual-serve's page extends with `?width=…`.
+
+Browsers send a cookie to every port of a host, so the cookie's *name* carries
+the port (`growcockpit_token_8000`): two cockpits served on one machine, or
+any other local web server, never see each other's token under their name.
 """
 
 from __future__ import annotations
 
 import hmac
 import secrets
+import socket
 from collections.abc import Awaitable, Callable
 from typing import Any
 
@@ -21,6 +26,7 @@ from aiohttp import web
 from textual_serve.server import Server
 
 COOKIE = "growcockpit_token"
+"""The prefix of the cookie's name; `cookie_name(port)` is the whole of it."""
 REFUSED = (
     "growcockpit serve: this address needs the token printed when the server started; "
     "open the full URL it printed (…/?token=…)\n"
@@ -29,15 +35,24 @@ REFUSED = (
 Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
 
 
+class ServeError(Exception):
+    """The server cannot start (e.g. the port is taken); one line naming the fix."""
+
+
 def new_token() -> str:
     return secrets.token_urlsafe(24)
 
 
-def token_ok(request: web.Request, token: str) -> bool:
+def cookie_name(port: int) -> str:
+    """The token cookie of the server on `port` (cookies are not scoped to ports, names are)."""
+    return f"{COOKIE}_{port}"
+
+
+def token_ok(request: web.Request, token: str, cookie: str) -> bool:
     given = (
         request.match_info.get("token")
         or request.query.get("token")
-        or request.cookies.get(COOKIE)
+        or request.cookies.get(cookie)
         or ""
     )
     return hmac.compare_digest(given.encode(), token.encode())
@@ -49,6 +64,7 @@ class TokenServer(Server):
     def __init__(self, command: str, *, token: str | None, **kwargs: Any) -> None:
         super().__init__(command, **kwargs)
         self.token = token
+        self.cookie = cookie_name(int(kwargs.get("port", 8000)))
 
     async def _make_app(self) -> web.Application:
         app = await super()._make_app()
@@ -62,11 +78,11 @@ class TokenServer(Server):
         assert self.token is not None
         if request.path.startswith("/static/"):
             return await handler(request)
-        if not token_ok(request, self.token):
+        if not token_ok(request, self.token, self.cookie):
             return web.Response(status=403, text=REFUSED)
         response = await handler(request)
         if request.query.get("token") and not response.prepared:
-            response.set_cookie(COOKIE, self.token, httponly=True, samesite="Strict")
+            response.set_cookie(self.cookie, self.token, httponly=True, samesite="Strict")
         return response
 
     @aiohttp_jinja2.template("app_index.html")
@@ -78,7 +94,30 @@ class TokenServer(Server):
 
 
 def serve(command: str, host: str, port: int, token: str | None) -> None:
-    """Serve `command` until ctrl+c; prints the URL to open (with the token)."""
+    """Serve `command` until ctrl+c; prints the URL to open (with the token).
+
+    ServeError (one line) when the port is taken: aiohttp would say so with a
+    traceback after the URL was already printed.
+    """
+    check_port_free(host, port)
     url = f"http://{host}:{port}/" + (f"?token={token}" if token else "")
     print(f"growcockpit: open {url} in a browser (ctrl+c stops)", flush=True)
     TokenServer(command, token=token, host=host, port=port, title="growcockpit").serve()
+
+
+def check_port_free(host: str, port: int) -> None:
+    """ServeError when `host:port` cannot be bound (in use, or not an address of this machine)."""
+    try:
+        infos = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE)
+    except (OSError, UnicodeError) as exc:
+        raise ServeError(f"--host {host}: not an address to listen on ({exc})") from None
+    family, kind, proto, _, address = infos[0]
+    with socket.socket(family, kind, proto) as probe:
+        probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # as aiohttp binds
+        try:
+            probe.bind(address)
+        except OSError as exc:
+            raise ServeError(
+                f"{host}:{port}: cannot listen ({exc.strerror or exc}); "
+                "another server holds the port: pick another with --port"
+            ) from None

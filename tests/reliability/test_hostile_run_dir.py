@@ -306,3 +306,25 @@ def test_files_of_a_run_are_the_owners_alone(trained: Path, tmp_path: Path, gc_c
         assert stat.S_IMODE(path.stat().st_mode) == want, path
     assert stat.S_IMODE((run / "final").stat().st_mode) == 0o700
     assert (run / "final" / "config.json").is_file()
+
+
+# -- export on a damaged log -----------------------------------------------------------
+
+
+def test_export_skips_lines_whose_fields_lie(run: Path, tmp_path: Path) -> None:
+    with open(run / "events.jsonl", "a") as fh:
+        fh.write('{"seq": 1, "t": 1.0, "type": "step", "step": 1, "loss": 2.5}\n')
+        fh.write('{"seq": 2, "t": 2.0, "type": "step", "step": "x", "loss": [1]}\n')
+        fh.write('{"seq": 3, "t": "late", "type": "eval", "step": 5, "val_loss": 1.0}\n')
+    res = cli("export", str(run), "--tensorboard", str(tmp_path / "tb"))
+    assert res.returncode == 0, res.stderr
+    assert "wrote 1 events" in res.stdout and "2 unreadable lines skipped" in res.stdout
+
+
+def test_export_from_a_fifo_or_into_a_file_is_one_line(run: Path, tmp_path: Path) -> None:
+    (tmp_path / "a-file").write_text("")
+    refused(cli("export", str(run), "--tensorboard", str(tmp_path / "a-file")), tmp_path / "a-file")
+    (run / "events.jsonl").unlink()
+    os.mkfifo(run / "events.jsonl")
+    res = cli("export", str(run), "--tensorboard", str(tmp_path / "tb"))
+    assert res.returncode == 2 and res.stderr.count("\n") == 1, res.stderr

@@ -85,10 +85,14 @@ def test_requests_without_the_token_are_refused(served: tuple[str, str]) -> None
     status, body, headers = _get(f"{base}/?token={token}")
     assert status == 200
     assert f"/ws/{token}" in body  # the page's websocket carries the token in its path
-    assert "growcockpit_token=" in headers.get("Set-Cookie", "")
-    cookie = f"growcockpit_token={token}"
+    port = base.rsplit(":", 1)[1]
+    assert f"growcockpit_token_{port}=" in headers.get("Set-Cookie", "")  # scoped by its name
+    cookie = f"growcockpit_token_{port}={token}"
     assert _get(base + "/", {"Cookie": cookie})[0] == 200
-    assert _get(base + "/", {"Cookie": "growcockpit_token=nope"})[0] == 403
+    assert _get(base + "/", {"Cookie": f"growcockpit_token_{port}=nope"})[0] == 403
+    # the cookie another port's server set (browsers send every port's cookies) opens nothing
+    assert _get(base + "/", {"Cookie": f"growcockpit_token={token}"})[0] == 403
+    assert _get(base + "/", {"Cookie": f"growcockpit_token_1{port}={token}"})[0] == 403
     ws = base.replace("http:", "ws:") + "/ws"
     assert asyncio.run(_ws_status(ws)) == 403
     assert asyncio.run(_ws_status(f"{ws}/wrong{token}")) == 403
@@ -121,3 +125,21 @@ def test_no_token_opts_out(tmp_path: Path) -> None:
     for base, printed in _serve(tmp_path, "--no-token"):
         assert "token=" not in printed
         assert _get(base + "/")[0] == 200
+
+
+def test_a_port_in_use_is_one_line(tmp_path: Path) -> None:
+    with socket.socket() as held:
+        held.bind(("127.0.0.1", 0))
+        held.listen()
+        port = held.getsockname()[1]
+        res = subprocess.run(
+            [sys.executable, "-m", "growcockpit", "serve", "--port", str(port)],
+            cwd=tmp_path,
+            env={**os.environ, "XDG_CONFIG_HOME": str(tmp_path / "xdg")},
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
+    assert res.returncode == 2, res.stderr
+    assert res.stderr.count("\n") == 1 and "Traceback" not in res.stderr, res.stderr
+    assert f":{port}: cannot listen" in res.stderr and "--port" in res.stderr
