@@ -43,7 +43,8 @@ from growcockpit.plan import (
     resolve_shapes,
     validate_plan,
 )
-from growcockpit.plan.cost import expected_depth_fraction, vocab_size
+from growcockpit.plan.cost import block_params, expected_depth_fraction, vocab_size
+from growcockpit.plan.families import family_facts
 
 REPO = Path(__file__).resolve().parent.parent
 GLIBC_TUNABLES = "glibc.malloc.mmap_threshold=4294967296:glibc.malloc.trim_threshold=4294967296"
@@ -302,15 +303,13 @@ def stage_step_flops(plan: Plan) -> list[float]:
     shapes = resolve_shapes(plan)
     seq, batch = plan.data.seq_len, plan.optim.batch_size
     tokens = seq * batch
-    d, ffn = plan.model.hidden_size, plan.model.intermediate_size
     vocab = vocab_size(plan)
-    bert = plan.model.family == "bert"
+    bert = family_facts(plan.model.family).objective == "masked"  # BERT's MLM transform too
     rows = tokens * (plan.data.mlm_probability if bert else 1.0)
     out = []
     for stage, shape in zip(plan.stages, shapes, strict=True):
         w = shape.width
-        f = w * ffn // d if d else ffn
-        block = tokens * (2 * (4 * w * w + 2 * w * f) + 4 * seq * w)
+        block = tokens * (2 * block_params(plan.model, w) + 4 * seq * w)
         block *= expected_depth_fraction(shape.layers, stage.layer_drop)  # skipped blocks
         head = rows * 2 * (w * vocab + (w * w if bert else 0))
         k = len(shape.trainable_layers)

@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from growcockpit.plan import Plan, PlanError, default_head_cost, plan_from_dict, step_cost
-from growcockpit.plan.cost import frozen_above
+from growcockpit.plan.cost import block_params, frozen_above
 from growcockpit.protocol.eventlog import read_all
 from growcockpit.protocol.events import (
     Eval,
@@ -74,8 +74,7 @@ class RunProgress:
 
 
 def _block_fwd_flops_per_token(plan: Plan) -> float:
-    d, ffn = plan.model.hidden_size, plan.model.intermediate_size
-    return 2.0 * (4 * d * d + 2 * d * ffn)
+    return 2.0 * block_params(plan.model)
 
 
 def _stage_cost(plan: Plan, ev: StageStarted) -> float:

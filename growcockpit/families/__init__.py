@@ -11,10 +11,13 @@ from torch import nn
 
 from growcockpit.families.bert import BertSpec
 from growcockpit.families.gpt2 import GPT2Spec
+from growcockpit.families.llama import LlamaSpec
 from growcockpit.families.spec import BlockCall, FamilySpec, ModelShape, TensorRule
 from growcockpit.plan.families import FAMILIES, UnknownFamily
 
-FAMILY_SPECS: dict[str, FamilySpec] = {spec.name: spec for spec in (BertSpec(), GPT2Spec())}
+FAMILY_SPECS: dict[str, FamilySpec] = {
+    spec.name: spec for spec in (BertSpec(), GPT2Spec(), LlamaSpec())
+}
 assert tuple(FAMILY_SPECS) == FAMILIES, "plan/families.py and the torch registry must agree"
 
 

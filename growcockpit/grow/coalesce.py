@@ -23,7 +23,12 @@ Recipes (the embedding scale c and GPT-2's final LayerNorm):
   stream is exactly T·h), and ln_f's γ, β get the factor instead: C doubles
   them, D halves them, which cancels the 2× that Tᵀ·T puts on tied logits.
   D is then exactly function-preserving, and C is still D's exact inverse.
-- ``"auto"`` (default): multilevel for BERT, preln-tied for GPT-2.
+- ``"preln-untied"``: for pre-norm decoders with an untied head (Llama): c = 1
+  and no norm factor; the head's input columns are split by D like any input
+  side, so D is exactly function-preserving (RMSNorm sees the copied stream's
+  unchanged mean square).
+- ``"auto"`` (default): the family's first recipe (plan/families.py):
+  multilevel for BERT, preln-tied for GPT-2, preln-untied for Llama.
 
 C is not function-preserving (it is a lossy projection); it is the exact
 inverse of D: C(D(θ)) == θ.
@@ -44,7 +49,7 @@ from growcockpit.grow.model_parts import family_of, part
 from growcockpit.grow.stack import GrowResult
 from growcockpit.grow.width import Grouping, depth_groups
 
-RECIPES = ("auto", "multilevel", "preln-tied")
+RECIPES = ("auto", "multilevel", "preln-tied", "preln-untied")
 
 _LAYER_RE = re.compile(
     "^(" + "|".join(re.escape(s.layers_path) for s in FAMILY_SPECS.values()) + r")\.(\d+)\.(.+)$"
@@ -74,6 +79,7 @@ class Scales:
 _RECIPE_SCALES = {
     "multilevel": Scales(embedding=2.0, ln_f=1.0),
     "preln-tied": Scales(embedding=1.0, ln_f=2.0),
+    "preln-untied": Scales(embedding=1.0, ln_f=1.0),
 }
 
 
@@ -136,10 +142,16 @@ def width_groupings(large: ModelShape) -> dict[str, Grouping]:
             f"the FFN axis is grouped in chunks of FFN / n_h; {large.ffn} is not divisible "
             f"by {large.heads} heads"
         )
+    if large.kv % 2:
+        raise ValueError(
+            f"width coalescing merges kv head j with kv head j + n_kv/2, so it needs an even "
+            f"number of key/value heads; this model has {large.kv}"
+        )
     h = Grouping.paired(large.hidden, large.head_dim)
     return {
         "h": h,
         "qkv": Grouping.sections(h, 3),
+        "kv": Grouping.paired(large.kv * large.head_dim, large.head_dim),
         "ffn": Grouping.paired(large.ffn, large.ffn // large.heads),
     }
 
@@ -157,6 +169,7 @@ def coalesced_shape(large: ModelShape, *, width: bool, depth: bool) -> ModelShap
         large.heads // 2 if width else large.heads,
         large.ffn // 2 if width else large.ffn,
         large.layers // 2 if depth else large.layers,
+        (large.kv_heads // 2 if width else large.kv_heads) if large.kv_heads else 0,
     )
 
 

@@ -55,6 +55,7 @@ def decoalesced_shape(small: ModelShape, *, width: bool, depth: bool) -> ModelSh
         small.heads * 2 if width else small.heads,
         small.ffn * 2 if width else small.ffn,
         small.layers * 2 if depth else small.layers,
+        (small.kv_heads * 2 if width else small.kv_heads) if small.kv_heads else 0,
     )
 
 

@@ -55,7 +55,7 @@ from dataclasses import dataclass, field
 
 from growcockpit.plan.families import FAMILY_FACTS, family_facts
 from growcockpit.plan.shapes import resolve_shapes
-from growcockpit.plan.types import Plan
+from growcockpit.plan.types import ModelSpec, Plan
 
 
 @dataclass
@@ -102,16 +102,30 @@ def vocab_size(plan: Plan) -> int:
     return family_facts(plan.model.family).default_vocab
 
 
+def block_params(model: ModelSpec, width: int | None = None) -> int:
+    """Weights of one block's matmuls at `width` (default: full): Q and O are w × w,
+    K and V w × (kv heads × head dim) (grouped-query attention makes them smaller),
+    and the FFN has 2 (GELU) or 3 (SwiGLU) w × FFN matrices. BERT/GPT-2: 4w² + 2·w·FFN."""
+    d = model.hidden_size
+    w = width or d
+    if d <= 0 or model.num_heads <= 0:
+        return 0
+    ffn = model.intermediate_size * w // d
+    kv = w * model.kv_heads // model.num_heads
+    matrices = FAMILY_FACTS[model.family].ffn_matrices if model.family in FAMILY_FACTS else 2
+    return 2 * w * w + 2 * w * kv + matrices * w * ffn
+
+
 def default_head_cost(plan: Plan) -> float:
     """h: the LM/MLM head's forward per token in block-forward units.
 
-    The decoder is a vocab × d matmul; a block is 4d² (attention
-    projections) + 2·d·FFN (= 12d² for the usual FFN = 4d), so
-    h = vocab·d / (4d² + 2·d·FFN) ≈ vocab / (12d). BERT computes logits only
-    at masked positions (× data.mlm_probability); GPT-2 at every position.
+    The decoder is a vocab × d matmul and a block `block_params` (12d² for
+    BERT/GPT-2 with FFN = 4d), so h = vocab·d / block ≈ vocab / (12d). A
+    masked LM computes logits only at masked positions (× data.mlm_probability);
+    a causal LM at every position.
     """
     d = plan.model.hidden_size
-    block = 4 * d * d + 2 * d * plan.model.intermediate_size
+    block = block_params(plan.model)
     if d <= 0 or block <= 0:
         return 0.0
     h = vocab_size(plan) * d / block

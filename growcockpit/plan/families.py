@@ -28,7 +28,10 @@ class FamilyFacts:
     data pipeline wraps around each block ([CLS] … [SEP] for BERT).
     `width_recipes`: the de-coalescing recipes that preserve the function,
     the default first. `config_keys`: plan shape field → `config.json` key, to
-    read a `save_pretrained` directory for `model.init_from`.
+    read a `save_pretrained` directory for `model.init_from`. `model_keys`: the
+    `[model]` keys only this family takes, with their defaults. `ffn_matrices`:
+    d × FFN matrices per block (2; SwiGLU 3), for the cost model. `tied_head`:
+    whether the LM head is the token table (Llama: `model.tie_embeddings`).
     """
 
     name: str
@@ -43,6 +46,9 @@ class FamilyFacts:
     width_recipes: tuple[str, ...]
     config_keys: Mapping[str, str]
     config_defaults: Mapping[str, str] = field(default_factory=dict)
+    model_keys: Mapping[str, object] = field(default_factory=dict)
+    ffn_matrices: int = 2
+    tied_head: bool = True
 
 
 # the order is the trained vocabulary's id order: changing it renumbers every cached tokenizer
@@ -102,7 +108,43 @@ GPT2 = FamilyFacts(
     config_defaults={"n_inner": "4*n_embd"},
 )
 
-FAMILY_FACTS: dict[str, FamilyFacts] = {f.name: f for f in (BERT, GPT2)}
+LLAMA = FamilyFacts(
+    name="llama",
+    title="Llama-style causal-LM (RMSNorm, rotary, SwiGLU, grouped-query attention)",
+    objective="causal",
+    tokenizer="byte-bpe",
+    specials=BYTE_BPE_SPECIALS,
+    default_vocab=32000,
+    default_alpha=0.25,
+    identity_init=True,
+    boundary_tokens=0,
+    width_recipes=("preln-untied",),
+    config_keys={
+        "layers": "num_hidden_layers",
+        "hidden_size": "hidden_size",
+        "num_heads": "num_attention_heads",
+        "intermediate_size": "intermediate_size",
+        "max_seq_len": "max_position_embeddings",
+        "vocab_size": "vocab_size",
+        "num_kv_heads": "num_key_value_heads",
+    },
+    model_keys={
+        "num_kv_heads": None,  # None: num_heads (plain multi-head attention)
+        "rope_theta": 10000.0,
+        "tie_embeddings": False,
+        "rms_norm_eps": 1e-6,
+    },
+    ffn_matrices=3,
+    tied_head=False,
+)
+
+FAMILY_FACTS: dict[str, FamilyFacts] = {f.name: f for f in (BERT, GPT2, LLAMA)}
+# every family-only [model] key, and the families that take it
+FAMILY_MODEL_KEYS: dict[str, tuple[str, ...]] = {
+    key: tuple(f.name for f in FAMILY_FACTS.values() if key in f.model_keys)
+    for f in FAMILY_FACTS.values()
+    for key in f.model_keys
+}
 FAMILIES: tuple[str, ...] = tuple(FAMILY_FACTS)
 
 

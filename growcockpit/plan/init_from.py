@@ -32,6 +32,7 @@ class SourceShape:
     intermediate_size: int
     max_seq_len: int
     vocab_size: int
+    num_kv_heads: int = 0  # 0: the family has no grouped-query attention key
 
 
 # (plan field, what the fix is called in the message) for each compared size
@@ -111,6 +112,14 @@ def init_from_problems(plan: Plan) -> list[tuple[str, str]]:
                 f'"{plan.model.family}" but init_from holds a {source.family} model; set family = "{source.family}"',
             )
         )
+    if source.num_kv_heads and source.num_kv_heads != plan.model.kv_heads:
+        problems.append(
+            (
+                "model.num_kv_heads",
+                f"{plan.model.kv_heads} but the init_from model has {source.num_kv_heads}; "
+                f"set num_kv_heads = {source.num_kv_heads}",
+            )
+        )
     for field, name in _PLAN_FIELDS:
         want, have = getattr(plan.model, field), getattr(source, field)
         if want != have:
@@ -144,6 +153,8 @@ def grow_plan_from(run_plan: Plan, final_dir: str, run_name: str) -> Plan:
     m.family = source.family
     m.hidden_size, m.num_heads = source.hidden_size, source.num_heads
     m.intermediate_size, m.max_seq_len = source.intermediate_size, source.max_seq_len
+    if source.num_kv_heads:
+        m.num_kv_heads = source.num_kv_heads
     m.final_layers = depth
     m.init_from = final_dir
     plan.data.seq_len = min(plan.data.seq_len, source.max_seq_len)

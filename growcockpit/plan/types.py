@@ -43,8 +43,8 @@ WANDB_MODES: tuple[str, ...] = get_args(WandbMode)
 class ModelSpec:
     """Architecture of the model at its final (largest) size.
 
-    `init_from` names a local `save_pretrained` directory (BERT or GPT-2, e.g.
-    a run's `final/`): stage 1 starts from its weights instead of random ones,
+    `init_from` names a local `save_pretrained` directory (of a registered
+    family, e.g. a run's `final/`): stage 1 starts from its weights instead of random ones,
     so a trained small model can be grown (plan/init_from.py).
     """
 
@@ -56,6 +56,21 @@ class ModelSpec:
     final_layers: int = 4
     dropout: float = 0.1
     init_from: str | None = None
+    # family-only keys (plan/families.py `model_keys`); None: the family's default
+    num_kv_heads: int | None = None
+    rope_theta: float | None = None
+    tie_embeddings: bool | None = None
+    rms_norm_eps: float | None = None
+
+    @property
+    def kv_heads(self) -> int:
+        """Key/value heads: `num_kv_heads`, or one per query head."""
+        return self.num_kv_heads if self.num_kv_heads is not None else self.num_heads
+
+    def family_value(self, key: str) -> object:
+        """A family-only key's value, or the family's default when the plan leaves it out."""
+        value = getattr(self, key)
+        return family_facts(self.family).model_keys[key] if value is None else value
 
 
 @dataclass

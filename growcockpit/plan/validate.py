@@ -18,6 +18,7 @@ from growcockpit.plan.errors import PlanError
 from growcockpit.plan.init_from import init_from_problems
 from growcockpit.plan.limits import limit_problems, quoted
 from growcockpit.plan.locate import TomlLocator
+from growcockpit.plan.model_checks import model_key_problems
 from growcockpit.plan.names import name_problem
 from growcockpit.plan.operators import OPTION_DEFAULTS, operators_with
 from growcockpit.plan.recipe_checks import recipe_problems
@@ -287,7 +288,7 @@ def collect_problems(plan: Plan) -> list[Problem]:
     for index, stage in enumerate(plan.stages):
         fitted = index == fill or (stage.fill and plan.budget is not None)
         _check_stage(index, stage, shapes[index].prev_layers, names, c, fitted=fitted)
-    c.problems += recipe_problems(plan, shapes) + limits
+    c.problems += recipe_problems(plan, shapes) + model_key_problems(plan) + limits
     # A stage whose layer count breaks its operator's rule: report the count, not its echoes.
     wrong_layers = {key[: -len(".layers")] for key, _ in shape_problems if key.endswith(".layers")}
     c.problems = [

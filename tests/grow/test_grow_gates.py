@@ -9,6 +9,7 @@ import torch
 from grow_fixtures import FAMILIES, logits, tiny_batch, tiny_model
 
 from growcockpit.backend.forward import StagedForward
+from growcockpit.families import spec_of
 from growcockpit.grow import decoalesce_model, get_layers, stack_layers
 from growcockpit.grow.gates import BlockGates, ramp_value
 
@@ -54,9 +55,10 @@ def test_gate_mixes_then_disappears(family: str) -> None:
     assert len(layer._forward_hooks) == 1
     x = torch.randn(2, 5, 32)
     model.eval(), plain.eval()
+    run = spec_of(model).block_call(model, x)  # Llama blocks take their rotary embeddings
     with torch.no_grad():
-        inner = get_layers(plain)[2](x)
-        assert torch.allclose(layer(x), x + 0.5 * (inner - x))
+        inner = run(get_layers(plain)[2], x)
+        assert torch.allclose(run(layer, x), x + 0.5 * (inner - x))
     gates.set(1.0)
     assert not gates.active and len(layer._forward_hooks) == 0
     assert torch.equal(_loss(model, family), _loss(plain, family))

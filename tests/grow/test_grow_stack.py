@@ -8,8 +8,10 @@ from grow_fixtures import FAMILIES, snapshot, state_equal, tiny_batch, tiny_mode
 from torch import nn
 
 from growcockpit.backend.forward import StagedForward
+from growcockpit.families import spec_of
 from growcockpit.grow import decoalesce_model, get_layers, stack_layers
 from growcockpit.grow.model_parts import embedding_modules, head_parameters
+from growcockpit.plan.families import family_facts
 
 
 def _layer_equal(a: nn.Module, b: nn.Module) -> bool:
@@ -18,7 +20,7 @@ def _layer_equal(a: nn.Module, b: nn.Module) -> bool:
 
 
 def _non_layer_state(model: nn.Module) -> dict[str, torch.Tensor]:
-    layer = "bert.encoder.layer." if model.config.model_type == "bert" else "transformer.h."
+    layer = spec_of(model).layers_path + "."
     return {k: v for k, v in snapshot(model).items() if not k.startswith(layer)}
 
 
@@ -37,13 +39,14 @@ def test_gong_bottom_doubles_bitwise(family: str) -> None:
         assert _layer_equal(layers[i + 3], layers[i])
         ptrs = {p.untyped_storage().data_ptr() for p in layers[i].parameters()}
         assert not ptrs & {p.untyped_storage().data_ptr() for p in layers[i + 3].parameters()}
-    # E, P and H unchanged (same modules, same values), still tied
+    # E, P and H unchanged (same modules, same values), still tied where they were
     after = _non_layer_state(model)
     assert after.keys() == outside.keys()
     assert all(torch.equal(after[k], v) for k, v in outside.items())
     assert [id(m) for m in embedding_modules(model)] == emb_ids
     assert [id(p) for p in head_parameters(model)] == head_ids
-    assert model.get_output_embeddings().weight is model.get_input_embeddings().weight
+    tied = model.get_output_embeddings().weight is model.get_input_embeddings().weight
+    assert tied == family_facts(family).tied_head
     assert result.new_layer_ids == [3, 4, 5] and result.source_of == {3: 0, 4: 1, 5: 2}
     assert result.layer_sources[4] == [1] and result.layer_sources[1] == [1]
     for i, layer in enumerate(layers):

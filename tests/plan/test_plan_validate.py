@@ -92,7 +92,7 @@ INVALID: dict[str, tuple[str, str, str]] = {
         "not divisible by num_heads = 3",
     ),
     "unknown family": (
-        model(family="llama").replace('"llama"', '"llama"  # <-') + stages(S0),
+        model(family="t5").replace('"t5"', '"t5"  # <-') + stages(S0),
         "model.family",
         '"bert", "gpt2"',
     ),
