@@ -10,7 +10,9 @@ Values echoed into an error line are cut, so a 100 KB value cannot make a
 
 from __future__ import annotations
 
+import stat
 import unicodedata
+from pathlib import Path
 from typing import Any
 
 from growcockpit.plan.names import describe_char
@@ -88,4 +90,150 @@ def limit_problems(plan: Plan) -> list[tuple[str, str]]:
         problem = _stage_name_problem(stage.name)
         if problem:
             out.append((f"stages[{i}].name", problem))
+    return out + value_limit_problems(plan)
+
+
+# -- bounds on the input itself, checked before (text) and right after (dict) parsing --------
+# A plan is a few KB. Without these, a 100k-deep array gives a RecursionError traceback,
+# a 100000-part dotted key or 200k stages keeps `plan validate` busy for minutes, and
+# `tokenizer = "train:1000000000000"` validates and then aborts training out of memory.
+
+MAX_PLAN_BYTES = 1 << 20
+MAX_NESTING = 32
+MAX_KEY_PARTS = 16
+MAX_KEYS = 10_000
+MAX_STAGES = 1_000
+MAX_VOCAB = 1 << 20
+MAX_LR = 10.0
+
+_QUOTES = ('"""', "'''", '"', "'")
+
+
+def file_limit_problem(path: Path) -> str | None:
+    """Why the file at `path` cannot be a plan before it is read (a FIFO would block, a
+    device never end, a 1 GB file take minutes); None when it may be read."""
+    st = path.stat()
+    if stat.S_ISDIR(st.st_mode):
+        return None  # the reader says "is a directory"
+    if not stat.S_ISREG(st.st_mode):
+        return "is not a regular file (a FIFO or a device?); give the path of a .toml file"
+    if st.st_size > MAX_PLAN_BYTES:
+        return (
+            f"is {st.st_size:,} bytes; a plan file is at most {MAX_PLAN_BYTES:,} bytes "
+            "(MAX_PLAN_BYTES): this is not a plan"
+        )
+    return None
+
+
+def text_limit_problem(text: str) -> tuple[int | None, str] | None:
+    """(line, problem) when the TOML text is too big, nested too deep or has a too-long dotted key.
+
+    One linear pass that skips strings and comments, so it answers in bounded
+    time whatever the text holds (tomllib recurses per nesting level).
+    """
+    size = len(text.encode("utf-8", "surrogatepass"))
+    if size > MAX_PLAN_BYTES:
+        return None, (
+            f"is {size:,} bytes; a plan file is at most {MAX_PLAN_BYTES:,} bytes "
+            f"(MAX_PLAN_BYTES): this is not a plan"
+        )
+    depth = parts = 0
+    line = 1
+    in_key = True  # before the first `=` of a line: dots separate key parts
+    i, n = 0, len(text)
+    while i < n:
+        ch = text[i]
+        if ch == "\n":
+            line += 1
+            in_key, parts = True, 0
+        elif ch == "#":
+            end = text.find("\n", i)
+            i = n if end < 0 else end
+            continue
+        elif ch in "\"'":
+            quote = next(q for q in _QUOTES if text.startswith(q, i))
+            end = _string_end(text, i, quote)
+            line += text.count("\n", i, end)  # a multi-line string's lines still count
+            i = end
+            continue
+        elif ch in "[{":
+            depth += 1
+            if depth > MAX_NESTING:
+                return line, (
+                    f"arrays or inline tables nested more than {MAX_NESTING} deep "
+                    "(MAX_NESTING); flatten the value"
+                )
+        elif ch in "]}":
+            depth = max(0, depth - 1)
+        elif ch == "=" and in_key:
+            in_key = False
+        elif ch == "." and in_key and depth <= 1:
+            parts += 1
+            if parts >= MAX_KEY_PARTS:
+                return line, (
+                    f"a dotted key of more than {MAX_KEY_PARTS} parts (MAX_KEY_PARTS); "
+                    "use a shorter key"
+                )
+        i += 1
+    return None
+
+
+def _string_end(text: str, start: int, quote: str) -> int:
+    """The index just past the string that opens at `start` (the text's end if unclosed)."""
+    i = start + len(quote)
+    while True:
+        j = text.find(quote, i)
+        if j < 0:
+            return len(text)
+        if quote[0] == '"':
+            slashes = 0
+            while j - 1 - slashes >= i and text[j - 1 - slashes] == "\\":
+                slashes += 1
+            if slashes % 2:
+                i = j + 1
+                continue
+        if len(quote) == 3:  # `""""` ends with the quote as content: take the last three
+            while text.startswith(quote[0], j + 3):
+                j += 1
+        return j + len(quote)
+
+
+def dict_limit_problem(data: dict[str, Any]) -> tuple[str, str] | None:
+    """(key, problem) when the parsed plan has too many keys or stages (checked before use)."""
+    stages = data.get("stages")
+    if isinstance(stages, list) and len(stages) > MAX_STAGES:
+        return "stages", f"{len(stages):,} stages; at most {MAX_STAGES:,} (MAX_STAGES)"
+    count = 0
+    todo: list[object] = [data]
+    while todo:
+        value = todo.pop()
+        if isinstance(value, dict):
+            count += len(value)
+            todo.extend(value.values())
+        elif isinstance(value, list):
+            todo.extend(v for v in value if isinstance(v, dict | list))
+        if count > MAX_KEYS:
+            return "", f"more than {MAX_KEYS:,} keys (MAX_KEYS); this is not a plan"
+    return None
+
+
+def value_limit_problems(plan: Plan) -> list[tuple[str, str]]:
+    """The tokenizer's trained vocabulary and every learning rate, against their ceilings."""
+    out: list[tuple[str, str]] = []
+    tok = plan.data.tokenizer
+    if isinstance(tok, str) and tok.startswith("train:") and tok[6:].strip().isdigit():
+        vocab = int(tok[6:].strip()[:20])
+        if vocab > MAX_VOCAB:
+            out.append(
+                (
+                    "data.tokenizer",
+                    f"a trained vocabulary of {echo(vocab)} tokens; at most {MAX_VOCAB:,} "
+                    '(MAX_VOCAB), e.g. "train:30522"',
+                )
+            )
+    rates = [("optim.lr", plan.optim.lr)]
+    rates += [(f"stages[{i}].lr", s.lr) for i, s in enumerate(plan.stages) if s.lr is not None]
+    for key, lr in rates:
+        if isinstance(lr, int | float) and not isinstance(lr, bool) and lr > MAX_LR:
+            out.append((key, f"must be ≤ {MAX_LR:g} (MAX_LR), got {echo(lr)}; e.g. 3e-4"))
     return out

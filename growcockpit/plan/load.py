@@ -19,7 +19,14 @@ from typing import Any, Literal
 
 from growcockpit.plan.budget import apply_fit, fit_budget
 from growcockpit.plan.errors import PlanError
-from growcockpit.plan.limits import echo, quoted
+from growcockpit.plan.limits import (
+    MAX_NESTING,
+    dict_limit_problem,
+    echo,
+    file_limit_problem,
+    quoted,
+    text_limit_problem,
+)
 from growcockpit.plan.locate import TomlLocator
 from growcockpit.plan.types import (
     BudgetSpec,
@@ -225,6 +232,9 @@ def _plan_or_problems(data: object) -> tuple[Plan | None, _Problems]:
         return None, [
             ("", f"expected a table of plan keys, got {_type_name(data)}; see sample_plans/")
         ]
+    too_big = dict_limit_problem(data)  # before conversion, which walks every key and stage
+    if too_big is not None:
+        return None, [too_big]
     for key in data:
         if key not in TOP_KEYS:
             problems.append((str(key), unknown_key_problem(str(key), TOP_KEYS)))
@@ -319,8 +329,16 @@ _TOML_LINE = re.compile(r"\(at line (\d+), column (\d+)\)")
 
 
 def _parse_toml(text: str, source: str) -> dict[str, Any]:
+    bounded = text_limit_problem(text)  # before tomllib: it recurses per level, slows per part
+    if bounded is not None:
+        raise PlanError(bounded[1], source=source, line=bounded[0])
     try:
         return tomllib.loads(text)
+    except RecursionError:
+        raise PlanError(
+            f"nested too deeply (limit {MAX_NESTING}, MAX_NESTING); flatten the value",
+            source=source,
+        ) from None
     except tomllib.TOMLDecodeError as exc:
         message = str(exc)
         match = _TOML_LINE.search(message)
@@ -357,6 +375,9 @@ def load_plan(path: str | Path, *, validate: bool = True) -> Plan:
     path = Path(path)
     source = str(path)
     try:
+        unfit = file_limit_problem(path)
+        if unfit:
+            raise PlanError(unfit, source=source)
         text = path.read_text(encoding="utf-8")
     except FileNotFoundError:
         raise PlanError(
