@@ -5,6 +5,7 @@ milliseconds as the median of the last timing samples (n: how many)."""
 from __future__ import annotations
 
 from rich.text import Text
+from textual.widgets.data_table import ColumnKey
 
 from growcockpit.ui.fold.layers import LayerRow
 from growcockpit.ui.run_state import RunState
@@ -13,7 +14,8 @@ from growcockpit.ui.widgets.text_bits import colour, num, spark
 
 COLUMNS = ("layer", "state", "grad norm", "trend", "Δθ/θ", "fwd ms", "bwd ms", "n")
 STATE_VARS = {"trainable": "gc-trainable", "frozen": "gc-frozen", "new": "gc-new"}
-SPARK_WIDTH = 12
+SPARK_WIDTH = 12  # the trend's most; it shrinks (to MIN_SPARK) so that every column shows
+MIN_SPARK = 3
 
 
 class LayerTable(SteadyTable[Text | str]):
@@ -25,6 +27,7 @@ class LayerTable(SteadyTable[Text | str]):
             self.add_column(label, key=label)
         self._rows: dict[int, tuple[str, ...]] = {}
         self._theme = ""
+        self._spark = SPARK_WIDTH
 
     def layer_cells(self, row: LayerRow) -> tuple[Text | str, ...]:
         state = row.state
@@ -33,7 +36,7 @@ class LayerTable(SteadyTable[Text | str]):
             style = f"{style}"
         elif state == "new":
             style = f"bold {style}"
-        trend = spark(row.grad_hist, SPARK_WIDTH, log=True) if row.trainable else ""
+        trend = spark(row.grad_hist, self._spark, log=True) if row.trainable else ""
         return (
             str(row.id),
             Text(state, style=style),
@@ -45,11 +48,28 @@ class LayerTable(SteadyTable[Text | str]):
             str(row.timing_samples) if row.timing_samples else "–",
         )
 
+    def _fit_trend(self) -> None:
+        """The trend gets what the other columns leave of the table's width (a filled
+        sparkline pushed `bwd ms` and `n` out of a 62-column table); below MIN_SPARK the
+        table scrolls sideways instead."""
+        width = self.scrollable_content_region.width
+        if width <= 0:
+            return  # hidden: keep the last fit
+        pad = 2 * self.cell_padding
+        others = sum(c.content_width + pad for k, c in self.columns.items() if k.value != "trend")
+        fit = max(MIN_SPARK, min(SPARK_WIDTH, width - others - pad))
+        if fit != self._spark:
+            self._spark = fit
+            self.columns[ColumnKey("trend")].content_width = fit  # the label is cut to it
+            self._rows.clear()
+            self.clear()
+
     def show_state(self, state: RunState) -> None:
         if self.app.theme != self._theme:  # colours live in the cells: rebuild on a theme change
             self._theme = self.app.theme
             self.clear()
             self._rows.clear()
+        self._fit_trend()
         rows = state.layer_rows()
         ids = {r.id for r in rows}
         for gone in [lid for lid in self._rows if lid not in ids]:
