@@ -26,7 +26,7 @@ def test_plan_table_and_torch_registry_name_the_same_families() -> None:
 
 
 def test_unknown_family_is_refused_naming_the_registered_ones() -> None:
-    with pytest.raises(UnknownFamily, match="one of bert, gpt2"):
+    with pytest.raises(UnknownFamily, match="one of bert, gpt2, llama"):
         spec_for("t5")
     with pytest.raises(UnknownFamily, match='unknown model family "t5"'):
         family_facts("t5")
@@ -92,3 +92,22 @@ def test_unknown_family_in_a_plan_is_one_line_naming_the_registered_families(
     text = out.stdout + out.stderr
     assert "Traceback" not in text
     assert re.search(r"p\.toml:3: model\.family: .*t5.*bert.*gpt2", text), text
+
+
+def test_grouped_query_llama_staged_forward_equals_transformers() -> None:
+    """Rotary embeddings passed per block and 2 query heads per kv head: the stock loss."""
+    import dataclasses
+
+    from grow_fixtures import FakeTokenizer, tiny_spec
+
+    from growcockpit.backend.model import build_model
+
+    torch.manual_seed(0)
+    spec = dataclasses.replace(tiny_spec("llama"), num_kv_heads=2, rope_theta=500000.0)
+    model = build_model(spec, 3, FakeTokenizer()).eval()  # type: ignore[arg-type]
+    assert model.config.num_key_value_heads == 2
+    batch = tiny_batch("llama")
+    with torch.no_grad():
+        staged = StagedForward(0, True).loss(model, batch)
+        stock = model(input_ids=batch.input_ids, labels=batch.labels).loss
+    torch.testing.assert_close(staged, stock, rtol=1e-5, atol=1e-5)
