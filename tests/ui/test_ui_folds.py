@@ -100,6 +100,24 @@ def test_frozen_layer_shows_no_backward_from_when_it_trained() -> None:
     assert s.layers[2].bwd_ms is None
 
 
+def test_a_grow_clears_the_gradients_of_layers_it_froze() -> None:
+    """Issue 23 §1.5: until the next sample, a frozen layer read as still getting gradients."""
+    s = RunState()
+    s.apply(StageStarted(seq=1, index=0, name="a", layers=2, trainable_layers=[0, 1], steps=10))
+    stats = [LayerStat(id=i, trainable=True, grad_norm=0.5, update_ratio=1e-3) for i in (0, 1)]
+    s.apply(_stats(2, 5, 0, stats))
+    assert s.layers[0].grad_norm == 0.5 and s.layers[0].update_ratio == 1e-3
+    s.apply(
+        StageStarted(
+            seq=3, index=1, name="b", layers=4, trainable_layers=[2, 3], operator="stack", steps=10
+        )
+    )
+    for lid in (0, 1):
+        row = s.layers[lid]
+        assert row.state == "frozen" and (row.grad_norm, row.update_ratio) == (None, None)
+    assert s.layers[0].weight_norm == stats[0].weight_norm  # what it still has is kept
+
+
 def test_layer_times_are_a_rolling_median_with_a_count() -> None:
     s = RunState()
     s.apply(StageStarted(seq=1, index=0, name="a", layers=1, trainable_layers=[0], steps=99))

@@ -89,6 +89,8 @@ def on_stage_started(state: RunData, ev: StageStarted) -> None:
         if row is None:
             row = state.layers[lid] = LayerRow(lid)
         row.trainable = lid in trainable
+        if not row.trainable:  # no gradient, no update in this stage: not the last stage's
+            row.grad_norm = row.update_ratio = None
         row.new = grew and previous > 0 and lid >= previous
         row.restart_timing()  # the layer's work changed with the stage
     for lid in [k for k in state.layers if k >= ev.layers]:
