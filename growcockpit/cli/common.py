@@ -17,6 +17,7 @@ if TYPE_CHECKING:
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
 EXIT_INTERRUPTED = 130
+EXIT_PIPE = 141  # 128 + SIGPIPE: the reader left (`growcockpit status RUN | head -1`)
 
 Subparsers: TypeAlias = "argparse._SubParsersAction[argparse.ArgumentParser]"
 Command: TypeAlias = Callable[[argparse.Namespace], int]
@@ -29,7 +30,12 @@ class UserError(Exception):
 def run_command(func: Command, args: argparse.Namespace) -> int:
     """Run a subcommand; a UserError becomes one line on stderr and exit 2, never a traceback."""
     try:
-        return int(func(args))
+        code = int(func(args))
+        sys.stdout.flush()  # here, where a reader that left is caught, not at exit
+        return code
+    except BrokenPipeError:
+        _quiet_stdout()
+        return EXIT_PIPE
     except UserError as exc:
         print(f"growcockpit: {exc}", file=sys.stderr)
         return EXIT_USAGE
@@ -42,6 +48,18 @@ def run_command(func: Command, args: argparse.Namespace) -> int:
         return EXIT_USAGE
     except KeyboardInterrupt:
         return EXIT_INTERRUPTED
+
+
+def _quiet_stdout() -> None:
+    """Point stdout at /dev/null so that the interpreter's flush at exit cannot fail again."""
+    import os
+
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        os.close(devnull)
+    except (OSError, ValueError):
+        pass
 
 
 def load_plan_or_fail(path: Path, *, resuming: bool = False) -> Plan:

@@ -7,6 +7,8 @@ user could open the page. Every request but textual-serve's own static files
 cookie the first page sets. The websocket URL on the page carries the token in
 its path (`/ws/<token>`), so it works when the page was opened under another host
 name; not in its query, which textual-serve's page extends with `?width=…`.
+The access log (aiohttp's, one line a request) shows the token as `…`: a log
+line, a terminal's scrollback or a shared screen would otherwise hand it on.
 
 Browsers send a cookie to every port of a host, so the cookie's *name* carries
 the port (`growcockpit_token_8000`): two cockpits served on one machine, or
@@ -16,6 +18,7 @@ any other local web server, never see each other's token under their name.
 from __future__ import annotations
 
 import hmac
+import logging
 import secrets
 import socket
 from collections.abc import Awaitable, Callable
@@ -58,6 +61,33 @@ def token_ok(request: web.Request, token: str, cookie: str) -> bool:
     return hmac.compare_digest(given.encode(), token.encode())
 
 
+ACCESS_LOG = "aiohttp.access"
+HIDDEN = "…"
+
+
+class TokenRedactor(logging.Filter):
+    """Writes `token` as `…` in every record it passes (request line, Referer, path)."""
+
+    def __init__(self, token: str) -> None:
+        super().__init__()
+        self.token = token
+
+    def _hide(self, value: object) -> object:
+        if isinstance(value, str):
+            return value.replace(self.token, HIDDEN)
+        if isinstance(value, dict):  # aiohttp's extras: {"request_header": {"Referer": …}}
+            return {k: self._hide(v) for k, v in value.items()}
+        return value
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        record.msg = self._hide(record.getMessage())
+        record.args = None
+        for key, value in list(vars(record).items()):
+            if isinstance(value, str | dict) and self.token in str(value):
+                setattr(record, key, self._hide(value))
+        return True
+
+
 class TokenServer(Server):
     """A textual-serve Server that refuses requests without the launch token (None: no check)."""
 
@@ -65,6 +95,11 @@ class TokenServer(Server):
         super().__init__(command, **kwargs)
         self.token = token
         self.cookie = cookie_name(int(kwargs.get("port", 8000)))
+
+    def initialize_logging(self) -> None:
+        super().initialize_logging()
+        if self.token is not None:
+            logging.getLogger(ACCESS_LOG).addFilter(TokenRedactor(self.token))
 
     async def _make_app(self) -> web.Application:
         app = await super()._make_app()
