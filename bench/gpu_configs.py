@@ -144,7 +144,7 @@ def update(cfg: Config, loss: torch.Tensor, grad_clip: float) -> None:
     if grad_clip > 0:
         norm = torch.nn.utils.clip_grad_norm_(params, grad_clip)
     else:
-        norm = torch.nn.utils.get_total_norm([p.grad for p in params])
+        norm = torch.nn.utils.get_total_norm([p.grad for p in params if p.grad is not None])
     ok = torch.isfinite(norm.to(loss.device)) & torch.isfinite(loss.detach().float())
     guarded_step(cfg.optimizer, ok)
     cfg.optimizer.zero_grad(set_to_none=True)

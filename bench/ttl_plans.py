@@ -19,6 +19,7 @@ most one interval of its budget).
 from __future__ import annotations
 
 import dataclasses
+import math
 import re
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -134,8 +135,26 @@ def _check_same_model(plan: Plan, base: Plan, label: str) -> None:
         )
 
 
+LOG_EVERY = 10  # step events every 10 steps: one device→host read per 10 steps on a GPU
+
+
 def budget_plan(method: str, size: Size, seed: int, budget: Budget) -> Plan:
     """The plan `method` trains under `budget` (module doc); MethodError if unknown or unfit."""
+    return with_step_log(_method_plan(method, size, seed, budget))
+
+
+def with_step_log(plan: Plan) -> Plan:
+    """Step events every `LOG_EVERY` steps (a divisor of the eval interval, so every evaluated
+    step is a reported one; bench/ttl_runs.py's curve weights each event by the steps it
+    covers). A plan with a plateau stage keeps its own: the trigger's patience counts reported
+    steps, so reporting less often would stretch it tenfold."""
+    if any(stage.advance == "plateau" for stage in plan.stages):
+        return plan
+    every = math.gcd(LOG_EVERY, plan.metrics.eval_every_steps or LOG_EVERY)
+    return replace(plan, metrics=replace(plan.metrics, log_every_steps=every))
+
+
+def _method_plan(method: str, size: Size, seed: int, budget: Budget) -> Plan:
     size = replace(size, steps=budget.baseline_steps, eval_every=budget.eval_every)
     base = plan_for(size, f"bench-{size.family}-baseline", baseline_stages(size), seed)
     if method == "baseline":

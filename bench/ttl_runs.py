@@ -179,17 +179,22 @@ def curve(plan: Plan, events: list[dict[str, Any]]) -> dict[str, Any]:
     at_step: dict[int, tuple[float, float]] = {0: (0.0, 0.0)}
     stage_ms: dict[int, list[float]] = {}
     op_s = 0.0
+    last_step = 0
     for ev in events:
         kind = ev.get("type")
         if kind == "stage_started":
             op_s += float(ev.get("op_seconds") or 0.0)
             wall_ms += 1e3 * float(ev.get("op_seconds") or 0.0)
         elif kind == "step":
-            stage = int(ev["stage"])
-            wall_ms += float(ev["step_ms"])
-            total_flops += flops[stage]
+            # a step event stands for every step since the previous one (log_every_steps,
+            # a window never spans two stages): step_ms is that window's mean
+            stage, step = int(ev["stage"]), int(ev["step"])
+            covered = max(1, step - last_step)
+            last_step = step
+            wall_ms += covered * float(ev["step_ms"])
+            total_flops += covered * flops[stage]
             stage_ms.setdefault(stage, []).append(float(ev["step_ms"]))
-            at_step[int(ev["step"])] = (wall_ms / 1e3, total_flops)
+            at_step[step] = (wall_ms / 1e3, total_flops)
     points = []
     for ev in events:
         if ev.get("type") == "eval" and int(ev["step"]) in at_step:

@@ -1,7 +1,8 @@
 """One run's progress as the comparison needs it, folded from its events.
 
-Training time is the sum of the steps' `step_ms` plus the operators'
-`op_seconds`: evaluations, checkpoints and pauses are left out, so a run that
+Training time is the sum of the steps' `step_ms` (each step event's mean
+over the steps since the previous event, `metrics.log_every_steps`) plus the
+operators' `op_seconds`: evaluations, checkpoints and pauses are left out, so a run that
 was paused or evaluated often is not penalised. Estimated FLOPs come from the
 plan's cost model (`growcockpit.plan.step_cost`, refined, r = 2) priced per
 stage from what each `stage_started` event says was trained (so a plan edited
@@ -112,6 +113,7 @@ def fold_events(name: str, events: Iterable[Event]) -> RunProgress:
     flops = 0.0
     tokens = 0
     at_step: dict[int, tuple[float, float]] = {0: (0.0, 0.0)}
+    last_step = 0  # a step event's step_ms is the mean of the steps since the previous one
     ran = StageSteps()  # a stage that ended early (advance) counts the steps it ran
     for ev in events:
         if isinstance(ev, RunStarted | PlanChanged):
@@ -124,6 +126,7 @@ def fold_events(name: str, events: Iterable[Event]) -> RunProgress:
                 per_token = _block_fwd_flops_per_token(plan)
         elif isinstance(ev, RolledBack):
             ran.rolled_back(ev.stage)
+            last_step = ev.step
         elif isinstance(ev, StageStarted):
             ran.started(ev.index, ev.step)
             wall_ms += 1e3 * max(0.0, ev.op_seconds)
@@ -132,7 +135,8 @@ def fold_events(name: str, events: Iterable[Event]) -> RunProgress:
             if ev.index > 0:
                 run.stages.append(StageMark(ev.step, wall_ms / 1e3, flops if plan else None))
         elif isinstance(ev, Step):
-            wall_ms += max(0.0, ev.step_ms)
+            wall_ms += max(0.0, ev.step_ms) * max(1, ev.step - last_step)  # log_every_steps
+            last_step = ev.step
             flops += cost * per_token * max(0, ev.tokens - tokens)
             tokens = ev.tokens
             run.step = ev.step

@@ -138,7 +138,10 @@ def test_budget_plans_spend_the_baseline_budget() -> None:
     short = ttl_plans.budget_plan("baseline-0.75x", size, 0, budget)
     assert short.total_steps == 300 and short.optim.warmup_steps == 15  # its own schedule
     best = ttl_plans.budget_plan("plan:cpu-mslt-best", size, 0, budget)
-    assert best.total_steps > 400 and best.metrics == base.metrics
+    # the bench's metrics, but a plateau plan keeps its step events every step (its patience
+    # counts them; bench/ttl_plans.py with_step_log)
+    assert best.total_steps > 400
+    assert best.metrics == replace(base.metrics, log_every_steps=1)
     for bad, why in (
         ("nope", "unknown method"),
         ("baseline-2x", "fraction"),

@@ -162,7 +162,7 @@ def test_every_part_of_the_tiny_check_runs_end_to_end(tmp_path: Path) -> None:
     assert "Traceback" not in out and "FAILED" not in out, out
     assert "skipped" not in out.split("== 1/4", 1)[1], out
     last = proc.stdout.strip().splitlines()[-1]
-    assert last.startswith("gpu_check.sh: ") and last.count("|") == 3, last
+    assert last.startswith("gpu_check.sh: ") and last.count("|") == 4, last  # time | 4 parts
     table, engine, ttl, ddp = last.split(" | ", 1)[1].split("|")
     assert table.startswith("stage4_speedup=") and "roofline_ratio=" in table
     assert engine.startswith("engine batch=8 stages=5 ") and "host_overhead_pct=[" in engine
