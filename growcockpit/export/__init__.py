@@ -1,9 +1,10 @@
 """Mirrors of a run's event log into TensorBoard and Weights & Biases.
 
 A mirror is fed every event that goes to events.jsonl, as it is written
-(`RunReporter.emit`), or later from the file (`growcockpit export`). The
-packages are optional extras, imported only when a plan or a command asks
-for them: `pip install "growcockpit[tensorboard]"` / `"growcockpit[wandb]"`.
+(`RunReporter.emit`), or later from the file (`growcockpit export`). TensorBoard
+files are written with the standard library (`export.tfevents`: the default
+install writes them; the `tensorboard` package only shows them); W&B needs its
+optional extra, imported only when a plan asks for it: `pip install "growcockpit[wandb]"`.
 Knows protocol, never torch or textual.
 """
 
@@ -36,10 +37,9 @@ def _needs(package: str, setting: str) -> MirrorError:
 
 
 def tensorboard_mirror(log_dir: Path) -> Mirror:
-    try:
-        from growcockpit.export.tb_mirror import TensorBoardMirror
-    except ImportError:
-        raise _needs("tensorboard", "logging.tensorboard = true") from None
+    """Writes TensorBoard files with the standard library: no package to install."""
+    from growcockpit.export.tb_mirror import TensorBoardMirror
+
     return TensorBoardMirror(log_dir)
 
 

@@ -1,40 +1,40 @@
 """TensorBoard mirror: the run's events as a TensorBoard event file (`runs/<id>/tb/`).
 
-Written with TensorBoard's own event-file writer and protos (no TensorFlow,
-no torch), with each event's own wall time, so a live mirror and a later
-`growcockpit export` of the same events.jsonl hold the same values.
+Written by `export.tfevents` (the standard library: no tensorboard, TensorFlow
+or torch package needed to write it), with each event's own wall time, so a
+live mirror and a later `growcockpit export` of the same events.jsonl hold the
+same values.
 """
 
 from __future__ import annotations
 
+import time
 from pathlib import Path
 
-from tensorboard.compat.proto.event_pb2 import Event as TbEvent
-from tensorboard.compat.proto.summary_pb2 import Summary
-from tensorboard.plugins.text.summary_v2 import text_pb
-from tensorboard.summary.writer.event_file_writer import EventFileWriter
-
+from growcockpit.export import tfevents
 from growcockpit.export.records import Recorder
 from growcockpit.protocol.events import Event
+
+FLUSH_S = 5.0
 
 
 class TensorBoardMirror:
     def __init__(self, log_dir: Path) -> None:
-        log_dir.mkdir(parents=True, exist_ok=True)
         self.log_dir = log_dir
-        self._writer = EventFileWriter(str(log_dir), flush_secs=5)
+        self._writer = tfevents.EventFileWriter(log_dir)
         self._recorder = Recorder()
+        self._flushed = time.monotonic()
 
     def __call__(self, event: Event) -> None:
         rec = self._recorder.record(event)
         if rec is None:
             return
-        values = [Summary.Value(tag=tag, simple_value=v) for tag, v in rec.scalars.items()]
-        for tag, text in rec.texts.items():
-            values.extend(text_pb(tag, text).value)
-        self._writer.add_event(
-            TbEvent(wall_time=rec.wall_time, step=rec.step, summary=Summary(value=values))
-        )
+        values = [tfevents.scalar_value(tag, v) for tag, v in rec.scalars.items()]
+        values += [tfevents.text_value(tag, text) for tag, text in rec.texts.items()]
+        self._writer.add(tfevents.event(rec.wall_time, rec.step, values))
+        if time.monotonic() - self._flushed >= FLUSH_S:  # a live TensorBoard sees it soon
+            self._writer.flush()
+            self._flushed = time.monotonic()
 
     def close(self) -> None:
         self._writer.close()
