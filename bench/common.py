@@ -67,10 +67,12 @@ class Size:
     eval_every: int
     eval_batches: int = 4
     dropout: float = 0.1
+    kv_heads: int | None = None  # grouped-query attention (Llama); None: one per head
 
     @property
     def ffn(self) -> int:
-        return 4 * self.hidden
+        """4 × hidden for a 2-matrix FFN; 3 × hidden for SwiGLU (3 matrices: ≈ the same FLOPs)."""
+        return (4 if family_facts(self.family).ffn_matrices == 2 else 3) * self.hidden
 
 
 # Time-to-quality sizes. "cpu": 8 × 128, vocab 4000 (a small vocab keeps the GPT-2 head,
@@ -82,18 +84,22 @@ TTL_SIZES: dict[str, dict[str, Size]] = {
     "quick": {
         "gpt2": Size("gpt2", 4, 64, 4, 64, 8, 2000, 40, 2e-3, 10, 2),
         "bert": Size("bert", 4, 64, 4, 64, 8, 2000, 40, 1e-3, 10, 2),
+        "llama": Size("llama", 4, 64, 4, 64, 8, 2000, 40, 2e-3, 10, 2, 0.0, 2),
     },
     "cpu": {
         "gpt2": Size("gpt2", 8, 128, 4, 128, 16, 4000, 400, 1e-3, 20),
         "bert": Size("bert", 8, 128, 4, 128, 16, 4000, 400, 3e-4, 20),
+        "llama": Size("llama", 8, 128, 4, 128, 16, 4000, 400, 3e-3, 20, dropout=0.0, kv_heads=2),
     },
     "medium": {
         "gpt2": Size("gpt2", 12, 256, 4, 128, 16, 8000, 1200, 1e-3, 50),
         "bert": Size("bert", 12, 256, 4, 128, 16, 8000, 1200, 3e-4, 50),
+        "llama": Size("llama", 12, 256, 4, 128, 16, 8000, 1200, 1e-3, 50, dropout=0.0, kv_heads=2),
     },
-    "base": {  # BERT-Base / GPT-2 small shapes: a GPU run
+    "base": {  # BERT-Base / GPT-2 small / SmolLM-135M shapes: a GPU run
         "gpt2": Size("gpt2", 12, 768, 12, 512, 32, 8000, 6000, 6e-4, 250, 8),
         "bert": Size("bert", 12, 768, 12, 128, 128, 30522, 6000, 1e-4, 250, 8),
+        "llama": Size("llama", 30, 576, 9, 512, 32, 16000, 6000, 1e-3, 250, 8, 0.0, 3),
     },
 }
 
@@ -112,6 +118,7 @@ def plan_for(size: Size, name: str, stages: list[Stage], seed: int = 0) -> Plan:
             max_seq_len=size.seq,
             final_layers=size.layers,
             dropout=size.dropout,
+            num_kv_heads=size.kv_heads,
         ),
         data=DataSpec(source="builtin", tokenizer=f"train:{size.vocab}", seq_len=size.seq),
         optim=OptimSpec(
@@ -236,7 +243,7 @@ def gong_stages(size: Size) -> list[Stage]:
 def vcycle_stages(size: Size) -> list[Stage]:
     L, d = size.layers, size.hidden
     steps = _split(size.steps, [5, 47.5, 47.5])
-    factor = 4.0 if size.family == "gpt2" else 2.0
+    factor = 4.0 if family_facts(size.family).objective == "causal" else 2.0
     return [
         Stage(f"warmup-{L}", L, steps[0], enter="init", train="all"),
         Stage(

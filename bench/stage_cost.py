@@ -103,7 +103,8 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--scale", choices=sorted(SIZES), default="cpu")
     ap.add_argument("--quick", action="store_true", help="= --scale quick, few steps")
-    ap.add_argument("--family", choices=("bert", "gpt2"), default="bert")
+    ap.add_argument("--family", choices=("bert", "gpt2", "llama"), default="bert")
+    ap.add_argument("--kv-heads", type=int, help="key/value heads (llama; default: half the heads)")
     ap.add_argument("--layers", type=int)
     ap.add_argument("--hidden", type=int)
     ap.add_argument("--heads", type=int)
@@ -144,6 +145,9 @@ def main(argv: list[str] | None = None) -> int:
         1,
         base.lr,
         0,
+        kv_heads=(args.kv_heads or max(1, (args.heads or base.heads) // 2))
+        if args.family == "llama"
+        else None,
     )
     steps = args.steps or (4 if args.scale == "quick" else 24)
     rounds = max(

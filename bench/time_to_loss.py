@@ -72,7 +72,12 @@ def eval_every(steps: int, target: int) -> int:
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
     ap = argparse.ArgumentParser(description=(__doc__ or "").split("\n\n")[0])
-    ap.add_argument("--family", choices=("gpt2", "bert", "both"), default="both")
+    ap.add_argument(
+        "--family",
+        choices=("gpt2", "bert", "llama", "both", "all"),
+        default="both",
+        help="both = gpt2 and bert; all = every family",
+    )
     ap.add_argument("--scale", choices=sorted(TTL_SIZES), default="cpu")
     ap.add_argument(
         "--quick", action="store_true", help="= --scale quick (tiny, < 1 min per family)"
@@ -188,7 +193,9 @@ def main(argv: list[str] | None = None) -> int:
         print("\n\n".join(plot(data, x) for x in xs))
         return 0
     scale = "quick" if args.quick else args.scale
-    families = ["gpt2", "bert"] if args.family == "both" else [args.family]
+    families = {"both": ["gpt2", "bert"], "all": ["gpt2", "bert", "llama"]}.get(
+        args.family, [args.family]
+    )
     seeds = [int(s) for s in args.seeds.split(",")]
     try:
         lrs = parse_lrs(args.lrs) if args.lrs else None
