@@ -78,10 +78,10 @@ def budget_lines(plan: Plan, fit: FittedBudget | None = None) -> list[str]:
     return [
         f"budget: {given} = {fit.budget_units:,.0f} cost units "
         f"(≈ {fit.baseline_steps:.1f} steps of the full-depth baseline{wall})",
-        f'fill:   stage {fit.fill_index} "{fit.fill_name}" fitted to {steps}; '
+        f'fill:   stage {fit.fill_index + 1} "{fit.fill_name}" fitted to {steps}; '
         f"plan estimate {fit.total_units:,.0f} units ({fit.total_units / fit.budget_units:.3f} × budget)"
         if fit.budget_units > 0
-        else f'fill:   stage {fit.fill_index} "{fit.fill_name}"',
+        else f'fill:   stage {fit.fill_index + 1} "{fit.fill_name}"',
     ]
 
 
@@ -128,7 +128,7 @@ def format_plan(plan: Plan, cost: PlanCost | None = None) -> str:
         sc = costs.get(shape.index)
         rows.append(
             [
-                str(shape.index),
+                str(shape.index + 1),  # stages are numbered from 1 wherever they are shown
                 stage.name,
                 operator_label(stage, m.family),
                 f"{shape.prev_layers}→{shape.layers}"

@@ -24,7 +24,7 @@ STATUS_WORDS = {
     "running": "live",
     "waiting": "live",
     "paused": "paused",
-    "completed": "finished",
+    "completed": "completed",
     "stopped": "stopped",
     "crashed": "crashed",
 }
@@ -122,7 +122,7 @@ def _from_events(paths: RunPaths) -> RunEntry:
     status.json nobody says whether a backend is still alive."""
     state = RunState()
     fold_lines(state, _tail_lines(paths.events))
-    status = STATUS_WORDS.get(state.status, "finished") if state.finished else "unknown"
+    status = STATUS_WORDS.get(state.status, "completed") if state.finished else "unknown"
     stage = f"{state.stage_index + 1} {state.stage_name}" if state.stage_index >= 0 else ""
     total = state.total_steps if state.plan_dict else 0  # a plan seen whole, not guessed
     loss = state.loss if isinstance(state.loss, int | float) else None

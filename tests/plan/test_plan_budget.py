@@ -244,7 +244,7 @@ def test_show_and_budget_lines() -> None:
     plan = loads_plan(budget_text())
     lines = budget_lines(plan)
     assert lines[0].startswith("budget: 20 baseline steps = 300 cost units")
-    assert 'stage 2 "all" fitted to 8 steps' in lines[1]
+    assert 'stage 3 "all" fitted to 8 steps' in lines[1]  # numbered from 1
     text = format_plan(plan)
     assert "8*" in text and "*: fitted to the budget" in text
     assert "budget: 20 baseline steps" in text

@@ -21,7 +21,7 @@ def folded(**kwargs: object) -> RunState:
 def test_finished_run_current_stage_step_status() -> None:
     s = folded()
     assert s.status == "completed"
-    assert s.finished and s.display_status() == "finished"
+    assert s.finished and s.display_status() == "completed"
     assert s.plan_name == "mslt-demo"
     assert s.run_id == "mslt-demo-20260101-000000"
     assert (s.stage_index, s.stage_name, s.num_stages) == (1, "grow-4", 2)

@@ -59,7 +59,7 @@ async def test_dashboard_shows_recorded_run(tmp_path: Path) -> None:
     async with app.run_test(size=SIZE) as pilot:
         await settle(pilot)
         text = header(app)
-        assert "mslt-demo" in text and "finished" in text
+        assert "mslt-demo" in text and "completed" in text
         assert "stage 2/2 grow-4" in text and "40/40" in text
         assert "step 80/80" in text
         assert "elapsed 0:01:11" in text  # from event timestamps, not the wall clock

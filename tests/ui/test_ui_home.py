@@ -63,7 +63,7 @@ def test_catalog_lists_plans_and_runs(tmp_path: Path) -> None:
         4.2,
     )
     assert (runs[1].status, runs[1].plan, runs[1].step, runs[1].total_steps) == (
-        "finished",
+        "completed",
         "mslt-demo",
         80,
         80,
@@ -80,7 +80,7 @@ async def test_home_lists_and_opens(tmp_path: Path) -> None:
         assert isinstance(app.screen, HomeScreen)
         text = screen_text(app)
         assert "mslt-snapshot" in text and "cpu-demo" in text
-        assert "mslt-live" in text and "live" in text and "finished" in text
+        assert "mslt-live" in text and "live" in text and "completed" in text
         await pilot.press("enter")  # the first plan (yours)
         await pilot.pause()
         assert (

@@ -179,7 +179,7 @@ def test_catalog_summarises_a_run_without_status_by_folding_its_tail(tmp_path: P
     entry = run_entry(done)
     assert entry is not None
     assert (entry.status, entry.plan, entry.stage, entry.step, entry.total_steps) == (
-        "finished",
+        "completed",
         "mslt-demo",
         "2 grow-4",
         80,

@@ -153,9 +153,9 @@ class RunData:
         return self.stage_index + 1
 
     def display_status(self) -> str:
-        """live | paused | finished | stopped | crashed | starting | no backend."""
+        """live | paused | completed | stopped | crashed | starting | no backend."""
         if self.status == "completed":
-            return "finished"
+            return "completed"
         if self.status in ("stopped", "crashed"):
             return self.status
         if self.backend_alive is False:

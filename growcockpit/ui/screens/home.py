@@ -30,7 +30,7 @@ REFRESH_S = 2.0
 STATUS_STYLE = {
     "live": "bold green",
     "paused": "bold yellow",
-    "finished": "cyan",
+    "completed": "cyan",
     "stopped": "yellow",
     "crashed": "bold red",
     "unknown": "dim",

@@ -12,7 +12,7 @@ from growcockpit.ui.widgets.text_bits import human_count
 STATUS_STYLE = {
     "live": "bold green",
     "paused": "bold yellow",
-    "finished": "bold cyan",
+    "completed": "bold cyan",
     "stopped": "bold yellow",
     "crashed": "bold red",
     "no backend": "bold red",
@@ -105,7 +105,7 @@ class RunHeader(Static):
     def show_state(self, state: RunState, now: float | None = None, role: str = "") -> None:
         text = header_text(state, now, self.size.width or self.app.size.width, role)
         status = state.display_status()
-        for name in ("live", "paused", "finished", "stopped", "crashed"):
+        for name in ("live", "paused", "completed", "stopped", "crashed"):
             self.set_class(status == name, f"-{name}")
         self.set_class(status == "no backend", "-lost")
         if text.plain != self._last:
