@@ -107,9 +107,15 @@ class GrowCockpitApp(App[None]):
         elif self.plan_path is not None or self.new_plan:
             self.push_screen(DesignerScreen(self.plan_path, runs_root=self.runs_root))
 
-    def _dashboard(self, run_dir: Path, plan_path: Path | None = None) -> DashboardScreen:
+    def _dashboard(
+        self, run_dir: Path, plan_path: Path | None = None, back: bool = False
+    ) -> DashboardScreen:
         return DashboardScreen(
-            run_dir, clock=self.clock, command_timeout=self.command_timeout, plan_path=plan_path
+            run_dir,
+            clock=self.clock,
+            command_timeout=self.command_timeout,
+            plan_path=plan_path,
+            back=back,
         )
 
     # ---- routing ----------------------------------------------------------------
@@ -118,7 +124,7 @@ class GrowCockpitApp(App[None]):
 
     def on_home_screen_open_run(self, message: HomeScreen.OpenRun) -> None:
         self.run_dir = message.path
-        self.push_screen(self._dashboard(message.path))
+        self.push_screen(self._dashboard(message.path, back=True))
 
     def on_home_screen_open_compare(self, message: HomeScreen.OpenCompare) -> None:
         self.push_screen(CompareScreen(self.runs_root, message.paths))

@@ -31,7 +31,8 @@ def on_run_started(state: RunData, ev: RunStarted) -> None:
     state.run_id = ev.run_id or state.run_id
     state.device = ev.device
     state.status = "running"
-    state.t_start = ev.t or state.t_start
+    if not (ev.resumed_from and state.t_start is not None):  # a resume goes on counting
+        state.t_start = ev.t or state.t_start
     state.t_finished = None
     if ev.plan:
         state.plan_dict = dict(ev.plan)

@@ -97,9 +97,10 @@ class DashboardScreen(Screen[None]):
         clock: Callable[[], float] = time.time,
         command_timeout: float = 60.0,
         plan_path: Path | None = None,
+        back: bool = False,  # opened from Home: `q` goes back there
     ) -> None:
         super().__init__()
-        self.run_dir = Path(run_dir)
+        self.run_dir, self.back = Path(run_dir), back
         self.plan_path = Path(plan_path) if plan_path is not None else None
         self.session = RunSession(self.run_dir, plan_path=self.plan_path)
         self.clock = clock
@@ -239,9 +240,9 @@ class DashboardScreen(Screen[None]):
             go_home()
 
     def action_leave(self) -> None:
-        """Close the cockpit; training goes on (reattach with `growcockpit attach`)."""
+        """Close the cockpit, or back to Home; training goes on (`growcockpit attach`)."""
         self.session.release()
-        self.app.exit()
+        self.dismiss() if self.back else self.app.exit()
 
     # ---- commands ---------------------------------------------------------
     def _can_command(self, what: str) -> bool:

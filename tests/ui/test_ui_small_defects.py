@@ -1,0 +1,55 @@
+"""Issue 23 §1.11, the smaller defects: each with the test that failed before its fix."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from ui_fixtures import settle, write_recorded_run
+
+from growcockpit.ui import GrowCockpitApp
+from growcockpit.ui.screens import DashboardScreen, HomeScreen
+
+SIZE = (160, 48)
+
+
+async def test_q_on_a_dashboard_opened_from_home_goes_back_home(tmp_path: Path) -> None:
+    write_recorded_run(tmp_path / "runs" / "r")
+    app = GrowCockpitApp(runs_root=tmp_path / "runs", workdir=tmp_path, samples=tmp_path)
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.pause()
+        assert isinstance(app.screen, HomeScreen)
+        await pilot.press("a")
+        await pilot.pause()
+        assert isinstance(app.screen, DashboardScreen)
+        await settle(pilot)
+        await pilot.press("q")
+        await pilot.pause()
+        assert isinstance(app.screen, HomeScreen) and app.is_running
+    # attached directly (growcockpit attach RUN), `q` leaves the cockpit
+    app = GrowCockpitApp(run_dir=tmp_path / "runs" / "r")
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        await pilot.press("q")
+        await pilot.pause()
+        assert not app.is_running
+
+
+def test_the_elapsed_clock_goes_on_after_a_resume() -> None:
+    from ui_fixtures import PLAN, T0
+
+    from growcockpit.protocol.events import RunFinished, RunStarted, StageStarted, Step
+    from growcockpit.ui.run_state import RunState
+
+    state = RunState()
+    state.apply_all(
+        [
+            RunStarted(seq=1, t=T0, run_id="r", plan=PLAN),
+            StageStarted(seq=2, t=T0, index=0, name="shallow", layers=2, steps=40),
+            Step(seq=3, t=T0 + 100, step=10, loss=5.0),
+            RunFinished(seq=4, t=T0 + 100, status="stopped", step=10),
+            RunStarted(seq=5, t=T0 + 500, run_id="r", plan=PLAN, resumed_from="step-10"),
+            Step(seq=6, t=T0 + 510, step=11, loss=4.9),
+        ]
+    )
+    assert state.elapsed(now=T0 + 510) == 510.0
+    assert state.log[-1].t == 500.0  # log lines keep the run's clock too
