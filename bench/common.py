@@ -292,7 +292,7 @@ def plan_text(plan: Plan, header: str = "") -> str:
 
 
 # ---- FLOPs -----------------------------------------------------------------------------
-def stage_step_flops(plan: Plan) -> list[float]:
+def stage_step_flops(plan: Plan, head: bool = True) -> list[float]:
     """Model FLOPs of one training step of each stage (not hardware FLOPs).
 
     Per token and block at width w (FFN scaled alike): forward
@@ -306,6 +306,7 @@ def stage_step_flops(plan: Plan) -> list[float]:
     trains, +1× for the weight gradient when the embeddings (tied) train.
     Embedding lookups, LayerNorms, softmax and the optimizer are not counted.
     This is the §6 cost model with r = 2 and the `refined` terms, in FLOPs.
+    `head=False`: the blocks only (the non-embedding count papers often quote).
     """
     shapes = resolve_shapes(plan)
     seq, batch = plan.data.seq_len, plan.optim.batch_size
@@ -318,15 +319,15 @@ def stage_step_flops(plan: Plan) -> list[float]:
         w = shape.width
         block = tokens * (2 * block_params(plan.model, w) + 4 * seq * w)
         block *= expected_depth_fraction(shape.layers, stage.layer_drop)  # skipped blocks
-        head = rows * 2 * (w * vocab + (w * w if bert else 0))
+        head_fwd = rows * 2 * (w * vocab + (w * w if bert else 0)) if head else 0.0
         k = len(shape.trainable_layers)
         emb = stage.embeddings_trainable()
         frozen = shape.layers - k
         if emb:
-            cost = block * (3 * k + 2 * frozen) + head * 3
+            cost = block * (3 * k + 2 * frozen) + head_fwd * 3
         else:
             cost = block * (frozen + (3 * k - 1 if k else 0))
-            cost += head * (2 if k or stage.head_trainable() else 1)
+            cost += head_fwd * (2 if k or stage.head_trainable() else 1)
         out.append(float(cost))
     return out
 

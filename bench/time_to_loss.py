@@ -43,10 +43,18 @@ if str(BENCH) not in sys.path:
     sys.path.insert(0, str(BENCH))
 
 from common import METHODS, MSLT_VARIANTS, TTL_SIZES, Size, method_plan  # noqa: E402
+from ttl_flops import flops_split, print_flops  # noqa: E402
 from ttl_plans import Budget, MethodError, budget_plan, method_label, stages_summary  # noqa: E402
 from ttl_report import markdown, plot, report_family  # noqa: E402
 from ttl_runs import Job, analyse, first_reach, run_jobs  # noqa: E402
-from ttl_sweep import expand, parse_lrs, pick_best, runs_at_best, sweep_table  # noqa: E402
+from ttl_sweep import (  # noqa: E402
+    expand,
+    parse_lrs,
+    pick_best,
+    runs_at_best,
+    sweep_table,
+    tuned_baseline,
+)
 
 from growcockpit.plan import estimate_cost  # noqa: E402
 from growcockpit.plan.types import Plan  # noqa: E402
@@ -107,6 +115,12 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     ap.add_argument(
         "--lrs",
         help="comma list of peak LRs: every method at each, compared at its best (ttl_sweep.py)",
+    )
+    ap.add_argument(
+        "--baseline-schedules",
+        default="linear",
+        help="comma list of linear, wsd: the baseline trains with each (at every --lrs LR) "
+        "and the best by median final val loss is the target (default: linear)",
     )
     ap.add_argument("--layers", type=int, help="final depth (default: the scale's)")
     ap.add_argument("--hidden", type=int, help="width (default: the scale's)")
@@ -177,9 +191,19 @@ def method_plans(args: argparse.Namespace, size: Size, seed: int) -> list[tuple[
         ]
         if "baseline" not in methods:
             methods.insert(0, "baseline")
+        methods += [m for m in baseline_rivals(args) if m not in methods]
         budget = Budget(size.steps, size.eval_every)
         out = [(method_label(m), budget_plan(m, size, seed, budget)) for m in methods]
     return sorted(out, key=lambda lp: lp[0] != "baseline")
+
+
+def baseline_rivals(args: argparse.Namespace) -> tuple[str, ...]:
+    """The baseline's other schedules (`--baseline-schedules`) as methods: `baseline-wsd`."""
+    schedules = [s.strip() for s in args.baseline_schedules.split(",") if s.strip()]
+    for s in schedules:
+        if s not in ("linear", "wsd"):
+            raise MethodError(f"--baseline-schedules: unknown {s!r}; of linear, wsd")
+    return ("baseline-wsd",) if "wsd" in schedules and not args.same_steps else ()
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -235,6 +259,7 @@ def main(argv: list[str] | None = None) -> int:
                 jobs, args.parallel, args.device, args.threads, args.timeout_s, args.reuse_only
             )
             best, sweep = pick_best([v for v, _ in per_seed[0][1]], results, seeds)
+            best, schedule = tuned_baseline(best, sweep, baseline_rivals(args))
             runs = []
             for seed, run in runs_at_best(best, results, seeds).items():
                 if "baseline" not in run:
@@ -252,10 +277,18 @@ def main(argv: list[str] | None = None) -> int:
                     )
                 analyse(run)
                 runs.append(run)
-            if lrs:
+            if lrs or baseline_rivals(args):
                 print()
                 print(f"== {family}: LR sweep, median final val loss over the seeds (* = picked):")
                 print("\n".join(sweep_table(sweep)))
+            if baseline_rivals(args):
+                kind = "wsd" if schedule == "baseline-wsd" else "linear"
+                print(
+                    f"== {family}: the target baseline is {best['baseline'].label} ({kind} schedule)"
+                )
+            at_best = {(m, s): plan_of[(v.label, s)] for m, v in best.items() for s in seeds}
+            split = flops_split(plan_of[(best["baseline"].label, seeds[0])], runs, at_best)
+            print_flops(family, split)
             fam_summary, items = report_family(
                 family,
                 size,
@@ -271,6 +304,8 @@ def main(argv: list[str] | None = None) -> int:
                 "runs": runs,
                 "summary": fam_summary,
                 **({"lr_sweep": sweep} if lrs else {}),
+                "baseline_target": {"label": best["baseline"].label, "schedule": schedule},
+                "flops_split": split,
             }
             summary += items
     finally:

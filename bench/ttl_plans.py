@@ -37,8 +37,10 @@ from common import (
 
 from growcockpit.plan import (
     BudgetSpec,
+    OptimSpec,
     PlanError,
     Stage,
+    estimate_cost,
     fill_index,
     fitted_plan,
     load_plan,
@@ -49,6 +51,9 @@ from growcockpit.plan.types import Plan
 
 TEMPLATES = ("gong", "vcycle") + tuple(f"mslt-{v}" for v in MSLT_VARIANTS)
 BASELINE_FRACTION = re.compile(r"^baseline-(\d*\.?\d+)x$")
+# the late single expansion: `late` (80 %), `late-0.7`; `-copy` plain copies instead of
+# identity blocks; `-carry` keeps the one layer's AdamW state for its copies
+LATE = re.compile(r"^late(?:-(0?\.\d+))?(-copy)?(-carry)?$")
 
 
 class MethodError(ValueError):
@@ -168,7 +173,12 @@ def _method_plan(method: str, size: Size, seed: int, budget: Budget) -> Plan:
             raise MethodError(f"{method}: the fraction must be in (0, 1] and leave one evaluation")
         short = replace(size, steps=steps)
         return plan_for(short, f"bench-{size.family}-{method}", baseline_stages(short), seed)
-    if method.startswith("plan:"):
+    if method == "baseline-wsd":
+        return replace(base, name=f"bench-{size.family}-{method}", optim=_wsd(base.optim))
+    late = LATE.match(method)
+    if late:
+        plan = late_plan(size, seed, budget, late, method)
+    elif method.startswith("plan:"):
         plan = load_plan(_plan_file(method[5:]))
         _check_same_model(plan, base, method)
         plan = _bench_settings(plan, base)
@@ -182,12 +192,50 @@ def _method_plan(method: str, size: Size, seed: int, budget: Budget) -> Plan:
         plan = plan_for(size, f"bench-{size.family}-{method}", stages, seed)
     else:
         raise MethodError(
-            f"unknown method {method!r}; one of baseline, baseline-<f>x, "
+            f"unknown method {method!r}; one of baseline, baseline-<f>x, baseline-wsd, "
+            "late[-<fraction>][-copy][-carry], "
             f"{', '.join(TEMPLATES)}, plan:<file or sample plan name>"
         )
     fitted = fit_to_budget(plan, budget)
+    if late:  # the decay spans the full-depth stage: the expansion lands in the stable peak
+        share = round(fitted.stages[-1].steps / fitted.total_steps, 4)
+        fitted = replace(fitted, optim=replace(fitted.optim, decay_fraction=share))
     validate_plan(fitted, source=method)
     return fitted
+
+
+def _wsd(optim: OptimSpec) -> OptimSpec:
+    return replace(optim, schedule="wsd")
+
+
+def late_plan(size: Size, seed: int, budget: Budget, m: re.Match[str], method: str) -> Plan:
+    """1 layer for `fraction` (default 0.8) of the budget, one stack to full depth, all train.
+
+    The 1-layer stage's steps are what its estimated step cost buys of that share of the
+    budget (plan.estimate_cost, the cost model `fitted_plan` fills with); the full-depth
+    stage is the fill stage and gets the rest. New blocks are identity blocks (`init =
+    "zero"`: the function is kept) unless `-copy`; `-carry` keeps the optimizer state.
+    WSD schedule; `_method_plan` sets its decay to span the full-depth stage once fitted.
+    """
+    fraction = float(m.group(1) or 0.8)
+    if not 0 < fraction < 1:
+        raise MethodError(f"{method}: the 1-layer share must be in (0, 1)")
+    full = Stage(
+        f"full-{size.layers}",
+        size.layers,
+        1,
+        enter="stack",
+        source="top",
+        init="copy" if m.group(2) else "zero",
+        train="all",
+    )
+    one = Stage("one-layer", 1, 1, enter="init", train="all")
+    probe = plan_for(size, f"bench-{size.family}-{method}", [one, full], seed)
+    cost = estimate_cost(probe)
+    share = fraction * budget.baseline_steps * cost.baseline_step_cost
+    steps = max(1, round(share / cost.stages[0].step_cost))
+    optim = replace(_wsd(probe.optim), optimizer_reset=not m.group(3))
+    return replace(probe, optim=optim, stages=[replace(one, steps=steps), full])
 
 
 def method_label(method: str) -> str:

@@ -70,7 +70,7 @@ def size_line(family: str, size: Size, budget: int | None, lr: str | None = None
     return (
         f"== {family}: {size.layers} layers × {size.hidden} ({size.heads} heads, FFN {size.ffn}), "
         f"seq {size.seq}, batch {size.batch}, vocab {size.vocab}, {lr or f'lr {size.lr:g}'}, "
-        f"linear decay; {what}"
+        f"each plan's LR schedule (linear decay unless wsd); {what}"
     )
 
 

@@ -112,6 +112,28 @@ def pick_best(
     return best, table
 
 
+def tuned_baseline(
+    best: dict[str, Variant], table: dict[str, dict[str, Any]], others: tuple[str, ...]
+) -> tuple[dict[str, Variant], str]:
+    """The target is the best of the baseline's schedules: `baseline` (linear) and `others`
+    (e.g. `baseline-wsd`), each already at its best LR; the winner by median final val loss
+    becomes `baseline`, the linear one then stays as `baseline-linear`. (new best, winner)."""
+    if "baseline" not in best:
+        return best, "baseline"
+
+    def median(method: str) -> float:
+        v = table[method]["lrs"].get(f"{best[method].lr:g}")
+        return math.inf if v is None else float(v)
+
+    rivals = [m for m in others if m in best]
+    winner = min(["baseline", *rivals], key=median)
+    if winner == "baseline":
+        return best, winner
+    out = {"baseline": best[winner], "baseline-linear": best["baseline"]}
+    out.update({m: v for m, v in best.items() if m not in ("baseline", winner)})
+    return out, winner
+
+
 def runs_at_best(
     best: dict[str, Variant],
     results: dict[tuple[str, int], dict[str, Any]],

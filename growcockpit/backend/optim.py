@@ -1,4 +1,4 @@
-"""Optimizer over exactly the trainable set, and the learning rate across stages.
+"""Optimizer over exactly the trainable set; the LR across stages is plan/schedule.py's.
 
 The optimizer is rebuilt at every stage change (methods.md: the prts
 reimplementation built it once, so appended layers never trained).
@@ -6,13 +6,12 @@ reimplementation built it once, so appended layers never trained).
 
 from __future__ import annotations
 
-import math
-
 import torch
 from torch import nn
 
 from growcockpit.backend.lamb import Lamb
-from growcockpit.plan.types import OptimSpec, Plan, stage_warmup
+from growcockpit.plan.schedule import lr_at as lr_at
+from growcockpit.plan.types import OptimSpec
 
 
 def build_optimizer(
@@ -42,24 +41,6 @@ def build_optimizer(
     if spec.name == "lamb":
         return Lamb(groups, lr=lr, betas=(0.9, 0.999), eps=1e-6)
     raise ValueError(f'optim.name = "{spec.name}" is unknown; use "adamw" or "lamb"')
-
-
-def lr_at(
-    plan: Plan, stage_index: int, step_in_stage: int, global_step: int, scale: float = 1.0
-) -> float:
-    """Continuous global decay times a short re-warmup at the start of each stage."""
-    stage = plan.stages[stage_index]
-    base = stage.lr if stage.lr is not None else plan.optim.lr
-    warmup = stage_warmup(stage, stage_index, plan.optim.warmup_steps)
-    warm = min(1.0, (step_in_stage + 1) / warmup) if warmup > 0 else 1.0
-    progress = min(1.0, global_step / max(1, plan.total_steps))
-    if plan.optim.schedule == "linear":
-        decay = 1.0 - 0.9 * progress
-    elif plan.optim.schedule == "cosine":
-        decay = 0.1 + 0.9 * 0.5 * (1 + math.cos(math.pi * progress))
-    else:
-        decay = 1.0
-    return base * warm * decay * scale
 
 
 def set_lr(optimizer: torch.optim.Optimizer, lr: float) -> None:

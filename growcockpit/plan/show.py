@@ -102,7 +102,7 @@ def format_plan(plan: Plan, cost: PlanCost | None = None) -> str:
             if family_facts(m.family).objective == "masked"
             else ""
         ),
-        f"optim: {o.name}, lr {o.lr:g}, {o.schedule} schedule, warmup {o.warmup_steps}, batch {o.batch_size}, "
+        f"optim: {o.name}, lr {o.lr:g}, {o.schedule} schedule{_decay(plan)}, warmup {o.warmup_steps}, batch {o.batch_size}, "
         f"weight_decay {o.weight_decay:g}, grad_clip {o.grad_clip:g}, optimizer_reset {str(o.optimizer_reset).lower()}",
         f"seed:  {plan.seed}",
         "",
@@ -158,3 +158,10 @@ def format_plan(plan: Plan, cost: PlanCost | None = None) -> str:
         + ("; *: fitted to the budget)" if fit is not None else ")"),
     ]
     return "\n".join(lines)
+
+
+def _decay(plan: Plan) -> str:
+    """A "wsd" plan's decay share (of the total steps, fitted or not: one schedule)."""
+    if plan.optim.schedule != "wsd":
+        return ""
+    return f" (decay over the last {plan.optim.decay_fraction:.0%} of the steps)"

@@ -21,7 +21,7 @@ Pairing = Literal["adjacent", "half"]
 Advance = Literal["auto", "manual", "plateau"]
 Toggle = Literal["train", "frozen"]
 StackInit = Literal["copy", "zero"]
-Schedule = Literal["constant", "linear", "cosine"]
+Schedule = Literal["constant", "linear", "cosine", "wsd"]
 OptimizerName = Literal["adamw", "lamb"]
 Precision = Literal["auto", "fp32", "bf16", "fp16"]
 WandbMode = Literal["off", "offline"]
@@ -102,6 +102,7 @@ class OptimSpec:
     batch_size: int = 16
     weight_decay: float = 0.01
     schedule: Schedule = "constant"
+    decay_fraction: float = 0.2  # "wsd": the decay's share of the total steps (plan/schedule.py)
     grad_clip: float = 1.0
     optimizer_reset: bool = True
     grad_accum_steps: int = 1

@@ -143,6 +143,7 @@ def _check_sections(plan: Plan, c: _Checks) -> None:
     c.positive("optim.batch_size", o.batch_size)
     c.at_least("optim.weight_decay", o.weight_decay, 0.0)
     c.one_of("optim.schedule", o.schedule, SCHEDULES)
+    c.fraction("optim.decay_fraction", o.decay_fraction, closed_high=True, open_low=True)
     c.at_least("optim.grad_clip", o.grad_clip, 0.0, "0 (off) or a positive number")
     c.positive("optim.grad_accum_steps", o.grad_accum_steps)
     c.one_of("optim.precision", o.precision, PRECISIONS)
