@@ -80,6 +80,31 @@ def load_plan_or_fail(path: Path, *, resuming: bool = False) -> Plan:
         raise UserError(str(exc)) from None
 
 
+def add_set_arg(parser: argparse.ArgumentParser) -> None:
+    """`--set section.field=value`, repeatable (growcockpit.plan.overrides)."""
+    parser.add_argument(
+        "--set",
+        dest="sets",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="override a plan key, e.g. optim.lr=2e-3 or stages.0.steps=100 (repeatable)",
+    )
+
+
+def load_plan_set_or_fail(path: Path, sets: list[str]) -> tuple[Plan, str]:
+    """The plan at `path` with `--set` overrides applied, and its text to freeze in a run."""
+    from growcockpit.plan import PlanError
+    from growcockpit.plan.overrides import load_plan_with
+
+    try:
+        return load_plan_with(path, sets)
+    except PlanError as exc:
+        raise UserError(str(exc)) from None
+    except OSError as exc:
+        raise UserError(f"{path}: cannot read ({exc.strerror})") from None
+
+
 def checkpoint_step(value: str, where: str) -> int:
     """`200` or `step-200` → 200."""
     text = value.removeprefix("step-")

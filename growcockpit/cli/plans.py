@@ -10,7 +10,14 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from growcockpit.cli.common import EXIT_OK, EXIT_USAGE, Subparsers, UserError, load_plan_or_fail
+from growcockpit.cli.common import (
+    EXIT_OK,
+    EXIT_USAGE,
+    Subparsers,
+    UserError,
+    add_set_arg,
+    load_plan_set_or_fail,
+)
 
 if TYPE_CHECKING:
     from growcockpit.plan import Plan
@@ -32,6 +39,7 @@ def add_parsers(sub: Subparsers) -> None:
         action="store_true",
         help="measure r and h for this plan's model on this machine (builds it; takes seconds)",
     )
+    add_set_arg(sh)
     sh.set_defaults(func=cmd_plan_show)
 
 
@@ -57,7 +65,7 @@ def cmd_plan_validate(args: argparse.Namespace) -> int:
 def cmd_plan_show(args: argparse.Namespace) -> int:
     from growcockpit.plan import estimate_cost, format_plan
 
-    plan = load_plan_or_fail(args.plan)
+    plan, _ = load_plan_set_or_fail(args.plan, args.sets)
     r: float = args.r
     h: float | None = None
     frozen_fwd = 1.0

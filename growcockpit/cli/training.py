@@ -12,7 +12,14 @@ import os
 import sys
 from pathlib import Path
 
-from growcockpit.cli.common import Subparsers, UserError, checkpoint_step, load_plan_or_fail
+from growcockpit.cli.common import (
+    Subparsers,
+    UserError,
+    add_set_arg,
+    checkpoint_step,
+    load_plan_or_fail,
+    load_plan_set_or_fail,
+)
 from growcockpit.cli.launch import (
     add_distributed_args,
     default_run_dir,
@@ -39,6 +46,7 @@ def add_parsers(sub: Subparsers) -> None:
     t.add_argument(
         "--detach", action="store_true", help="start in the background (own session) and return"
     )
+    add_set_arg(t)
     add_distributed_args(t)
     t.set_defaults(func=cmd_train)
 
@@ -74,7 +82,7 @@ def _check_safe(run_dir: Path) -> None:
 
 def cmd_train(args: argparse.Namespace) -> int:
     plan_path: Path = args.plan
-    plan = load_plan_or_fail(plan_path)
+    plan, plan_text = load_plan_set_or_fail(plan_path, args.sets)
     worker = is_worker()
     given: Path | None = args.run_dir
     if given is not None:
@@ -92,6 +100,7 @@ def cmd_train(args: argparse.Namespace) -> int:
         raise UserError(f"{plan_path}: {exc}") from None
     run_dir = given or default_run_dir(plan.name, Path("runs"))  # created only now
     forwarded = ["train", str(plan_path), "--run-dir", str(run_dir)] + device_args(args)
+    forwarded += [f"--set={item}" for item in args.sets]
     if args.detach:
         return detach(forwarded + distributed_args(args), run_dir)
     from growcockpit.backend import startup
@@ -114,7 +123,7 @@ def cmd_train(args: argparse.Namespace) -> int:
         from growcockpit.ui.index_keeper import index_kept  # the cockpit's cache, kept fresh
 
         with index_kept(run_dir, enabled=is_rank_zero()):
-            return run_training(plan, plan_path.read_text(), run_dir, device=args.device)
+            return run_training(plan, plan_text, run_dir, device=args.device)
     except startup.StartupInterrupted as exc:
         return startup.end_interrupted(run_dir, exc)
 
