@@ -8,9 +8,6 @@ shown right under the field.
 
 from __future__ import annotations
 
-import dataclasses
-import typing
-from dataclasses import dataclass
 from typing import Any
 
 from textual.app import ComposeResult
@@ -22,27 +19,20 @@ from textual.widgets import Input, Label, Select, Static
 from growcockpit.plan.operators import OPERATOR_NAMES, OPTION_DEFAULTS, operators_with
 from growcockpit.plan.types import (
     ADVANCES,
-    FAMILIES,
-    OPTIMIZERS,
     PAIRINGS,
-    SCHEDULES,
     STACK_INITS,
     STACK_SOURCES,
     Stage,
 )
 from growcockpit.ui.widgets.field_input import FieldInput
-
-
-@dataclass(frozen=True)
-class Field:
-    key: str  # attribute name (stage) or key path suffix (section)
-    label: str
-    kind: str  # str | int | float | opt_int | opt_float | opt_str | choice | bool
-    choices: tuple[str, ...] = ()
-    help: str = ""
-
-
-DEFAULT_CHOICE = "(default)"
+from growcockpit.ui.widgets.section_fields import (
+    DEFAULT_CHOICE,
+    SECTION_TITLES,
+    Field,
+    family_keys,
+    family_only_keys,
+    section_fields,
+)
 
 STAGE_FIELDS: tuple[Field, ...] = (
     Field("name", "name", "str"),
@@ -69,27 +59,14 @@ STAGE_FIELDS: tuple[Field, ...] = (
 PLATEAU_FIELDS = ("patience", "min_delta")  # shown only when advance = "plateau"
 # operator options show only for the operators that take them (the operator table)
 OPERATOR_FIELDS = {f.key: operators_with(f.key) for f in STAGE_FIELDS if f.key in OPTION_DEFAULTS}
-SECTION_CHOICES: dict[str, tuple[str, ...]] = {
-    "model.family": FAMILIES,
-    "optim.name": OPTIMIZERS,
-    "optim.schedule": SCHEDULES,
-}
-SECTION_HELP: dict[str, str] = {
-    "model.init_from": "a save_pretrained dir, e.g. runs/<id>/final; empty: fresh weights",
-    "budget.baseline_steps": "N: the compute of N full-depth steps",
-    "budget.minutes": "wall time on this machine (needs unit ms)",
-    "budget.unit_ms": "ms per cost unit: `plan show --calibrate`",
-}
-SECTION_TITLES: dict[str, str] = {
-    "budget": "[budget]: one of baseline steps or minutes; the fill stage's steps are fitted "
-    "to it (all empty: no budget, every stage trains its own steps)",
-}
 
 
 def convert(field: Field, raw: Any) -> tuple[Any, str]:
     """(value, problem): problem is "" when `raw` fits the field's type."""
     if field.kind == "choice":
         return (None if raw == DEFAULT_CHOICE else raw), ""
+    if field.kind == "opt_bool":
+        return {"true": True, "false": False}.get(str(raw)), ""
     if field.kind == "bool":
         return raw == "true", ""
     text = str(raw).strip()
@@ -143,14 +120,14 @@ def _safe(key: str) -> str:
 
 
 def _editor(field: Field, wid: str, value: Any) -> Widget:
-    if field.kind in ("choice", "bool"):
-        choices = field.choices if field.kind == "choice" else ("true", "false")
+    if field.kind in ("choice", "bool", "opt_bool"):
+        choices = field.choices if field.kind != "bool" else ("true", "false")
         current = (
             shown(value)
             if value is not None
             else (DEFAULT_CHOICE if DEFAULT_CHOICE in choices else choices[0])
         )
-        if field.kind == "bool":
+        if field.kind == "bool" or field.kind == "opt_bool" and value is not None:
             current = "true" if value else "false"
         options = list(choices) if current in choices else [*choices, current]
         return Select(
@@ -190,9 +167,11 @@ class _Form(Container):
                     widget.value = shown(value)
             else:
                 text = (
-                    ("true" if value else "false")
-                    if field.kind == "bool"
-                    else (DEFAULT_CHOICE if value is None else shown(value))
+                    DEFAULT_CHOICE
+                    if value is None and field.kind != "bool"
+                    else ("true" if value else "false")
+                    if field.kind in ("bool", "opt_bool")
+                    else shown(value)
                 )
                 options = [v for _, v in widget._options if isinstance(v, str)]
                 if text not in options:
@@ -328,7 +307,7 @@ class SectionForm(_Form):
         disabled: bool = False,  # noqa: A002
     ) -> None:
         self.section = section
-        fields = _section_fields(section, spec)
+        fields = section_fields(section, spec)
         super().__init__(fields, id=id, disabled=disabled)
         self.prefix = f"{section}-"
         self.scope = section
@@ -357,36 +336,22 @@ class SectionForm(_Form):
         self._spec = spec
         for key in self.fields:
             self._set(key, getattr(spec, key))
+        self.show_family()
 
+    def on_mount(self) -> None:
+        self.show_family()
 
-def _section_fields(section: str, spec: Any) -> tuple[Field, ...]:
-    if section == "plan":
-        return (
-            Field("name", "name", "str"),
-            Field("description", "about", "str"),
-            Field("seed", "seed", "int"),
-        )
-    hints = typing.get_type_hints(type(spec))
-    out = []
-    for f in dataclasses.fields(spec):
-        tp = hints[f.name]
-        choices = SECTION_CHOICES.get(f"{section}.{f.name}")
-        if choices:
-            kind = "choice"
-        elif tp is bool:
-            kind = "bool"
-        elif tp is int:
-            kind = "int"
-        elif tp is float:
-            kind = "float"
-        elif tp == int | None:
-            kind = "opt_int"
-        elif tp == float | None:
-            kind = "opt_float"
-        elif tp == str | None:
-            kind = "opt_str"
-        else:
-            kind = "str"
-        help_ = SECTION_HELP.get(f"{section}.{f.name}", "")
-        out.append(Field(f.name, f.name.replace("_", " "), kind, choices or (), help_))
-    return tuple(out)
+    def show_family(self, family: str | None = None) -> None:
+        """[model] keys only some families take show only for those families."""
+        if self.section != "model":
+            return
+        name = str(family or getattr(self._spec, "family", ""))
+        for key in family_only_keys(name):
+            self.query_one(f"#{self.prefix}{_safe(key)}-cell").display = False
+        for key in family_keys(name):
+            self.query_one(f"#{self.prefix}{_safe(key)}-cell").display = True
+
+    def on_select_changed(self, event: Select.Changed) -> None:
+        super().on_select_changed(event)
+        if event.select.id == f"{self.prefix}family" and isinstance(event.value, str):
+            self.show_family(event.value)
