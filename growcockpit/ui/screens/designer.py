@@ -21,42 +21,26 @@ from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, VerticalScroll
 from textual.message import Message
-from textual.screen import Screen
 from textual.widgets import Button, DataTable, Footer, Input, Select, Static, TabbedContent, TabPane
 
-from growcockpit.plan import (
-    PlanError,
-    fit_budget,
-    load_plan,
-    plan_problems,
-    plan_to_dict,
-    save_plan,
-)
+from growcockpit.plan import PlanError, fit_budget, load_plan, plan_problems
 from growcockpit.plan.budget import apply_fit
 from growcockpit.plan.show import budget_lines
 from growcockpit.plan.types import BudgetSpec, Plan
 from growcockpit.protocol.token_index import data_state
-from growcockpit.ui.plan_drafts import (
-    display_path,
-    estimate,
-    is_sample,
-    new_plan,
-    path_problem,
-    plan_summary,
-    save_as_default,
-    unique_name,
-)
+from growcockpit.ui.plan_drafts import display_path, estimate, new_plan, plan_summary, unique_name
 from growcockpit.ui.screens import designer_status, plan_edits
 from growcockpit.ui.screens.confirm import ConfirmScreen
+from growcockpit.ui.screens.designer_save import DesignerSaving
 from growcockpit.ui.screens.help_texts import DESIGNER_HELP
-from growcockpit.ui.screens.launch import LaunchOptions, LaunchScreen
-from growcockpit.ui.screens.prompt import HelpScreen, PromptScreen, keys_of
+from growcockpit.ui.screens.launch import LaunchOptions
+from growcockpit.ui.screens.prompt import HelpScreen, keys_of
 from growcockpit.ui.widgets import StageTable
 from growcockpit.ui.widgets.plan_form import FieldChanged, SectionForm, StageForm
 from growcockpit.ui.widgets.timeline import StageTimeline
 
 
-class DesignerScreen(Screen[list[dict[str, Any]] | None]):
+class DesignerScreen(DesignerSaving):
     BINDINGS = [
         Binding("a", "edit_stages('add')", "Add"),
         Binding("d", "edit_stages('duplicate')", "Dup"),
@@ -290,91 +274,9 @@ class DesignerScreen(Screen[list[dict[str, Any]] | None]):
                 plan_edits.move_stage(self.plan, self.selected, delta, self._first_editable)
             )
 
-    # ---- saving and launching --------------------------------------------------
-    def action_save(self) -> None:
-        if self.plan is None:
-            return
-        if self.remaining:
-            self._send_remaining()
-        elif self.plan_path is None or is_sample(self.plan_path):
-            self.action_save_as()
-        else:
-            self._write(self.plan_path)
-
-    def action_save_as(self, then_launch: bool = False) -> None:
-        if self.plan is None or self.remaining:
-            return
-        default = save_as_default(self.plan, self.plan_path)
-
-        def done(value: str | None) -> None:
-            if value:
-                self._write(Path(value).expanduser())
-                if then_launch and not self.dirty:
-                    self._launch_dialog()
-
-        self.app.push_screen(
-            PromptScreen(
-                "Save the plan as",
-                "A .toml file; comments of the original plan are kept.",
-                default,
-                check=path_problem,
-                ok="Save",
-            ),
-            done,
-        )
-
-    def _write(self, path: Path) -> None:
-        assert self.plan is not None
-        try:
-            save_plan(self.plan, path, original_text=self.original_text)
-            self.original_text = path.read_text(encoding="utf-8")
-        except OSError as exc:
-            self.notify(f"cannot save {path}: {exc.strerror or exc}", severity="error")
-            return
-        self.plan_path = path
-        self.dirty = False
-        note = designer_status.saved_note(len(self.problems) + len(self.field_errors))
-        self.notify(f"saved {display_path(path)}{note}", title="Saved", timeout=3)
-        self._show_title()
-
-    def _send_remaining(self) -> None:
-        assert self.plan is not None
-        if self._blocked("send the stages"):
-            return
-        stages = plan_to_dict(self.plan)["stages"][self.locked :]
-        if not stages:
-            self.notify(
-                "No stages left after the running one: add one with `a`.", severity="warning"
-            )
-            return
-        self.dismiss(stages)
-
-    def _blocked(self, what: str) -> bool:
-        why = designer_status.blocked_text(what, self.problems, self.field_errors, self.plan)
-        if why:
-            self.notify(why, title="Fix the plan first", severity="error", timeout=8)
-        return bool(why)
-
-    def action_launch(self) -> None:
-        if self.plan is None or self.remaining or self._blocked("launch"):
-            return
-        if self.plan_path is None or (self.dirty and is_sample(self.plan_path)):
-            self.action_save_as(then_launch=True)
-            return
-        if self.dirty:
-            self._write(self.plan_path)
-        self._launch_dialog()
-
-    def _launch_dialog(self) -> None:
-        assert self.plan is not None and self.plan_path is not None
-        path = self.plan_path
-        _cost, line = estimate(self.plan)
-
-        def done(options: LaunchOptions | None) -> None:
-            if options is not None:
-                self.post_message(self.LaunchRequested(path, options))
-
-        self.app.push_screen(LaunchScreen(self.plan.name, str(self.runs_root), line), done)
+    # ---- saving and launching (the flow is DesignerSaving's) -----------------
+    def _request_launch(self, path: Path, options: LaunchOptions) -> None:
+        self.post_message(self.LaunchRequested(path, options))
 
     def on_button_pressed(self, event: Button.Pressed) -> None:
         event.stop()
