@@ -68,3 +68,56 @@ def test_pick_best_takes_the_lowest_median_and_never_a_diverged_lr() -> None:
     assert "lr 0.001" in lines[0] and "5.050*" in lines[2] and "5.100*" in lines[3]
     md = "\n".join(ttl_sweep.sweep_markdown(table, "gpt2"))
     assert "| baseline | 5.200 | **5.050** |" in md and "| grow | **5.100** | - |" in md
+
+
+def test_tuned_baseline_is_the_best_schedule() -> None:
+    V = ttl_sweep.Variant
+    lin, wsd = V("baseline", 3e-3, "baseline"), V("baseline-wsd", 3e-3, "baseline-wsd")
+    grow = V("late", 3e-3, "late")
+    best = {"baseline": lin, "baseline-wsd": wsd, "late": grow}
+
+    def table(a: float, b: float) -> dict[str, dict[str, Any]]:
+        rows = {"baseline": a, "baseline-wsd": b, "late": 4.9}
+        return {m: {"lrs": {"0.003": v}, "best_lr": 3e-3} for m, v in rows.items()}
+
+    out, winner = ttl_sweep.tuned_baseline(best, table(5.0, 4.95), ("baseline-wsd",))
+    assert winner == "baseline-wsd" and out["baseline"] is wsd and out["baseline-linear"] is lin
+    assert set(out) == {"baseline", "baseline-linear", "late"}
+    out, winner = ttl_sweep.tuned_baseline(best, table(5.0, 5.1), ("baseline-wsd",))
+    assert winner == "baseline" and out == best
+    assert ttl_sweep.tuned_baseline(best, table(5.0, 4.0), ())[0] == best
+
+
+def test_late_method_plan_and_the_head_bound() -> None:
+    from common import TTL_SIZES
+    from ttl_flops import cumulative, head_bound
+    from ttl_plans import Budget, MethodError, budget_plan
+
+    from growcockpit.plan import estimate_cost
+    from growcockpit.plan.schedule import decay_start
+
+    size = TTL_SIZES["cpu"]["gpt2"]
+    budget = Budget(400, 20)
+    plan = budget_plan("late", size, 0, budget)
+    one, full = plan.stages
+    assert (one.layers, full.layers, full.enter, full.init) == (1, 8, "stack", "zero")
+    assert plan.optim.schedule == "wsd" and plan.optim.optimizer_reset
+    cost = estimate_cost(plan)
+    share = cost.stages[0].total / (400 * cost.baseline_step_cost)
+    assert 0.78 < share < 0.82  # the expansion at ≈ 80 % of the budget
+    assert 0.95 < cost.total / (400 * cost.baseline_step_cost) <= 1.0
+    assert decay_start(plan) == pytest.approx(one.steps, abs=1)  # decay = the full-depth stage
+    variant = budget_plan("late-0.7-copy-carry", size, 0, budget)
+    assert variant.stages[1].init == "copy" and not variant.optim.optimizer_reset
+    assert variant.stages[0].steps < one.steps
+    with pytest.raises(MethodError, match="unknown method"):
+        budget_plan("late-2", size, 0, budget)
+    assert budget_plan("baseline-wsd", size, 0, budget).optim.schedule == "wsd"
+    base = budget_plan("baseline", size, 0, budget)
+    bound = head_bound(base)
+    # bench FLOPs count attention scores as block work, so h is a little under the cost
+    # model's 2.6 blocks: a 1-layer step is about a third of a full one
+    assert 2.0 < bound["head_blocks"] < 2.7 and 0.3 < bound["one_layer_step"] < 0.36
+    assert bound["bound_depth1"] == pytest.approx(1 / bound["one_layer_step"])
+    assert cumulative(base, 400) == pytest.approx(400 * cumulative(base, 1))
+    assert cumulative(plan, 400, head=False) < cumulative(plan, 400)

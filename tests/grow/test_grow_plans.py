@@ -237,4 +237,6 @@ def test_expected_sample_plans_exist() -> None:
         "cpu-bert-ramp",
         "cpu-bert-middle",
         "cpu-bert-layerdrop",
+        "cpu-gpt2-late",
+        "cpu-llama-late",
     } <= names
