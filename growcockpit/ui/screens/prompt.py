@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from rich.text import Text
+from rich.table import Table
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, Vertical, VerticalScroll
@@ -83,19 +83,40 @@ class HelpScreen(ModalScreen[None]):
         self._title, self._intro, self._keys = title, intro, keys
 
     def compose(self) -> ComposeResult:
-        table = Text()
+        table = Table.grid(padding=(0, 2))
+        table.add_column(justify="right", style="bold", no_wrap=True)
+        table.add_column(ratio=1)  # a long description wraps under itself, not under the key
         for key, what in self._keys:
-            table.append(f"{key:>12}  ", style="bold")
-            table.append(f"{what}\n")
+            table.add_row(key, what)
         with Vertical(id="help-box", classes="dialog"):
             yield Static(self._title, classes="dialog-title")
             with VerticalScroll(id="help-scroll"):
-                yield Static(self._intro, classes="dialog-body")
+                yield Static(reflow(self._intro), id="help-intro", classes="dialog-body")
                 yield Static(table, id="help-keys")
             yield Static("Esc or ? closes · ctrl+p lists every action", classes="dialog-hint")
 
     def action_close(self) -> None:
         self.dismiss(None)
+
+
+def reflow(text: str) -> str:
+    """Help text as paragraphs the widget wraps once, at its own width.
+
+    The texts are written with line breaks at ~88 columns; kept, each line would
+    wrap again in a narrower box, leaving an orphan word on a line of its own.
+    A blank line still separates paragraphs, and a line starting with a space, a
+    dash or a bullet keeps its break (a list item).
+    """
+    out: list[str] = []
+    for paragraph in text.split("\n\n"):
+        lines: list[str] = []
+        for line in paragraph.splitlines():
+            if lines and not line.startswith((" ", "-", "•", "·")):
+                lines[-1] += " " + line.strip()
+            else:
+                lines.append(line.rstrip())
+        out.append("\n".join(lines))
+    return "\n\n".join(out)
 
 
 def keys_of(screen: object) -> list[tuple[str, str]]:
