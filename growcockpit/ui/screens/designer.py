@@ -48,6 +48,7 @@ class DesignerScreen(DesignerSaving):
         Binding("left_square_bracket", "move(-1)", "Up", key_display="["),
         Binding("right_square_bracket", "move(1)", "Down", key_display="]"),
         Binding("ctrl+s", "save", "Save", priority=True),
+        Binding("ctrl+s", "send", "Send", priority=True),
         Binding("S", "save_as", "Save as", key_display="S"),
         Binding("l", "launch", "Launch"),
         Binding("question_mark", "help", "Help", key_display="?"),
@@ -277,6 +278,26 @@ class DesignerScreen(DesignerSaving):
     # ---- saving and launching (the flow is DesignerSaving's) -----------------
     def _request_launch(self, path: Path, options: LaunchOptions) -> None:
         self.post_message(self.LaunchRequested(path, options))
+
+    def _rename(self, name: str) -> None:
+        assert self.plan is not None
+        if name != self.plan.name:
+            self.plan.name = name
+            self.dirty = True
+            self.query_one("#form-plan", SectionForm).load(self.plan)
+            self.revalidate()
+
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        """Editing a running run's remaining stages: ctrl+s sends them; nothing to launch or
+        save as, so the footer does not offer it."""
+        if action in ("launch", "save_as", "save"):
+            return not self.remaining
+        if action == "send":
+            return self.remaining
+        return True
+
+    def action_send(self) -> None:
+        self.action_save()
 
     def on_button_pressed(self, event: Button.Pressed) -> None:
         event.stop()

@@ -14,6 +14,7 @@ from typing import Any
 from textual.screen import Screen
 
 from growcockpit.plan import PlanError, plan_to_dict, save_plan
+from growcockpit.plan.names import name_problem, suggest_name
 from growcockpit.plan.types import Plan
 from growcockpit.ui.plan_drafts import (
     display_path,
@@ -25,6 +26,12 @@ from growcockpit.ui.plan_drafts import (
 from growcockpit.ui.screens import designer_status
 from growcockpit.ui.screens.launch import LaunchOptions, LaunchScreen
 from growcockpit.ui.screens.prompt import PromptScreen
+
+
+def plan_name_for(path: Path) -> str:
+    """The name a plan saved as `path` takes: the file's stem, made a valid run name."""
+    stem = path.stem
+    return stem if name_problem(stem) is None else suggest_name(stem)
 
 
 class DesignerSaving(Screen[list[dict[str, Any]] | None]):
@@ -46,6 +53,10 @@ class DesignerSaving(Screen[list[dict[str, Any]] | None]):
     def _request_launch(self, path: Path, options: LaunchOptions) -> None:
         raise NotImplementedError
 
+    def _rename(self, name: str) -> None:
+        """Give the plan a new name and show it (the screen redraws its fields)."""
+        raise NotImplementedError
+
     def action_save(self) -> None:
         if self.plan is None:
             return
@@ -63,7 +74,9 @@ class DesignerSaving(Screen[list[dict[str, Any]] | None]):
 
         def done(value: str | None) -> None:
             if value:
-                self._write(Path(value).expanduser())
+                path = Path(value).expanduser()
+                self._rename(plan_name_for(path))  # a copy is its own plan on Home, not a twin
+                self._write(path)
                 if then_launch and not self.dirty:
                     self._launch_dialog()
 

@@ -122,8 +122,11 @@ def reflow(text: str) -> str:
 def keys_of(screen: object) -> list[tuple[str, str]]:
     """(key, description) of a screen's bindings, in declaration order, for the help."""
     out: list[tuple[str, str]] = []
+    check = getattr(screen, "check_action", None)
     for b in getattr(screen, "BINDINGS", []):
         if isinstance(b, Binding) and b.description:
+            if check is not None and check(b.action.split("(")[0], ()) is False:
+                continue  # not offered in this mode (the footer hides it too)
             key = b.key_display or b.key.split(",")[0]
             out.append((key, b.description))
     return out
