@@ -1,0 +1,127 @@
+"""`growcockpit race`: race candidate plans on a short budget and continue the winner.
+
+Imports no torch: the candidates train as `growcockpit` subprocesses (growcockpit.race).
+"""
+
+from __future__ import annotations
+
+import argparse
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from growcockpit.cli.common import EXIT_FAILED, EXIT_OK, Subparsers, UserError
+
+
+def add_parsers(sub: Subparsers) -> None:
+    r = sub.add_parser(
+        "race",
+        help="race plans (× --vary choices, plus the full-depth baseline) on a short budget; "
+        "continue the winner",
+    )
+    r.add_argument("plans", nargs="*", type=Path, metavar="PLAN")
+    r.add_argument(
+        "--vary",
+        action="append",
+        default=[],
+        metavar="KEY=V1,V2",
+        help="a plan key's choices, e.g. optim.lr=1e-3,2e-3 or stages.0.steps=100,200 (repeatable)",
+    )
+    r.add_argument(
+        "--budget-fraction",
+        type=float,
+        default=0.1,
+        help="the last rung's compute as a fraction of the full budget (default 0.1)",
+    )
+    r.add_argument("--keep", type=int, default=1, help="winners continued to the full budget")
+    r.add_argument("--eta", type=int, default=2, help="1/eta of the candidates go on per rung")
+    r.add_argument("--seeds", default="0", help="seeds per candidate, e.g. 0,1 (default 0)")
+    r.add_argument("--race-dir", type=Path, help="default: races/<first plan>-<time>")
+    r.add_argument("--json", type=Path, metavar="FILE", help="write the result as JSON")
+    r.add_argument("--workers", type=int, default=1, help="worker processes sharing the race")
+    r.add_argument(
+        "--no-finish", action="store_true", help="stop after the race (no full-budget continuation)"
+    )
+    r.add_argument(
+        "--join", action="store_true", help="join the race in --race-dir as one more worker"
+    )
+    r.set_defaults(func=cmd_race)
+
+
+def _seeds(text: str) -> list[int]:
+    parts = [p.strip() for p in text.split(",") if p.strip()]
+    if not parts or not all(p.isdigit() and len(p) < 10 for p in parts):
+        raise UserError(f"--seeds {text[:40]}: give whole numbers such as 0,1,2")
+    return [int(p) for p in parts]
+
+
+def _spec(args: argparse.Namespace, race_dir: Path) -> object:
+    from growcockpit.race import RaceError, RaceSpec, build_race
+    from growcockpit.race.candidates import SPEC_FILE
+
+    stored = race_dir / SPEC_FILE
+    old = RaceSpec.from_json(stored.read_text()) if stored.exists() else None
+    if not args.plans:
+        if old is None:
+            raise UserError("give PLAN files, or a --race-dir holding a race to resume or join")
+        return old
+    if args.keep < 1 or args.eta < 2 or args.workers < 1:
+        raise UserError("--keep and --workers must be ≥ 1, --eta ≥ 2")
+    try:
+        build = dict(
+            budget_fraction=args.budget_fraction,
+            eta=args.eta,
+            keep=args.keep,
+            finish=not args.no_finish,
+        )
+        spec = build_race(list(args.plans), args.vary, _seeds(args.seeds), race_dir,
+                          write=False, **build)  # fmt: skip
+        if old is not None:
+            if old.to_json() != spec.to_json():
+                raise UserError(
+                    f"{race_dir}: holds a different race; rerun it with its own arguments "
+                    f"(or just --race-dir {race_dir}), or choose another --race-dir"
+                )
+            return old
+        spec = build_race(list(args.plans), args.vary, _seeds(args.seeds), race_dir, **build)
+    except RaceError as exc:
+        raise UserError(str(exc)) from None
+    race_dir.mkdir(parents=True, exist_ok=True)
+    stored.write_text(spec.to_json())
+    return spec
+
+
+def cmd_race(args: argparse.Namespace) -> int:
+    from growcockpit.race.candidates import RaceSpec
+    from growcockpit.race.report import format_result, race_result
+    from growcockpit.race.study import open_study, work
+
+    race_dir: Path | None = args.race_dir
+    if race_dir is None:
+        if args.join or not args.plans:
+            raise UserError("--race-dir DIR: the race to resume or join")
+        race_dir = Path("races") / f"{args.plans[0].stem}-{time.strftime('%Y%m%d-%H%M%S')}"
+    spec = _spec(args, race_dir)
+    assert isinstance(spec, RaceSpec)
+    print(f"race directory: {race_dir} ({len(spec.candidates)} candidates, "
+          f"{len(spec.rungs)} rungs)", flush=True)  # fmt: skip
+    helpers = [
+        subprocess.Popen(
+            [sys.executable, "-m", "growcockpit", "race", "--join", "--race-dir", str(race_dir)]
+        )  # fmt: skip
+        for _ in range(args.workers - 1)
+    ]
+    try:
+        work(spec, race_dir, say=lambda line: print(line, flush=True))
+    finally:
+        for proc in helpers:
+            proc.wait()
+    if args.join:
+        return EXIT_OK
+    result = race_result(spec, open_study(race_dir))
+    print(format_result(result))
+    if args.json is not None:
+        args.json.write_text(result.to_json() + "\n")
+    failed = any(r.state == "failed" for r in result.rows)
+    return EXIT_FAILED if failed else EXIT_OK

@@ -1,0 +1,219 @@
+"""What a race trains: the plans given × their variations, plus the full-depth baseline.
+
+Every candidate is written out as an ordinary plan file under `<race>/plans/` and
+trained as an ordinary run directory under `<race>/runs/`, one per seed, so each can be
+attached, resumed and compared like any other run. The race's description (`race.json`)
+is what a re-run or another worker reads back, so a race resumes with exactly the
+candidates and rungs it started with.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import itertools
+import json
+import re
+import tomllib
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+from growcockpit.plan import Plan, PlanError, dump_plan, estimate_cost, plan_from_dict
+from growcockpit.plan.cost import block_params
+from growcockpit.plan.overrides import apply_overrides, overridden_plan, parse_override
+from growcockpit.plan.save import update_text
+from growcockpit.race.halving import rung_computes
+
+SPEC_FILE = "race.json"
+BASELINE_STAGE = "full-depth"
+
+
+class RaceError(Exception):
+    """A race that cannot be built or run: one line, the place and the fix."""
+
+
+@dataclass(frozen=True)
+class Candidate:
+    """One plan at one choice of the varied keys; `runs` are its run directories (one per seed)."""
+
+    key: str
+    plan_name: str
+    sets: list[str]
+    baseline: bool
+    plan_files: list[str]  # one per seed
+    runs: list[str]
+
+
+@dataclass
+class RaceSpec:
+    """A race as started: candidates, rungs (FLOPs), and the full budget they are fractions of."""
+
+    candidates: list[Candidate]
+    seeds: list[int]
+    eta: int
+    keep: int
+    budget_fraction: float
+    budget_flops: float
+    rungs: list[float]
+    finish: bool = True  # continue the winners to the full budget
+    vary: list[str] = field(default_factory=list)
+
+    def to_json(self) -> str:
+        return json.dumps(asdict(self), indent=1)
+
+    @staticmethod
+    def from_json(text: str) -> RaceSpec:
+        data = json.loads(text)
+        data["candidates"] = [Candidate(**c) for c in data["candidates"]]
+        return RaceSpec(**data)
+
+
+def parse_vary(text: str) -> tuple[str, list[str]]:
+    """`optim.lr=1e-3,2e-3` → ("optim.lr", ["1e-3", "2e-3"]); the key checked like `--set`."""
+    key, eq, values = text.partition("=")
+    choices = [v.strip() for v in values.split(",") if v.strip()]
+    if not eq or not choices:
+        raise RaceError(f"--vary {text[:80]}: expected KEY=V1,V2,..., e.g. optim.lr=1e-3,2e-3")
+    try:
+        for value in choices:
+            parse_override(f"{key.strip()}={value}")
+    except PlanError as exc:
+        raise RaceError(f"--vary {text[:80]}: {exc.problem}") from None
+    return key.strip(), choices
+
+
+def _slug(text: str) -> str:
+    return re.sub(r"[^A-Za-z0-9_.+-]+", "_", text)[:60] or "x"
+
+
+def _variations(varies: list[tuple[str, list[str]]]) -> list[list[str]]:
+    if not varies:
+        return [[]]
+    keys = [k for k, _ in varies]
+    return [
+        [f"{k}={v}" for k, v in zip(keys, combo, strict=True)]
+        for combo in itertools.product(*(vals for _, vals in varies))
+    ]
+
+
+def _label(name: str, sets: list[str]) -> str:
+    tail = "".join(f"-{s.split('=')[0].split('.')[-1]}{s.split('=', 1)[1]}" for s in sets)
+    return _slug(name + tail)
+
+
+def _raw(path: Path) -> tuple[dict[str, Any], str]:
+    try:
+        text = path.read_text(encoding="utf-8")
+        return tomllib.loads(text), text
+    except (OSError, tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
+        raise RaceError(f"{path}: cannot read the plan ({exc})") from None
+
+
+def is_full_depth(plan: Plan) -> bool:
+    """A single-stage plan trains the final model at full depth: it is a baseline itself."""
+    stage = plan.stages[0]
+    return len(plan.stages) == 1 and stage.layers == plan.model.final_layers
+
+
+def baseline_tables(data: dict[str, Any], plan: Plan) -> dict[str, Any]:
+    """The first plan's model trained at full depth for the same compute: with a [budget],
+    one fill stage (fitted to it); without, as many steps as the plan's estimated cost."""
+    out = {k: v for k, v in data.items() if k != "stages"}
+    out["name"] = f"{plan.name}-{BASELINE_STAGE}"
+    stage: dict[str, Any] = {
+        "name": BASELINE_STAGE,
+        "layers": plan.model.final_layers,
+        "enter": "init",
+        "train": "all",
+    }
+    if plan.budget is not None:
+        stage["fill"] = True
+    else:
+        cost = estimate_cost(plan)
+        stage["steps"] = max(1, round(cost.total / cost.baseline_step_cost))
+    out["stages"] = [stage]
+    return out
+
+
+def plan_flops(plan: Plan) -> float:
+    """The plan's whole estimated compute in FLOPs, as `compare` counts them: cost units ×
+    one full-width block forward (2 × block weights) per token × tokens per step."""
+    tokens = plan.optim.batch_size * plan.optim.grad_accum_steps * plan.data.seq_len
+    return estimate_cost(plan).total * 2.0 * block_params(plan.model) * tokens
+
+
+def _write(path: Path, text: str, write: bool) -> str:
+    if write:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text, encoding="utf-8")
+    return str(path)
+
+
+def build_race(
+    plan_paths: list[Path],
+    vary: list[str],
+    seeds: list[int],
+    race_dir: Path,
+    *,
+    budget_fraction: float,
+    eta: int = 2,
+    keep: int = 1,
+    finish: bool = True,
+    write: bool = True,
+) -> RaceSpec:
+    """Every candidate's plan, checked and (with `write`) written under `race_dir/plans/`;
+    the rungs."""
+    if not plan_paths:
+        raise RaceError("give at least one plan file")
+    if not 0 < budget_fraction <= 1:
+        raise RaceError(f"--budget-fraction {budget_fraction}: give a fraction in (0, 1]")
+    varies = [parse_vary(v) for v in vary]
+    made: list[
+        tuple[str, str, list[str], bool, Plan, str]
+    ] = []  # label, name, sets, base, plan, text
+    first: tuple[dict[str, Any], Plan] | None = None
+    for path in plan_paths:
+        data, text = _raw(path)
+        for sets in _variations(varies):
+            try:
+                plan = overridden_plan(data, sets, str(path), text)
+            except PlanError as exc:  # a choice of a --vary, not a --set
+                raise RaceError(str(exc).replace("--set ", "--vary ", 1)) from None
+            if plan.metrics.eval_every_steps <= 0:
+                raise RaceError(
+                    f"{path}: metrics.eval_every_steps: a race measures validation loss; "
+                    "set it in the plan or with --set metrics.eval_every_steps=50"
+                )
+            made.append((_label(plan.name, sets), plan.name, sets, is_full_depth(plan), plan, text))
+            if first is None:
+                first = (data, plan)
+    assert first is not None
+    if not any(m[3] for m in made):  # the baseline, at the same choices of the other keys
+        base = baseline_tables(*first)
+        base_sets: list[list[str]] = []
+        for sets in _variations(varies):
+            kept = [s for s in sets if not s.startswith("stages.")]
+            if kept not in base_sets:
+                base_sets.append(kept)
+        for sets in base_sets:
+            try:
+                plan = plan_from_dict(apply_overrides(base, [parse_override(s) for s in sets]))
+            except PlanError as exc:
+                raise RaceError(f"the full-depth baseline: {exc}") from None
+            made.append((_label(plan.name, sets), plan.name, sets, True, plan, dump_plan(plan)))
+    labels = [m[0] for m in made]
+    candidates: list[Candidate] = []
+    for i, (label, name, sets, is_base, plan, text) in enumerate(made):
+        key = label if labels.count(label) == 1 else f"{label}-{i}"
+        files: list[str] = []
+        runs: list[str] = []
+        for seed in seeds:
+            seeded = update_text(text, dataclasses.replace(plan, seed=seed))
+            files.append(_write(race_dir / "plans" / f"{key}-s{seed}.toml", seeded, write))
+            runs.append(str(race_dir / "runs" / f"{key}-s{seed}"))
+        candidates.append(Candidate(key, name, sets, is_base, files, runs))
+    budget = plan_flops(made[0][4])  # the first plan's; the baseline costs the same
+    rungs = rung_computes(len(candidates), eta, keep, budget_fraction * budget)
+    if not rungs:
+        raise RaceError(f"{len(candidates)} candidate(s) and --keep {keep}: nothing to race")
+    return RaceSpec(candidates, seeds, eta, keep, budget_fraction, budget, rungs, finish, vary)

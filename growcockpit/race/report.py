@@ -1,0 +1,181 @@
+"""The race's result: per candidate the loss at each rung, compute used, where it was cut,
+and the verdict against the baseline, with the race's own compute in every ratio.
+
+Read from the study (rung values, cuts) and the run directories' event logs (compute
+actually used, curves), so the result of a finished, running or killed race is the
+same function of what is on disk.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+
+import optuna
+from optuna.trial import TrialState
+
+from growcockpit.race.candidates import Candidate, RaceSpec
+from growcockpit.race.halving import Point, Speedup, first_reach_flops, ranked
+from growcockpit.race.runs import RunState, run_state
+from growcockpit.race.study import trials_by_key
+
+
+@dataclass(frozen=True)
+class Row:
+    """One candidate in the result."""
+
+    key: str
+    baseline: bool
+    sets: list[str]
+    rung_losses: list[float | None]  # None: not measured there (cut before)
+    flops: float  # every step its runs took, race and continuation
+    race_flops: float  # up to the last rung it was measured at
+    cut_at: int | None  # 0-based rung it was cut at; None: still in or a winner
+    state: str  # racing | cut | winner | finished | failed
+    final_loss: float | None
+    runs: list[str]
+
+
+@dataclass(frozen=True)
+class RaceResult:
+    rungs: list[float]
+    budget_flops: float
+    rows: list[Row]
+    race_flops: float
+    winner: str | None
+    speedup: Speedup | None
+
+    def to_dict(self) -> dict[str, Any]:
+        out = asdict(self)
+        if self.speedup is not None:
+            out["speedup"]["sooner"] = self.speedup.sooner
+            out["speedup"]["with_race"] = self.speedup.with_race
+        return out
+
+    def to_json(self) -> str:
+        return json.dumps(self.to_dict(), indent=1, allow_nan=False, default=str)
+
+
+def _finite(v: float | None) -> float | None:
+    return v if v is not None and math.isfinite(v) else None
+
+
+def _row(c: Candidate, spec: RaceSpec, trial: optuna.trial.FrozenTrial) -> Row:
+    states: list[RunState] = [run_state(Path(r)) for r in c.runs]
+    losses = [_finite(trial.intermediate_values.get(r)) for r in range(len(spec.rungs))]
+    measured = [r for r in range(len(spec.rungs)) if r in trial.intermediate_values]
+    race_flops = float(trial.user_attrs.get(f"flops_{measured[-1]}", 0.0)) if measured else 0.0
+    state = {
+        TrialState.PRUNED: "cut",
+        TrialState.COMPLETE: "finished",
+        TrialState.FAIL: "failed",
+    }.get(trial.state, "racing")
+    cut_at = measured[-1] if trial.state == TrialState.PRUNED and measured else None
+    final = None
+    if trial.state == TrialState.COMPLETE and trial.value is not None:
+        final = _finite(trial.value)
+    return Row(
+        c.key,
+        c.baseline,
+        c.sets,
+        losses,
+        sum(s.flops for s in states),
+        race_flops,
+        cut_at,
+        state,
+        final,
+        c.runs,
+    )
+
+
+def _last(row: Row) -> tuple[int, float] | None:
+    known = [(r, v) for r, v in enumerate(row.rung_losses) if v is not None]
+    return known[-1] if known else None
+
+
+def race_result(spec: RaceSpec, study: optuna.Study) -> RaceResult:
+    trials = trials_by_key(study)
+    rows = [_row(c, spec, trials[c.key]) for c in spec.candidates if c.key in trials]
+    race_flops = sum(r.race_flops for r in rows)
+    top = len(spec.rungs) - 1
+    at_top = {r.key: r.rung_losses[top] for r in rows if r.rung_losses and r.state != "cut"}
+    winner = ranked(at_top)[0] if at_top and all(v is not None for v in at_top.values()) else None
+    rows = [
+        (Row(**{**asdict(r), "state": "winner"}) if r.key == winner and r.state == "racing" else r)
+        for r in rows
+    ]
+    return RaceResult(
+        spec.rungs,
+        spec.budget_flops,
+        rows,
+        race_flops,
+        winner,
+        _speedup(spec, rows, winner, race_flops),
+    )
+
+
+def _speedup(
+    spec: RaceSpec, rows: list[Row], winner: str | None, race_flops: float
+) -> Speedup | None:
+    """The best baseline's loss at the last rung it was measured at, against the compute at
+    which the winner's own curve (first seed) first reached it."""
+    bases = [last for r in rows if r.baseline and (last := _last(r)) is not None]
+    win = next((r for r in rows if r.key == winner), None)
+    if not bases or win is None or win.baseline:
+        return None
+    rung, loss = min(bases, key=lambda b: (-b[0], b[1]))  # the furthest, then the lowest
+    points: list[Point] = run_state(Path(win.runs[0])).points
+    return Speedup(
+        loss, spec.rungs[rung], first_reach_flops(points, loss), race_flops, win.race_flops
+    )
+
+
+def _fmt(v: float | None) -> str:
+    return "—" if v is None else f"{v:.4f}"
+
+
+def format_result(result: RaceResult) -> str:
+    """The table and the verdict, as the CLI prints them."""
+    head = ["candidate", *[f"rung {i + 1}" for i in range(len(result.rungs))], "FLOPs", "state"]
+    lines = [
+        f"rungs at {', '.join(f'{c:.3g}' for c in result.rungs)} FLOPs "
+        f"(full budget {result.budget_flops:.3g})",
+    ]
+    table = [head]
+    for r in result.rows:
+        state = f"cut at rung {r.cut_at + 1}" if r.cut_at is not None else r.state
+        if r.final_loss is not None:
+            state += f", final {r.final_loss:.4f}"
+        name = r.key + (" (baseline)" if r.baseline else "")
+        table.append([name, *map(_fmt, r.rung_losses), f"{r.flops:.3g}", state])
+    widths = [max(len(row[i]) for row in table) for i in range(len(head))]
+    lines += ["  ".join(c.ljust(w) for c, w in zip(row, widths, strict=True)) for row in table]
+    lines.append(
+        f"race compute: {result.race_flops:.3g} FLOPs over {len(result.rows)} candidates "
+        f"({result.race_flops / result.budget_flops:.2f}× one full budget)"
+    )
+    lines.append(verdict_line(result))
+    return "\n".join(lines)
+
+
+def verdict_line(result: RaceResult) -> str:
+    if result.winner is None:
+        return "no winner yet: the race has not reached its last rung"
+    s = result.speedup
+    if s is None:
+        return f"winner: {result.winner} (the baseline itself, or no baseline measured)"
+    if s.sooner is None:
+        return (
+            f"winner: {result.winner}; it has not reached the baseline's loss "
+            f"{s.target_loss:.4f} (estimated from the race)"
+        )
+    with_race = s.with_race
+    counted = f"{with_race:.2f}×" if with_race is not None else "—"
+    return (
+        f"winner: {result.winner} reaches the baseline's loss {s.target_loss:.4f} "
+        f"{s.sooner:.2f}× sooner (estimated from the race: {s.winner_flops:.3g} vs "
+        f"{s.baseline_flops:.3g} FLOPs); counting the race's own compute: {counted}"
+    )

@@ -1,0 +1,195 @@
+"""The race's shared state in an Optuna study, and the loop every worker runs.
+
+One Optuna trial per candidate, in a journal file in the race directory
+(`study.journal`): a rung's value is the trial's intermediate value at step = rung
+index, a cut candidate's trial is PRUNED, a winner's trial COMPLETE with its final
+loss. Every worker (`--workers N`, or `growcockpit race --join DIR` on another
+machine sharing the directory) runs `work`: it claims a candidate with an exclusive
+file lock, trains it to the rung, reports, and moves on; once every candidate still
+in the race has reported at a rung, the cut is the pure `halving.cut` over the stored
+values, so all workers agree on it. A killed worker's lock goes with it and its
+candidate's run is resumed from its checkpoint by whoever takes it next, so a race
+that is killed and started again goes on where it was.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import logging
+import math
+import os
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import optuna
+from optuna.storages import JournalStorage
+from optuna.storages.journal import JournalFileBackend, JournalFileOpenLock
+from optuna.trial import FrozenTrial, TrialState
+
+from growcockpit.race.candidates import Candidate, RaceSpec
+from growcockpit.race.halving import cut, value_at
+from growcockpit.race.runs import RunState, advance_run, run_state
+
+STUDY_FILE = "study.journal"
+STUDY_NAME = "race"
+WAIT_S = 1.0
+KEY = "candidate"
+
+Say = Callable[[str], None]
+
+
+def open_study(race_dir: Path) -> optuna.Study:
+    """The race's study, created on first use (every worker opens the same file)."""
+    optuna.logging.set_verbosity(logging.WARNING)
+    path = str(race_dir / STUDY_FILE)
+    storage = JournalStorage(JournalFileBackend(path, lock_obj=JournalFileOpenLock(path)))
+    return optuna.create_study(
+        study_name=STUDY_NAME, storage=storage, direction="minimize", load_if_exists=True
+    )
+
+
+@contextlib.contextmanager
+def _locked(path: Path, *, wait: bool) -> Iterator[bool]:
+    """An exclusive flock on `path`: yields whether it was taken (at once, unless `wait`)."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o600)
+    try:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | (0 if wait else fcntl.LOCK_NB))
+        except BlockingIOError:
+            yield False
+            return
+        yield True
+    finally:
+        os.close(fd)
+
+
+def trials_by_key(study: optuna.Study) -> dict[str, FrozenTrial]:
+    return {str(t.user_attrs[KEY]): t for t in study.get_trials() if KEY in t.user_attrs}
+
+
+def ensure_trials(study: optuna.Study, spec: RaceSpec, race_dir: Path) -> None:
+    """One trial per candidate, made once (under the race lock, whoever comes first)."""
+    with _locked(race_dir / "locks" / "race.lock", wait=True):
+        have = trials_by_key(study)
+        for c in spec.candidates:
+            if c.key not in have:
+                trial = study.ask()
+                trial.set_user_attr(KEY, c.key)
+                trial.set_user_attr("baseline", c.baseline)
+                trial.set_user_attr("sets", c.sets)
+
+
+def _rung_value(c: Candidate, states: list[RunState], compute: float) -> float:
+    """The candidate's loss at `compute`: the mean over its seeds' runs (NaN if any is unknown)."""
+    values = [value_at(s.points, compute, finished=s.completed) for s in states]
+    if any(v is None or math.isnan(v) for v in values):
+        return math.nan
+    return sum(v for v in values if v is not None) / len(values)
+
+
+def _train(spec: RaceSpec, c: Candidate, target: float | None) -> list[RunState]:
+    return [
+        advance_run(Path(run), Path(plan), target)
+        for run, plan in zip(c.runs, c.plan_files, strict=True)
+    ]
+
+
+def live_at(spec: RaceSpec, study: optuna.Study, rung: int) -> list[str]:
+    """The candidates measured at `rung`: all at rung 0, then the cut of the one before.
+    None while the rung before is incomplete."""
+    keys = [c.key for c in spec.candidates]
+    trials = trials_by_key(study)
+    for r in range(rung):
+        values = {k: trials[k].intermediate_values.get(r) for k in keys}
+        if any(v is None for v in values.values()):
+            raise LookupError(r)
+        keys = cut(values, spec.eta, spec.keep)
+    return keys
+
+
+def _apply_cut(study: optuna.Study, spec: RaceSpec, rung: int, race_dir: Path) -> list[str]:
+    """The survivors of `rung`; the others' trials marked PRUNED (once, whoever is first)."""
+    live = live_at(spec, study, rung)
+    trials = trials_by_key(study)
+    values = {k: trials[k].intermediate_values.get(rung) for k in live}
+    winners = cut(values, spec.eta, spec.keep)
+    with _locked(race_dir / "locks" / "race.lock", wait=True):
+        for key, trial in trials_by_key(study).items():
+            if key in live and key not in winners and trial.state == TrialState.RUNNING:
+                study.tell(trial.number, state=TrialState.PRUNED)
+    return winners
+
+
+def _claim_loop(
+    study: optuna.Study,
+    spec: RaceSpec,
+    race_dir: Path,
+    keys: list[str],
+    done: Callable[[FrozenTrial], bool],
+    step: Callable[[Candidate, optuna.trial.Trial], None],
+) -> None:
+    """Work on `keys` until every one is `done`: take a free one, `step` it, repeat; when
+    all the rest are taken by other workers, wait for them (or for their locks to free)."""
+    by_key = {c.key: c for c in spec.candidates}
+    while True:
+        trials = trials_by_key(study)
+        pending = [k for k in keys if not done(trials[k])]
+        if not pending:
+            return
+        took = False
+        for key in pending:
+            with _locked(race_dir / "locks" / f"{key}.lock", wait=False) as mine:
+                if not mine:
+                    continue
+                trial = trials_by_key(study)[key]
+                if done(trial):
+                    continue
+                step(by_key[key], optuna.trial.Trial(study, trial._trial_id))
+                took = True
+        if not took:
+            time.sleep(WAIT_S)
+
+
+def work(spec: RaceSpec, race_dir: Path, say: Say = print) -> None:
+    """One worker's share of the race: every rung, then the winners to the full budget."""
+    study = open_study(race_dir)
+    ensure_trials(study, spec, race_dir)
+    for rung, compute in enumerate(spec.rungs):
+        live = live_at(spec, study, rung)
+
+        def report(c: Candidate, trial: optuna.trial.Trial, rung: int = rung) -> None:
+            states = _train(spec, c, spec.rungs[rung])
+            value = _rung_value(c, states, spec.rungs[rung])
+            trial.set_user_attr(f"flops_{rung}", sum(s.flops for s in states))
+            trial.report(value, step=rung)
+            say(f"rung {rung + 1}/{len(spec.rungs)}  {c.key}: val loss {value:.4f}")
+
+        def measured(t: FrozenTrial, rung: int = rung) -> bool:
+            return rung in t.intermediate_values
+
+        _claim_loop(study, spec, race_dir, live, measured, report)
+        winners = _apply_cut(study, spec, rung, race_dir)
+        say(
+            f"rung {rung + 1}/{len(spec.rungs)} at {compute:.3g} FLOPs: going on: {', '.join(winners)}"
+        )
+    if not spec.finish:
+        return
+    winners = _apply_cut(study, spec, len(spec.rungs) - 1, race_dir)
+
+    def finish(c: Candidate, trial: optuna.trial.Trial) -> None:
+        states = _train(spec, c, None)
+        finals = [s.points[-1].loss if s.points else math.nan for s in states]
+        say(f"full budget  {c.key}: final val loss {sum(finals) / len(finals):.4f}")
+        if all(s.completed for s in states):
+            study.tell(trial.number, sum(finals) / len(finals))
+        else:  # a run that crashed: said in the result, not retried forever
+            study.tell(trial.number, state=TrialState.FAIL)
+
+    _claim_loop(study, spec, race_dir, winners, lambda t: t.state != TrialState.RUNNING, finish)
+
+
+def states_of(c: Candidate) -> list[RunState]:
+    return [run_state(Path(run)) for run in c.runs]
