@@ -119,13 +119,16 @@ def advance_run(run_dir: Path, plan_file: Path, target: float | None) -> RunStat
         )
         try:
             stop_sent = False
+            wait = POLL_S
             while proc.poll() is None:
-                time.sleep(POLL_S)
-                if (
-                    not stop_sent
-                    and target is not None
-                    and reached(run_state(run_dir).points, target)
-                ):
+                time.sleep(wait)
+                if stop_sent or target is None:
+                    continue
+                began = time.monotonic()
+                now = run_state(run_dir)
+                # a long event log takes a while to fold: poll no more than 1/5 of the time
+                wait = max(POLL_S, 4 * (time.monotonic() - began))
+                if reached(now.points, target):
                     with contextlib.suppress(ControlError):
                         send_command(run_dir, CommandRequest("stop"), timeout=60)
                     stop_sent = True
