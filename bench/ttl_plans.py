@@ -230,7 +230,10 @@ def late_plan(size: Size, seed: int, budget: Budget, m: re.Match[str], method: s
         train="all",
     )
     one = Stage("one-layer", 1, 1, enter="init", train="all")
-    probe = plan_for(size, f"bench-{size.family}-{method}", [one, full], seed)
+    try:
+        probe = plan_for(size, f"bench-{size.family}-{method}", [one, full], seed)
+    except PlanError as exc:  # BERT: no zero-init identity block (use late-copy)
+        raise MethodError(f"{method}: {exc}") from None
     cost = estimate_cost(probe)
     share = fraction * budget.baseline_steps * cost.baseline_step_cost
     steps = max(1, round(share / cost.stages[0].step_cost))
