@@ -125,7 +125,8 @@ def on_stage_started(state: RunData, ev: StageStarted) -> None:
 
 def on_paused(state: RunData, ev: Paused) -> None:
     state.status = "paused"
-    state.log_line(ev.step, "paused", f"paused ({ev.reason})", "warning", ev.t)
+    if ev.reason != "command":  # a pause command's one line is its CommandEvent's
+        state.log_line(ev.step, "paused", f"paused ({ev.reason})", "warning", ev.t)
     state.step_gap = True
     state.mark(ev.step, "pause", "pause", ev.t)
 
@@ -133,7 +134,7 @@ def on_paused(state: RunData, ev: Paused) -> None:
 def on_resumed(state: RunData, ev: Resumed) -> None:
     if state.status == "paused":
         state.status = "running"
-    state.log_line(ev.step, "resumed", "resumed", "good", ev.t)
+    # only a resume command resumes: its one log line is its CommandEvent's
     state.step_gap = True
     state.mark(ev.step, "resume", "resume", ev.t)
 

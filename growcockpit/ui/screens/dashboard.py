@@ -6,7 +6,7 @@ the session's `RunState`; the screen only composes, binds keys and draws.
 Timers flush text at 4 Hz and plots at 2 Hz, holding the session's lock only
 to read the state (no disk I/O in a timer); a plot (or the heatmap) redraws
 only when its data, size or theme changed and only while it is on screen.
-Commands go over the control socket in a thread worker, since the backend
+Commands (dashboard_commands.py, its base) go over the control socket in a thread worker, since the backend
 answers at its next step boundary. Only the cockpit holding the run's
 controller role (see `growcockpit.ui.controller`) sends commands; others are
 read-only and say so.
@@ -14,34 +14,22 @@ read-only and say so.
 
 from __future__ import annotations
 
-import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
 
 from textual import work
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, Vertical
-from textual.message import Message
-from textual.screen import Screen
 from textual.widget import Widget
 from textual.widgets import Footer, TabbedContent, TabPane
 from textual.worker import get_current_worker
 
-from growcockpit.protocol import ControlError
-from growcockpit.protocol.commands import CommandAck
-from growcockpit.ui.controller import ControllerLock
 from growcockpit.ui.fold.layers import TIMING_WINDOW
-from growcockpit.ui.run_client import RunClient
-from growcockpit.ui.run_state import RunState
-from growcockpit.ui.screens import command_text as texts
-from growcockpit.ui.screens.command_text import command_outcome
-from growcockpit.ui.screens.command_text import factor_problem as _factor_problem
-from growcockpit.ui.screens.confirm import ConfirmScreen
+from growcockpit.ui.screens.dashboard_commands import DashboardCommands
 from growcockpit.ui.screens.help_texts import DASHBOARD_HELP
-from growcockpit.ui.screens.prompt import HelpScreen, PromptScreen, keys_of
+from growcockpit.ui.screens.prompt import HelpScreen, keys_of
 from growcockpit.ui.session import RunSession
 from growcockpit.ui.widgets import (
     EventLogPanel,
@@ -61,7 +49,7 @@ TABS = ("overview", "layers", "timing", "system", "events")
 LAYERS_TITLE = f"layers · ms: median of the last n ≤ {TIMING_WINDOW} samples"
 
 
-class DashboardScreen(Screen[None]):
+class DashboardScreen(DashboardCommands):
     BINDINGS = [
         Binding("p", "pause_resume", "Pause"),
         Binding("g", "advance", "Advance"),
@@ -81,15 +69,6 @@ class DashboardScreen(Screen[None]):
         Binding("5", "tab('events')", "Events", show=False),
     ]
 
-    class CommandDone(Message):
-        """A command's outcome, posted from the command worker."""
-
-        def __init__(self, command: str, ack: CommandAck | None, error: str = "") -> None:
-            super().__init__()
-            self.command = command
-            self.ack = ack
-            self.error = error
-
     def __init__(
         self,
         run_dir: Path,
@@ -105,39 +84,6 @@ class DashboardScreen(Screen[None]):
         self.session = RunSession(self.run_dir, plan_path=self.plan_path)
         self.clock = clock
         self.command_timeout = command_timeout
-
-    # The session's parts, under the names views, tests and benchmarks use.
-    @property
-    def state(self) -> RunState:
-        return self.session.state
-
-    @property
-    def state_lock(self) -> threading.Lock:
-        return self.session.lock
-
-    @property
-    def client(self) -> RunClient:
-        return self.session.client
-
-    @property
-    def controller(self) -> ControllerLock:
-        return self.session.controller
-
-    @property
-    def caught_up(self) -> bool:
-        return self.session.caught_up
-
-    @property
-    def events_read(self) -> int:
-        return self.session.events_read
-
-    @property
-    def role(self) -> str:
-        return self.session.role
-
-    @property
-    def read_only(self) -> bool:
-        return self.session.read_only
 
     def compose(self) -> ComposeResult:
         yield RunHeader(id="run-header")
@@ -243,158 +189,3 @@ class DashboardScreen(Screen[None]):
         """Close the cockpit, or back to Home; training goes on (`growcockpit attach`)."""
         self.session.release()
         self.dismiss() if self.back else self.app.exit()
-
-    # ---- commands ---------------------------------------------------------
-    def _can_command(self, what: str) -> bool:
-        with self.state_lock:
-            finished, status = self.state.finished, self.state.status
-        if finished:
-            self.notify(
-                f"The run has {'finished' if status == 'completed' else status}: "
-                f"there is no backend left to {what}.",
-                title="Run is over",
-            )
-            return False
-        if self.read_only:
-            self.session.claim_control()
-        if self.read_only:
-            self.notify(
-                f"This cockpit is {self.role}. Only the controlling cockpit can {what}; "
-                "it takes over here by itself once that one leaves.",
-                title="Read-only",
-                severity="warning",
-                timeout=6,
-            )
-            return False
-        return True
-
-    def action_pause_resume(self) -> None:
-        if not self._can_command("pause or resume"):
-            return
-        with self.state_lock:
-            command = "resume" if self.state.paused else "pause"
-        self.send(command)
-
-    def action_checkpoint(self) -> None:
-        if self._can_command("checkpoint"):
-            self.send("checkpoint")
-
-    def action_advance(self) -> None:
-        if not self._can_command("advance"):
-            return
-        with self.state_lock:
-            nxt = self.state.next_stage()
-            known = bool(self.state.stages)
-            cur = self.state.stage_name or "the current stage"
-            done, steps = self.state.stage_progress, self.state.stage_steps
-            n = self.state.num_stages
-        if known and nxt is None:
-            self.notify(
-                f"{cur} is the last stage: there is no next stage to advance to.",
-                title="Nothing to advance to",
-                severity="warning",
-            )
-            return
-        if nxt is None:
-            title, body = "Advance to the next stage now?", "The backend ends the current stage."
-        else:
-            title = f"Advance to stage {nxt.index + 1}/{n} “{nxt.name}” now?"
-            body = f"{cur} ends early ({done}/{steps} steps done).\nNext: {nxt.describe()}."
-        self.app.push_screen(ConfirmScreen(title, body, yes="Advance"), self._confirmed("advance"))
-
-    def action_stop(self) -> None:
-        if not self._can_command("stop"):
-            return
-        self.app.push_screen(
-            ConfirmScreen(
-                "Stop the run?",
-                "The backend saves a checkpoint, then ends cleanly.\n"
-                "The run can be resumed later from that checkpoint.",
-                yes="Stop",
-            ),
-            self._confirmed("stop"),
-        )
-
-    def action_scale_lr(self) -> None:
-        if not self._can_command("change the learning rate"):
-            return
-        with self.state_lock:
-            body = texts.lr_body(self.state.lr, self.state.lr_scale)
-
-        def done(value: str | None) -> None:
-            if value:
-                self.send("set_lr", {"factor": float(value)})
-
-        self.app.push_screen(
-            PromptScreen("Scale the learning rate", body, "0.5", check=_factor_problem, ok="Send"),
-            done,
-        )
-
-    def action_rollback(self) -> None:
-        if not self._can_command("roll back"):
-            return
-        with self.state_lock:
-            body = texts.rollback_body(self.state.step, self.state.last_checkpoint)
-
-        def done(value: str | None) -> None:
-            if value is not None:
-                self.send("rollback", texts.rollback_args(value))
-
-        prompt = PromptScreen(
-            "Roll back to a checkpoint?", body, check=texts.rollback_step_problem, ok="Roll back"
-        )
-        self.app.push_screen(prompt, done)
-
-    def action_edit_stages(self) -> None:
-        if not self._can_command("edit stages"):
-            return
-        from growcockpit.ui.screens.designer import DesignerScreen
-
-        with self.state_lock:
-            started = self.state.started_stages()
-            total = self.state.num_stages
-        if total and started >= total:
-            self.notify(
-                "Every stage has started: there are no remaining stages to edit.",
-                title="Nothing to edit",
-                severity="warning",
-            )
-            return
-        path = self.client.paths.plan if self.client.paths.plan.exists() else self.plan_path
-        if path is None or not path.exists():
-            self.notify(f"{self.client.paths.plan}: missing; cannot edit stages", severity="error")
-            return
-
-        def done(stages: list[dict[str, Any]] | None) -> None:
-            if stages is not None:
-                self.send("edit_stages", {"stages": stages})
-
-        self.app.push_screen(DesignerScreen(path, locked_stages=max(0, started)), done)
-
-    def _confirmed(self, command: str) -> Callable[[bool | None], None]:
-        def callback(yes: bool | None) -> None:
-            if yes:
-                self.send(command)
-
-        return callback
-
-    def send(self, command: str, args: dict[str, Any] | None = None) -> None:
-        self.notify(f"{command}: sent, waiting for the backend's answer…", timeout=3)
-        self._send_worker(command, args or {})
-
-    @work(thread=True, group="command", exit_on_error=False)
-    def _send_worker(self, command: str, args: dict[str, Any]) -> None:
-        try:
-            ack = self.session.send(command, args, timeout=self.command_timeout)
-        except ControlError as exc:
-            self.post_message(self.CommandDone(command, None, str(exc)))
-        except Exception as exc:  # anything else is still a failed command, not a crash
-            self.post_message(self.CommandDone(command, None, f"{type(exc).__name__}: {exc}"))
-        else:
-            self.post_message(self.CommandDone(command, ack))
-
-    def on_dashboard_screen_command_done(self, message: CommandDone) -> None:
-        out = command_outcome(message.command, message.ack, message.error)
-        self.notify(out.text, title=out.title, severity=out.severity, timeout=out.timeout)
-        self.session.note("cockpit", out.text, out.log_severity)
-        self.flush_text()
