@@ -23,12 +23,7 @@ def build_optimizer(
     also skips a non-finite step on the device (backend/step.py). LAMB is
     always multi-tensor (`torch._foreach_*`) and skips on the device too.
     """
-    decay: list[nn.Parameter] = []
-    no_decay: list[nn.Parameter] = []
-    for name, p in model.named_parameters():
-        if not p.requires_grad:
-            continue
-        (no_decay if p.ndim < 2 or "LayerNorm" in name or ".ln_" in name else decay).append(p)
+    decay, no_decay = trainable_groups(model)
     groups = [
         {"params": decay, "weight_decay": spec.weight_decay},
         {"params": no_decay, "weight_decay": 0.0},
@@ -41,6 +36,18 @@ def build_optimizer(
     if spec.name == "lamb":
         return Lamb(groups, lr=lr, betas=(0.9, 0.999), eps=1e-6)
     raise ValueError(f'optim.name = "{spec.name}" is unknown; use "adamw" or "lamb"')
+
+
+def trainable_groups(model: nn.Module) -> tuple[list[nn.Parameter], list[nn.Parameter]]:
+    """(decayed, not decayed) trainable parameters, in the order the optimizer holds them
+    (a checkpoint's optimizer state is checked against it before it is loaded)."""
+    decay: list[nn.Parameter] = []
+    no_decay: list[nn.Parameter] = []
+    for name, p in model.named_parameters():
+        if not p.requires_grad:
+            continue
+        (no_decay if p.ndim < 2 or "LayerNorm" in name or ".ln_" in name else decay).append(p)
+    return decay, no_decay
 
 
 def set_lr(optimizer: torch.optim.Optimizer, lr: float) -> None:

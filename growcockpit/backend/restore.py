@@ -15,10 +15,8 @@ from __future__ import annotations
 import os
 import zipfile
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Protocol
 
-from growcockpit.plan import plan_from_dict, validate_plan
-from growcockpit.plan.init_from import without_init_from
 from growcockpit.plan.types import Plan, Stage, trainable_layer_ids
 from growcockpit.protocol import safe_fs
 from growcockpit.protocol.events import RolledBack
@@ -164,18 +162,23 @@ def set_aside_later(root: Path, step: int) -> list[Path]:
 
 
 def restore_trainer(trainer: RestoreHost, checkpoint_dir: Path) -> None:
-    """Continue from a checkpoint: same weights, optimizer, plan position and RNG."""
+    """Continue from a checkpoint: same weights, optimizer, plan position and RNG.
+
+    Every part is checked (backend/checkpoint_checks.py) and the new model and
+    optimizer state are matched before the trainer changes, so a refused
+    checkpoint (CheckpointError) leaves a live run exactly as it was.
+    """
     from growcockpit.backend import rng
-    from growcockpit.backend.checkpoint import TrainerPosition, load_checkpoint
+    from growcockpit.backend.checkpoint import load_checkpoint
+    from growcockpit.backend.checkpoint_checks import check_state
     from growcockpit.backend.model import model_from_saved
     from growcockpit.backend.operators import levels_from_saved, open_levels_at
+    from growcockpit.backend.state_checks import check_optimizer_params
 
     state = load_checkpoint(checkpoint_dir)
-    pos = TrainerPosition(**state["position"])
-    source = str(checkpoint_dir / "state.pt")
-    plan = plan_from_dict(pos.plan, source=source, validate=False)
-    validate_plan(without_init_from(plan), source=source)  # the weights are in the checkpoint
-    model_cls, config_cls = type(trainer.model), type(trainer.model.config)
+    checked = check_state(state, checkpoint_dir)
+    pos, plan = checked.pos, checked.plan
+    model_cls, config_cls = checked.family.model_class, checked.family.config_class
     model = model_from_saved(model_cls, config_cls, state["config"], state["model"])
     levels = levels_from_saved(
         state.get("levels", []),
@@ -183,11 +186,19 @@ def restore_trainer(trainer: RestoreHost, checkpoint_dir: Path) -> None:
         model_cls,
         config_cls,
     )
+    optimizer_stage = _optimizer_stage(plan, pos)
+    if optimizer_stage is not None and state["optimizer"] is not None:
+        check_optimizer_params(
+            state["optimizer"], _param_groups(model, *optimizer_stage), checkpoint_dir / "state.pt"
+        )
     trainer.pos, trainer.plan, trainer.levels = pos, plan, levels
     adopt_threads(trainer, pos.cpu_threads)
     trainer.model = model.to(trainer.device)
     trainer.optimizer = None
-    _restore_optimizer(trainer, plan, pos, state["optimizer"])
+    if optimizer_stage is not None:
+        trainer.configure_training(*optimizer_stage)
+        if state["optimizer"] is not None and trainer.optimizer is not None:
+            trainer.optimizer.load_state_dict(state["optimizer"])
     note = rng.restore(state["rng"], trainer.dist, trainer.device)
     if note:
         trainer.report.warn(f"resume: {note}")
@@ -201,7 +212,9 @@ def adopt_threads(trainer: RestoreHost, threads: int) -> None:
     CPU kernels split reductions by thread count, so another count changes
     results at rounding level (bench/determinism.py: 1 vs 2 threads differ by
     ~1e-6 in the loss, the same count is bitwise identical). An explicit
-    OMP_NUM_THREADS wins, with a warning that the resume is then not exact.
+    OMP_NUM_THREADS wins, with a warning that the resume is then not exact; so
+    does this machine's core count (a count copied from a bigger machine, or a
+    lying checkpoint, never oversubscribes it).
     """
     import torch
 
@@ -214,16 +227,21 @@ def adopt_threads(trainer: RestoreHost, threads: int) -> None:
             "the resumed losses match at rounding level, not bit for bit"
         )
         return
+    cores = os.cpu_count() or 1
+    if threads > cores:
+        trainer.report.warn(
+            f"this run trained with {threads} CPU threads but this machine has {cores} cores: "
+            f"keeping {now}; the resumed losses match at rounding level, not bit for bit"
+        )
+        return
     torch.set_num_threads(threads)
     trainer.report.warn(
         f"using {threads} CPU threads as this run did (found {now}): resume stays bit for bit"
     )
 
 
-def _restore_optimizer(
-    trainer: RestoreHost, plan: Plan, pos: TrainerPosition, optimizer_state: dict[str, Any] | None
-) -> None:
-    """Rebuild the optimizer the checkpoint was taken with, then load its state.
+def _optimizer_stage(plan: Plan, pos: TrainerPosition) -> tuple[Stage, list[int]] | None:
+    """The stage (and its trainable blocks) whose optimizer the checkpoint holds, if any.
 
     A checkpoint taken at a stage start (before the operator) holds the
     previous stage's optimizer: it is rebuilt for that stage so that entering
@@ -236,11 +254,21 @@ def _restore_optimizer(
         index -= 1
         stage = plan.stages[index]
     else:
-        return
+        return None
     depth_before = plan.stages[index - 1].layers if index > 0 else 0
-    trainer.configure_training(stage, trainable_layer_ids(stage, depth_before))
-    if optimizer_state is not None and trainer.optimizer is not None:
-        trainer.optimizer.load_state_dict(optimizer_state)
+    return stage, trainable_layer_ids(stage, depth_before)
+
+
+def _param_groups(model: nn.Module, stage: Stage, trainable: list[int]) -> list[list[torch.Tensor]]:
+    """The parameter groups `configure_training` will give the optimizer over `model`."""
+    from growcockpit.backend.optim import trainable_groups
+    from growcockpit.grow.freeze import apply_freeze
+
+    apply_freeze(model, trainable, stage.embeddings_trainable(), stage.head_trainable())
+    import torch
+
+    groups: list[list[torch.Tensor]] = [list(g) for g in trainable_groups(model) if g]
+    return groups or [[torch.zeros(1)]]  # build_optimizer's placeholder when nothing trains
 
 
 def restored_event(

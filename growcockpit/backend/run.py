@@ -74,8 +74,12 @@ def run_training(
     run_dir: Path,
     device: str | None = None,
     resume_from: Path | None = None,
+    status_before: bytes | None = None,
 ) -> int:
     """Train `plan` in `run_dir`; returns the process exit code.
+
+    `status_before`: a resumed run's status.json as it was before this process
+    started (`resume` reads it); a refused checkpoint puts it back.
 
     Under torchrun every rank calls this; only rank 0 writes the run
     directory, listens on the control socket and samples the system.
@@ -99,6 +103,8 @@ def run_training(
     mirrors: Mirrors | None = None
     writer: StatusWriter | None = None
     sink = FanOut()
+    kept = _kept_status(status_before) if resume_from is not None else None
+    refused = False
     if main:
         try:
             events, control = _open_run_dir(paths, plan_text if resume_from is None else None)
@@ -177,7 +183,17 @@ def run_training(
         final = trainer.run()
         dist.barrier()
         return 0 if final in ("completed", "stopped") else 1
-    except (DataError, CheckpointError) as exc:
+    except CheckpointError as exc:
+        if resume_from is None:
+            _crash(reporter, trainer, paths, status, exc)
+        else:  # a refused checkpoint: the run stays as it was, never marked crashed
+            refused = True
+            _safely(reporter.emit, WarningEvent(message=f"resume refused: {exc}"))
+            state = kept[1] if kept is not None else "stopped"
+            _safely(reporter.emit, RunFinished(status=state, message=f"resume refused: {exc}"))
+        print(f"growcockpit: {exc}", file=sys.stderr)
+        return 2
+    except DataError as exc:
         _crash(reporter, trainer, paths, status, exc)
         print(f"growcockpit: {exc}", file=sys.stderr)
         return 2
@@ -201,6 +217,8 @@ def run_training(
     finally:
         if heartbeat is not None:
             heartbeat.stop()
+        if refused and kept is not None:  # after the heartbeat's last write
+            _safely(write_atomic, paths.status, kept[0])
         if sampler is not None:
             sampler.stop()
         if mirrors is not None:
@@ -284,6 +302,19 @@ def _crash(
     _safely(reporter.emit, RunFinished(status="crashed", step=step or 0, message=message))
     status.state = "crashed"
     _safely(write_status, paths.status, status)
+
+
+def _kept_status(data: bytes | None) -> tuple[bytes, str] | None:
+    """status.json as it was before this resume, and its state word (None if unreadable)."""
+    import json
+
+    try:
+        state = json.loads(data).get("state") if data else None
+    except (ValueError, AttributeError):
+        return None
+    if data is None or state is None:
+        return None
+    return data, state if state in ("stopped", "crashed", "completed") else "stopped"
 
 
 def _safely(write: Callable[..., object], *args: object) -> None:

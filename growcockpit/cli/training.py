@@ -163,14 +163,16 @@ def cmd_resume(args: argparse.Namespace) -> int:
     if prefix is not None:
         return run_torchrun(prefix, again)
     from growcockpit.backend.checkpoint import CheckpointError, load_checkpoint
+    from growcockpit.backend.checkpoint_checks import check_state
 
-    try:
-        load_checkpoint(ckpt, mmap=True)  # refuses a hostile pickle before anything is touched
+    try:  # a hostile pickle, or contents that lie, refused before anything is touched
+        check_state(load_checkpoint(ckpt, mmap=True), ckpt)
     except CheckpointError as exc:
         raise UserError(str(exc)) from None
     plan = load_plan_or_fail(run_dir / "plan.toml", resuming=True)
     from growcockpit.backend import startup
 
+    before = _status_bytes(run_dir)  # put back if the backend refuses the checkpoint
     startup.guard_startup(run_dir, plan.name, len(plan.stages), plan.total_steps)
     try:
         if is_rank_zero():
@@ -183,6 +185,18 @@ def cmd_resume(args: argparse.Namespace) -> int:
         from growcockpit.ui.index_keeper import index_kept
 
         with index_kept(run_dir, enabled=is_rank_zero()):
-            return run_training(plan, "", run_dir, device=args.device, resume_from=ckpt)
+            return run_training(
+                plan, "", run_dir, device=args.device, resume_from=ckpt, status_before=before
+            )
     except startup.StartupInterrupted as exc:
         return startup.end_interrupted(run_dir, exc)
+
+
+def _status_bytes(run_dir: Path) -> bytes | None:
+    """status.json's bytes (None when unreadable): a refused resume leaves it as it was."""
+    from growcockpit.protocol import safe_fs
+
+    try:
+        return safe_fs.read_bytes(run_dir / "status.json", 1 << 20)
+    except OSError:
+        return None
