@@ -27,6 +27,35 @@ MARKER_GLYPH = {"pause": "‖", "lr": "λ", "grow": "▲", "rollback": "↶"}
 MARKER_VARS = {"pause": "gc-pause", "lr": "gc-lr", "grow": "gc-grow", "rollback": "gc-pause"}
 
 
+def stage_labels(
+    display: list[int], stages: list[int], names: dict[int, str]
+) -> tuple[list[str], list[str]]:
+    """The label row's characters (`N:name` at each stage's first column, `│` before a
+    separator's) and the legend: `N name` of each stage whose name does not fit its columns.
+
+    A name is shown whole or not at all (then just its number, and whole in the legend):
+    never cut to a prefix such as `1:shallo`.
+    """
+    line = [" "] * len(display)
+    legend: list[str] = []
+    for pos, ci in enumerate(display):
+        if not (ci == -1 or (pos == 0 and ci >= 0)):
+            continue
+        if ci == -1 and pos + 1 >= len(display):
+            continue
+        g = stages[display[pos + 1]] if ci == -1 else stages[ci]
+        end = next((j for j in range(pos + 1, len(display)) if display[j] == -1), len(display))
+        bar = "│" if ci == -1 else ""
+        label = f"{bar}{g + 1}:{names.get(g, '')}" if names.get(g) else f"{bar}{g + 1}"
+        if len(label) > end - pos:
+            label = f"{bar}{g + 1}"[: end - pos]
+            if names.get(g):
+                legend.append(f"{g + 1} {names[g]}")
+        for j, ch in enumerate(label):
+            line[pos + j] = ch
+    return line, legend
+
+
 class LayerHeatmap(Widget):
     def __init__(self, *, id: str | None = None) -> None:  # noqa: A002 - Textual's name
         super().__init__(id=id)
@@ -89,20 +118,14 @@ class LayerHeatmap(Widget):
 
         text = Text()
         # stage labels, then other markers (grow, pause, LR change) where there is room
-        label_line: list[tuple[str, str]] = [(" ", "")] * len(display)
-        names = {s.index: s.name for s in state.stages}
-        for pos, ci in enumerate(display):
-            if ci == -1 or (pos == 0 and ci >= 0):
-                g = (
-                    stages[display[pos + 1]]
-                    if ci == -1 and pos + 1 < len(display)
-                    else stages[max(ci, 0)]
-                )
-                name = f"{'│' if ci == -1 else ''}{g + 1}:{names.get(g, '')}"
-                for j, ch in enumerate(name):
-                    if pos + j >= len(display) or (j > 0 and display[pos + j] == -1):
-                        break
-                    label_line[pos + j] = (ch, f"bold {stage_c}")
+        chars, legend = stage_labels(display, stages, {s.index: s.name for s in state.stages})
+        label_line = [(ch, f"bold {stage_c}" if ch != " " else "") for ch in chars]
+        if legend:  # names too long for their stage's columns: named on a line above, whole
+            rows_avail = max(1, rows_avail - 1)
+            line = "  ".join(legend)
+            if len(line) > width - LABEL_W:
+                line = line[: max(0, width - LABEL_W - 1)] + "…"
+            text.append(" " * LABEL_W + line + "\n", style=f"bold {stage_c}")
         first_pos = {ci: pos for pos, ci in reversed(list(enumerate(display)))}
         for m in state.markers:
             if m.kind not in MARKER_GLYPH or m.step < steps[0]:

@@ -12,7 +12,13 @@ from growcockpit.plan import estimate_cost, fit_budget, resolve_shapes
 from growcockpit.plan.types import Plan
 from growcockpit.ui.widgets.text_bits import colour
 
-NAME_W = 14
+NAME_W = 14  # the least room for "N name"; a longer name widens the column
+
+
+def name_width(plan: Plan, width: int) -> int:
+    """The name column: wide enough for every "N name" whole, up to half the width."""
+    longest = max((len(f"{i + 1} {s.name}") for i, s in enumerate(plan.stages)), default=0)
+    return max(NAME_W, min(longest + 1, max(NAME_W, width // 2)))
 
 
 def timeline_text(plan: Plan, widget: Static, width: int) -> Text:
@@ -24,12 +30,15 @@ def timeline_text(plan: Plan, widget: Static, width: int) -> Text:
     if not shapes:
         return Text("no stages", style="dim")
     deepest = max([s.layers for s in shapes] + [plan.model.final_layers, 1])
-    bar_w = max(8, width - NAME_W - 22)
+    name_w = name_width(plan, width)
+    bar_w = max(8, width - name_w - 22)
     per_char = max(1, math.ceil(deepest / bar_w))
     c_train, c_new, c_frozen = (colour(widget, v) for v in ("gc-trainable", "gc-new", "gc-frozen"))
     for shape, stage in zip(shapes, plan.stages, strict=False):
-        name = f"{shape.index + 1} {stage.name}"[: NAME_W - 1]
-        text.append(f"{name:<{NAME_W}}")
+        name = f"{shape.index + 1} {stage.name}"
+        if len(name) >= name_w:  # longer than half the width: cut, and say so
+            name = name[: name_w - 2] + "…"
+        text.append(f"{name:<{name_w}}")
         trainable = set(shape.trainable_layers)
         new_from = shape.prev_layers if shape.added_layers > 0 and shape.index > 0 else shape.layers
         for start in range(0, shape.layers, per_char):
@@ -46,18 +55,18 @@ def timeline_text(plan: Plan, widget: Static, width: int) -> Text:
         text.append(f" {shape.layers:>3}L{width_note} {len(trainable):>3} train", style="dim")
         text.append("\n")
     unit = f"(1 char: {per_char} layers)" if per_char > 1 else "(bottom → top)"
-    text.append(f"{'':<{NAME_W}}")
+    text.append(f"{'':<{name_w}}")
     text.append("█", style=c_train)
     text.append(" trainable  ")
     text.append("█", style=c_new)
     text.append(" new  ")
     text.append("▒", style=c_frozen)
     text.append(f" frozen   {unit}", style="")
-    _budget_row(plan, text, bar_w)
+    _budget_row(plan, text, bar_w, name_w)
     return text
 
 
-def _budget_row(plan: Plan, text: Text, bar_w: int) -> None:
+def _budget_row(plan: Plan, text: Text, bar_w: int, name_w: int) -> None:
     """Under a budget: each stage's share of the estimated cost as a run of its number,
     and ┃ where the budget ends (the fill stage's run reaches it when the fit is met)."""
     fit = fit_budget(plan)
@@ -65,7 +74,7 @@ def _budget_row(plan: Plan, text: Text, bar_w: int) -> None:
         return
     cost = estimate_cost(plan)
     scale = max(fit.budget_units, cost.total) / bar_w
-    text.append(f"\n{'budget':<{NAME_W}}")
+    text.append(f"\n{'budget':<{name_w}}")
     used = 0
     for sc in cost.stages:
         n = round(sc.total / scale) if scale > 0 else 0
