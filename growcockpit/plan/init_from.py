@@ -3,7 +3,9 @@
 The source is a local `save_pretrained` directory (a run's `final/`, or any
 BERT/GPT-2 checkout). Only its `config.json` is read here (stdlib), so the
 designer and `plan validate` can say at once whether the plan fits the model;
-the backend loads the weights. `grow_plan_from` is Home's "grow this": a plan
+the backend loads the weights. Every file the backend will read from it
+(tokenizer JSON, safetensors headers) is checked first (plan/source_files.py),
+so a lying source is refused before the run directory exists. `grow_plan_from` is Home's "grow this": a plan
 that starts from a finished run and doubles its depth.
 """
 
@@ -11,11 +13,11 @@ from __future__ import annotations
 
 import copy
 import dataclasses
-import json
 from dataclasses import dataclass
 from pathlib import Path
 
 from growcockpit.plan.families import FAMILIES, FAMILY_FACTS, family_of_model_type
+from growcockpit.plan.source_files import SourceFileError, check_source_files, read_json
 from growcockpit.plan.types import Plan, Stage
 
 KEY = "model.init_from"
@@ -57,12 +59,15 @@ def read_source(path: str) -> SourceShape:
         )
     config_file = root / "config.json"
     try:
-        config = json.loads(config_file.read_text(encoding="utf-8"))
+        config = read_json(config_file)  # size and depth bounded: never a RecursionError
+        check_source_files(root)  # tokenizer files, safetensors headers: before any is used
     except FileNotFoundError:
         raise SourceError(
             f"{path}: no config.json; give a save_pretrained directory, e.g. runs/<id>/final"
         ) from None
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+    except SourceFileError as exc:
+        raise SourceError(str(exc)) from None
+    except OSError as exc:
         raise SourceError(f"{config_file}: unreadable config.json ({exc})") from None
     if not isinstance(config, dict):
         raise SourceError(f"{config_file}: expected a JSON object")
