@@ -51,7 +51,7 @@ class CommandHost(Protocol):
 
     def checkpoint(self, reason: str) -> Path | None: ...
 
-    def rollback(self, step: int | None) -> str: ...
+    def rollback(self, step: int | None, lr_scale: float | None = None) -> str: ...
 
     def replan(self, plan: Plan, from_stage: int) -> None: ...
 
@@ -105,9 +105,9 @@ def apply_intent(host: CommandHost, intent: Intent) -> tuple[bool, str]:
             if path is None:
                 return False, "the state is not finite: no checkpoint written; use rollback"
             return True, f"checkpoint written: {path}"
-        case Rollback(target):
+        case Rollback(target, lr_scale):
             try:
-                return True, host.rollback(target)
+                return True, host.rollback(target, lr_scale)
             except RestoreError as exc:
                 return False, str(exc)
         case Stop():

@@ -46,6 +46,7 @@ class TakeCheckpoint:
 @dataclass(frozen=True)
 class Rollback:
     step: int | None
+    lr_scale: float | None = None  # train on at this LR scale instead of the checkpoint's
 
 
 @dataclass(frozen=True)
@@ -96,8 +97,11 @@ def _advance(request: CommandRequest, run: Progress) -> Intent | Refusal:
 
 
 def _rollback(request: CommandRequest, run: Progress) -> Intent | Refusal:
-    step = request.args.get("step")
-    return Rollback(step if isinstance(step, int) else None)
+    step, scale = request.args.get("step"), request.args.get("lr_scale")
+    return Rollback(
+        step if isinstance(step, int) else None,
+        float(scale) if isinstance(scale, int | float) and not isinstance(scale, bool) else None,
+    )
 
 
 def _set_lr(request: CommandRequest, run: Progress) -> Intent | Refusal:

@@ -44,7 +44,7 @@ from growcockpit.backend.plateau import PlateauTrigger, check_event, trigger_for
 from growcockpit.backend.progress import LoopState, Progress
 from growcockpit.backend.recipes import StageRecipes, fresh_state_layers, gated_layer_ids
 from growcockpit.backend.reporter import RunReporter
-from growcockpit.backend.restore import restore_trainer, rollback_trainer
+from growcockpit.backend.restore import last_checkpoint_step, restore_trainer, rollback_trainer
 from growcockpit.backend.stage_events import (
     StageEntry,
     awaiting_advance,
@@ -223,7 +223,9 @@ class Trainer:
         if not skipped and math.isfinite(loss):
             return False
         self.paused = True
-        self.report.emit(non_finite_error(loss, skipped, self.pos.step))
+        good = last_checkpoint_step(self.run_dir / "checkpoints", self.pos.step)
+        run, scale = str(self.run_dir), self.pos.lr_scale
+        self.report.emit(non_finite_error(loss, skipped, self.pos.step, good, run, scale))
         self.report.paused(self.progress(), reason="non-finite loss")
         return True
 
@@ -371,9 +373,9 @@ class Trainer:
         self.cadence = CheckpointCadence(self.plan.checkpoint)
         self.cadence.written(self.pos.step)
 
-    def rollback(self, step: int | None) -> str:
+    def rollback(self, step: int | None, lr_scale: float | None = None) -> str:
         """Restore an earlier checkpoint in this live run (backend/restore.py); the ack text."""
-        return rollback_trainer(self, step)
+        return rollback_trainer(self, step, lr_scale)
 
     def flush_steps(self) -> None:
         outcome = self.steps.flush(self)

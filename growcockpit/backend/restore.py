@@ -99,6 +99,12 @@ def step_of(path: Path) -> int:
     return int(path.name[5:])
 
 
+def last_checkpoint_step(root: Path, now: int) -> int | None:
+    """The newest checkpoint's step at or before `now` (what a pause's advice rolls back to)."""
+    steps = [step_of(p) for p in checkpoint_dirs(root) if step_of(p) <= now]
+    return max(steps, default=None)
+
+
 def unreadable_reason(path: Path) -> str:
     """Why `path/state.pt` cannot be a checkpoint ("" when its archive is intact).
 
@@ -311,11 +317,13 @@ def rolled_back_text(path: Path, moved: list[Path], pos: TrainerPosition) -> str
     )
 
 
-def rollback_trainer(trainer: RollbackHost, step: int | None) -> str:
+def rollback_trainer(trainer: RollbackHost, step: int | None, lr_scale: float | None = None) -> str:
     """Restore an earlier checkpoint into a live run; returns the ack text.
 
     Raises RestoreError (the run is left untouched) when there is none. Later
     checkpoints are set aside, so a later `resume` follows this timeline.
+    `lr_scale`: train on at this scale instead of the checkpoint's: after a
+    blow-up the checkpoint's own scale is often the one that blew up.
     """
     root = trainer.run_dir / "checkpoints"
     path = rollback_target(root, trainer.pos.step, step)
@@ -324,6 +332,8 @@ def rollback_trainer(trainer: RollbackHost, step: int | None) -> str:
         trainer.restore(path)
     except Exception as exc:
         raise RestoreError(f"{path}/state.pt: cannot be loaded ({str(exc)[:200]})") from None
+    if lr_scale is not None:
+        trainer.pos.lr_scale = lr_scale
     trainer.last_loss = None
     trainer.waiting = trainer.advance_now = False
     trainer.rewound = True

@@ -77,13 +77,31 @@ def awaiting_advance(stage: Stage, index: int, step: int) -> AwaitingAdvance:
     )
 
 
-def non_finite_error(loss: float, skipped: int, step: int) -> Error:
-    """Why the run paused: the loss or the gradient was not finite (backend/step.py skipped it)."""
+def non_finite_error(
+    loss: float,
+    skipped: int,
+    step: int,
+    good: int | None = None,
+    run_dir: str = "RUN",
+    lr_scale: float = 1.0,
+) -> Error:
+    """Why the run paused: the loss or the gradient was not finite (backend/step.py skipped it).
+
+    The skipped update kept the weights finite, but the steps before it may have
+    damaged them already (resuming at a lower LR then blows up again), so the
+    advice is `rollback` to `good`, the last checkpoint, at a lower LR scale.
+    """
     what = f"loss is {loss}" if not math.isfinite(loss) else "the gradient is not finite"
     if skipped > 1:
         what += f" ({skipped} updates skipped since the last report)"
+    if good is None:
+        advice = "no checkpoint to roll back to: lower the LR (set_lr), then resume, or stop"
+    else:
+        advice = (
+            f"roll back to step {good} at a lower LR scale: "
+            f"`growcockpit ctl {run_dir} rollback {good} --lr-scale {lr_scale / 10:g}`"
+        )
     return Error(
-        message=f"{what} at step {step}: update skipped (weights unchanged), paused; edit the "
-        "remaining stages or lower the LR (set_lr), then resume, or stop",
+        message=f"{what} at step {step}: update skipped (weights unchanged), paused; {advice}",
         step=step,
     )

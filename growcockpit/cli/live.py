@@ -33,6 +33,10 @@ def add_parsers(sub: Subparsers) -> None:
         help="set_lr: factor (e.g. 0.5); edit_stages: a TOML file with [[stages]]; "
         "rollback: a checkpoint step (default: the latest)",
     )
+    c.add_argument(
+        "--lr-scale",
+        help="rollback: train on at this LR scale (e.g. 0.1) instead of the checkpoint's",
+    )
     c.add_argument("--timeout", type=float, default=120.0)
     c.set_defaults(func=cmd_ctl)
 
@@ -63,6 +67,20 @@ def cmd_ctl(args: argparse.Namespace) -> int:
         cmd_args["factor"] = float(value)
     elif command == "rollback" and value is not None:
         cmd_args["step"] = checkpoint_step(value, "ctl rollback")
+    scale: str | None = args.lr_scale
+    if scale is not None:
+        problem = lr_factor_problem(scale)
+        if command != "rollback" or problem:
+            raise UserError(
+                f"ctl {command} --lr-scale: "
+                + (
+                    "only rollback takes it"
+                    if command != "rollback"
+                    else problem.replace("set_lr factor", "the LR scale")
+                )
+                + "; e.g. `growcockpit ctl RUN rollback --lr-scale 0.1`"
+            )
+        cmd_args["lr_scale"] = float(scale)
     elif command == "edit_stages":
         cmd_args["stages"] = stages_from_file(value)
     elif value is not None:

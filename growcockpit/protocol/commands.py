@@ -95,6 +95,13 @@ class CommandRequest:
                 raise CommandError(
                     "rollback takes args.step, a checkpoint's step (e.g. 200), or no step for the latest"
                 )
+            scale = self.args.get("lr_scale")
+            if scale is not None and lr_factor_problem(scale):
+                low, high = LR_FACTOR_RANGE
+                raise CommandError(
+                    f"rollback's args.lr_scale must be a finite number from {low:g} to {high:g} "
+                    "(the LR scale to train on with, e.g. 0.1), or left out to keep the checkpoint's"
+                )
         if self.command == "edit_stages" and not isinstance(self.args.get("stages"), list):
             raise CommandError("edit_stages needs args.stages: a list of stage tables")
 
