@@ -267,12 +267,13 @@ def main(argv: list[str] | None = None) -> int:
                 for method, res in run.items():
                     plan = plan_of[(best[method].label, seed)]
                     cost = estimate_cost(plan)
+                    unit = estimate_cost(plan_of[(best["baseline"].label, seed)])
                     res.update(
                         {
                             "plan": plan.name,
                             "stages": stages_summary(plan),
                             # estimated cost / the cost of `size.steps` baseline steps (the budget)
-                            "cost_vs_budget": cost.total / (cost.baseline_step_cost * size.steps),
+                            "cost_vs_budget": cost.total / (unit.baseline_step_cost * size.steps),
                         }
                     )
                 analyse(run)

@@ -175,6 +175,8 @@ def _method_plan(method: str, size: Size, seed: int, budget: Budget) -> Plan:
         return plan_for(short, f"bench-{size.family}-{method}", baseline_stages(short), seed)
     if method == "baseline-wsd":
         return replace(base, name=f"bench-{size.family}-{method}", optim=_wsd(base.optim))
+    if method == "depth-1":
+        return depth1_plan(size, seed, budget)
     late = LATE.match(method)
     if late:
         plan = late_plan(size, seed, budget, late, method)
@@ -193,7 +195,7 @@ def _method_plan(method: str, size: Size, seed: int, budget: Budget) -> Plan:
     else:
         raise MethodError(
             f"unknown method {method!r}; one of baseline, baseline-<f>x, baseline-wsd, "
-            "late[-<fraction>][-copy][-carry], "
+            "late[-<fraction>][-copy][-carry], depth-1, "
             f"{', '.join(TEMPLATES)}, plan:<file or sample plan name>"
         )
     fitted = fit_to_budget(plan, budget)
@@ -239,6 +241,24 @@ def late_plan(size: Size, seed: int, budget: Budget, m: re.Match[str], method: s
     steps = max(1, round(share / cost.stages[0].step_cost))
     optim = replace(_wsd(probe.optim), optimizer_reset=not m.group(3))
     return replace(probe, optim=optim, stages=[replace(one, steps=steps), full])
+
+
+def depth1_plan(size: Size, seed: int, budget: Budget) -> Plan:
+    """The late expansion's control: a 1-layer model for the whole budget (WSD), no expansion.
+
+    Its steps are what the budget buys at a 1-layer step's estimated cost (as `late_plan`
+    prices its first stage), rounded down to the evaluation interval. The final model is
+    not the benchmark's, so this is a control row, not a recipe: it says how much of a late
+    expansion's lead the extra tokens of a cheap model give by themselves.
+    """
+    one = Stage("one-layer", 1, 1, enter="init", train="all")
+    full = Stage(f"full-{size.layers}", size.layers, 1, enter="stack", init="copy")
+    cost = estimate_cost(plan_for(size, "probe", [one, full], seed))
+    steps = int(budget.baseline_steps * cost.baseline_step_cost / cost.stages[0].step_cost)
+    steps -= steps % budget.eval_every
+    shallow = replace(size, layers=1, steps=steps)
+    plan = plan_for(shallow, f"bench-{size.family}-depth-1", [replace(one, steps=steps)], seed)
+    return replace(plan, optim=_wsd(plan.optim))
 
 
 def method_label(method: str) -> str:

@@ -113,6 +113,9 @@ def test_late_method_plan_and_the_head_bound() -> None:
     with pytest.raises(MethodError, match="unknown method"):
         budget_plan("late-2", size, 0, budget)
     assert budget_plan("baseline-wsd", size, 0, budget).optim.schedule == "wsd"
+    control = budget_plan("depth-1", size, 0, budget)  # 1 layer for the whole budget
+    assert control.model.final_layers == 1 and control.total_steps % 20 == 0
+    assert 0.95 < estimate_cost(control).total / (400 * cost.baseline_step_cost) <= 1.0
     base = budget_plan("baseline", size, 0, budget)
     bound = head_bound(base)
     # bench FLOPs count attention scores as block work, so h is a little under the cost
