@@ -20,6 +20,7 @@ speedups over the baseline; then medians and min–max over the seeds.
     python bench/time_to_loss.py --methods baseline,mslt-longshallow-emb,plan:cpu-mslt-best
     python bench/time_to_loss.py --same-steps --methods baseline,mslt --mslt paper,longshallow
     python bench/time_to_loss.py --scale base --device cuda   # BERT-Base / GPT-2-small shapes
+    python bench/time_to_loss.py --methods baseline,late --baseline-schedules linear,wsd --lr 3e-3
     python bench/time_to_loss.py --quick                # tiny (< 1 min per family): the smoke test
     python bench/time_to_loss.py --replot results.json --plot-x flops
 

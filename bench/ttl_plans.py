@@ -8,8 +8,9 @@ tokens instead of stopping early (methods.md §9). The shorter baselines (0.5×,
 0.75× of N) show what simply training the full model for less buys; each has
 its own LR schedule (warm-up and linear decay over its own steps).
 
-Methods are named `baseline`, `baseline-0.5x` (any fraction), one of the
-templates of bench/common.py (`mslt-<variant>`, `gong`, `vcycle`), or a plan
+Methods are named `baseline`, `baseline-0.5x` (any fraction), `baseline-wsd`, the
+late single expansion `late[-<share>][-copy][-carry]` and its control `depth-1`, one of
+the templates of bench/common.py (`mslt-<variant>`, `gong`, `vcycle`), or a plan
 file `plan:<path or sample plan name>` whose final model must be the
 benchmark's. The fitted total is rounded down to a multiple of the evaluation
 interval, so every run's last step is evaluated (the growth plan gives up at
