@@ -322,7 +322,7 @@ def _levels_non_finite(levels: list[dict[str, Any]]) -> str:
 def last_finite_advice(path: Path) -> str:
     """What to resume from instead of a non-finite checkpoint: the newest older one whose
     weights are finite (each looked at through mmap, nothing else loaded)."""
-    from growcockpit.backend.restore import checkpoint_dirs, step_of
+    from growcockpit.backend.checkpoint_dirs import checkpoint_dirs, step_of
 
     run = path.parent.parent
     try:

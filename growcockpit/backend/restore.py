@@ -17,6 +17,7 @@ import zipfile
 from pathlib import Path
 from typing import TYPE_CHECKING, Protocol
 
+from growcockpit.backend.checkpoint_dirs import checkpoint_dirs, step_of
 from growcockpit.plan.types import Plan, Stage, trainable_layer_ids
 from growcockpit.protocol import safe_fs
 from growcockpit.protocol.events import RolledBack
@@ -69,34 +70,6 @@ class RollbackHost(RestoreHost, Protocol):
 
 class RestoreError(Exception):
     """No usable checkpoint; the message names the directory and what to do."""
-
-
-def checkpoint_dirs(root: Path) -> list[Path]:
-    """`step-N` directories holding a `state.pt`, oldest first."""
-    try:
-        if not safe_fs.check_dir(root):
-            return []
-    except safe_fs.UnsafePath:  # a link is never listed through
-        return []
-    found = [
-        p
-        for p in root.glob("step-*")
-        if p.name[5:].isdigit() and len(p.name) < 25 and _real_checkpoint(p)
-    ]
-    return sorted(found, key=lambda p: int(p.name[5:]))
-
-
-def _real_checkpoint(path: Path) -> bool:
-    """A real `step-N/` directory with a regular `state.pt`: a planted link or FIFO is passed
-    over, never opened (the CLI's `check_run_dir` names it before a resume)."""
-    try:
-        return safe_fs.check_dir(path) and safe_fs.check_file(path / "state.pt")
-    except safe_fs.UnsafePath:
-        return False
-
-
-def step_of(path: Path) -> int:
-    return int(path.name[5:])
 
 
 def last_checkpoint_step(root: Path, now: int) -> int | None:
