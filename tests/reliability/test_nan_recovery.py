@@ -62,7 +62,7 @@ def test_ctl_set_lr_is_one_line_before_any_connection(
 
 
 def test_cockpit_prompt_uses_the_same_check() -> None:
-    from growcockpit.ui.screens.dashboard import _factor_problem
+    from growcockpit.ui.screens.command_text import factor_problem as _factor_problem
 
     assert _factor_problem("nan") and _factor_problem("1e9") and not _factor_problem("0.5")
 
