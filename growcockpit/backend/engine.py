@@ -223,7 +223,7 @@ class Trainer:
         if not skipped and math.isfinite(loss):
             return False
         self.paused = True
-        good = last_checkpoint_step(self.run_dir / "checkpoints", self.pos.step)
+        good = last_checkpoint_step(RunPaths(self.run_dir).checkpoints, self.pos.step)
         run, scale = str(self.run_dir), self.pos.lr_scale
         self.report.emit(non_finite_error(loss, skipped, self.pos.step, good, run, scale))
         self.report.paused(self.progress(), reason="non-finite loss")
@@ -363,7 +363,7 @@ class Trainer:
         state = TrainState(
             self.model, self.optimizer, self.pos, self.plan, self.levels, scaler, self.last_loss
         )
-        root = self.run_dir / "checkpoints"
+        root = RunPaths(self.run_dir).checkpoints
         return write_checkpoint(root, state, reason, self.dist, self.device, self.report)
 
     def restore(self, checkpoint_dir: Path) -> None:
@@ -390,7 +390,7 @@ class Trainer:
         status = "stopped" if self.stopping else "completed"
         if self.stopping:
             self.checkpoint("stop")
-        final = self.run_dir / "final"
+        final = RunPaths(self.run_dir).final
         if self.recipes.gates is not None:
             self.report.warn(self.recipes.unfinished_ramp_note(), step=self.pos.step)
         finish_run(

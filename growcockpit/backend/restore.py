@@ -21,6 +21,7 @@ from growcockpit.backend.checkpoint_dirs import checkpoint_dirs, step_of
 from growcockpit.plan.types import Plan, Stage, trainable_layer_ids
 from growcockpit.protocol import safe_fs
 from growcockpit.protocol.events import RolledBack
+from growcockpit.protocol.rundir import RunPaths
 
 if TYPE_CHECKING:  # torch-heavy: choosing a checkpoint must not import them
     import torch
@@ -298,7 +299,7 @@ def rollback_trainer(trainer: RollbackHost, step: int | None, lr_scale: float | 
     `lr_scale`: train on at this scale instead of the checkpoint's: after a
     blow-up the checkpoint's own scale is often the one that blew up.
     """
-    root = trainer.run_dir / "checkpoints"
+    root = RunPaths(trainer.run_dir).checkpoints
     path = rollback_target(root, trainer.pos.step, step)
     before, from_step = trainer.plan, trainer.pos.step
     try:

@@ -166,7 +166,7 @@ def run_training(
     try:
         startup.defer_signals()
         torch.manual_seed(plan.seed)
-        data = _load_data(plan, dist, paths.root / "tokenizer")
+        data = _load_data(plan, dist, paths.tokenizer)
         # a resume takes its weights from the checkpoint, never from init_from's source
         start = plan if resume_from is None else without_init_from(plan)
         trainer = Trainer(start, paths.root, data, reporter, dev, dist)

@@ -13,6 +13,7 @@ import sys
 from pathlib import Path
 
 from growcockpit.cli.common import EXIT_OK, UserError
+from growcockpit.protocol.rundir import RunPaths
 
 
 def add_distributed_args(p: argparse.ArgumentParser) -> None:
@@ -115,7 +116,7 @@ def spawn_backend(argv: list[str], run_dir: Path) -> subprocess.Popen[bytes]:
     env.setdefault("PYTHONUNBUFFERED", "1")
     from growcockpit.protocol import safe_fs
 
-    with os.fdopen(safe_fs.open_log(run_dir / "backend.log"), "ab") as log:
+    with os.fdopen(safe_fs.open_log(RunPaths(run_dir).log), "ab") as log:
         return subprocess.Popen(
             [sys.executable, "-m", "growcockpit", *argv],
             stdin=subprocess.DEVNULL,

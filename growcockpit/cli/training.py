@@ -31,6 +31,7 @@ from growcockpit.cli.launch import (
     run_torchrun,
     torchrun_prefix,
 )
+from growcockpit.protocol.rundir import RunPaths
 
 
 def add_parsers(sub: Subparsers) -> None:
@@ -87,7 +88,7 @@ def cmd_train(args: argparse.Namespace) -> int:
     given: Path | None = args.run_dir
     if given is not None:
         _check_safe(given)
-    if given is not None and os.path.lexists(given / "events.jsonl") and not worker:
+    if given is not None and os.path.lexists(RunPaths(given).events) and not worker:
         raise UserError(
             f"{given}: already holds a run; use `growcockpit resume {given}` or choose another --run-dir"
         )
@@ -151,7 +152,7 @@ def cmd_resume(args: argparse.Namespace) -> int:
     from growcockpit.backend.restore import RestoreError, pick_checkpoint, set_aside_later
 
     try:
-        ckpt, notes = pick_checkpoint(run_dir / "checkpoints", step)
+        ckpt, notes = pick_checkpoint(RunPaths(run_dir).checkpoints, step)
     except RestoreError as exc:
         raise UserError(str(exc)) from None
     again = ["resume", str(run_dir)] + device_args(args)
@@ -169,7 +170,7 @@ def cmd_resume(args: argparse.Namespace) -> int:
         check_state(load_checkpoint(ckpt, mmap=True), ckpt)
     except CheckpointError as exc:
         raise UserError(str(exc)) from None
-    plan = load_plan_or_fail(run_dir / "plan.toml", resuming=True)
+    plan = load_plan_or_fail(RunPaths(run_dir).plan, resuming=True)
     from growcockpit.backend import startup
 
     before = _status_bytes(run_dir)  # put back if the backend refuses the checkpoint
@@ -179,7 +180,7 @@ def cmd_resume(args: argparse.Namespace) -> int:
             for note in notes:
                 print(f"growcockpit: {run_dir}/checkpoints/{note}", file=sys.stderr, flush=True)
             if step is not None:
-                set_aside_later(run_dir / "checkpoints", step)
+                set_aside_later(RunPaths(run_dir).checkpoints, step)
             print(f"resuming {run_dir} from {ckpt.name}", flush=True)
         from growcockpit.backend.run import run_training
         from growcockpit.ui.index_keeper import index_kept

@@ -16,6 +16,7 @@ from typing import Any, Protocol
 
 from growcockpit.protocol.eventlog import EventTail
 from growcockpit.protocol.events import Event
+from growcockpit.protocol.rundir import RunPaths
 from growcockpit.protocol.safe_fs import RunDirError
 
 
@@ -83,7 +84,7 @@ def open_mirrors(
     """The mirrors a plan's [logging] asks for (None when none); raises MirrorError."""
     opened: list[tuple[str, Mirror]] = []
     if tensorboard:
-        opened.append(("tensorboard", tensorboard_mirror(run_dir / "tb")))
+        opened.append(("tensorboard", tensorboard_mirror(RunPaths(run_dir).tensorboard)))
     if wandb != "off":
         try:
             opened.append(("wandb", wandb_mirror(run_dir, run_name, config)))
@@ -98,7 +99,7 @@ def export_tensorboard(run_dir: Path, out_dir: Path) -> str:
 
     Returns a one-line summary; raises MirrorError when there is nothing to read.
     """
-    log = run_dir / "events.jsonl"
+    log = RunPaths(run_dir).events
     if not log.is_file():
         raise MirrorError(f"{run_dir}: no events.jsonl; give a run directory, e.g. runs/<id>")
     tail = EventTail(log)

@@ -16,7 +16,7 @@ from typing import Any
 from growcockpit.protocol import finite_json
 from growcockpit.protocol.eventlog import EventTail
 from growcockpit.protocol.events import GpuStat, Step, System
-from growcockpit.protocol.rundir import RunStatus
+from growcockpit.protocol.rundir import RunPaths, RunStatus
 
 TAIL_BYTES = 1 << 20  # the last system/step events of a long log are in its last MiB
 STRAGGLER_PCT = 10.0  # a spread above this marks the slowest rank as a straggler
@@ -110,7 +110,7 @@ class NodeView:
 
 def latest_node(run_dir: Path) -> NodeView:
     """Read the last MiB of the run's events.jsonl (a torn first line is skipped)."""
-    path = Path(run_dir) / "events.jsonl"
+    path = RunPaths(Path(run_dir)).events
     try:
         size = os.path.getsize(path)
     except OSError:

@@ -14,12 +14,13 @@ import os
 import stat
 from pathlib import Path
 
+from .rundir import RunPaths
 from .safe_fs import MAX_SCAN_ENTRIES, UnsafePath, check_dir, check_file, kind, refusal
 from .socket_path import is_own_private_socket
 
-FILES = ("plan.toml", "events.jsonl", "status.json", "backend.log", "cockpit-index.json")
-DIRS = ("checkpoints", "final", "tokenizer", "tb")
-CONTROL = "control.sock"
+FILES = RunPaths.FILES
+DIRS = RunPaths.DIRS
+CONTROL = RunPaths.CONTROL
 
 
 def check_run_dir(root: Path, *, writing: bool) -> None:

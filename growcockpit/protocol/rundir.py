@@ -28,35 +28,63 @@ HEARTBEAT_STALE_S = 60.0
 
 @dataclass(frozen=True)
 class RunPaths:
+    """Every name in a run directory, spelled once (the backend, the cockpit, the CLI,
+    the exporters and the safety check all ask this)."""
+
     root: Path
+
+    PLAN = "plan.toml"
+    EVENTS = "events.jsonl"
+    STATUS = "status.json"
+    CONTROL = "control.sock"
+    LOG = "backend.log"
+    INDEX = "cockpit-index.json"
+    CHECKPOINTS = "checkpoints"
+    FINAL = "final"
+    TOKENIZER = "tokenizer"
+    TENSORBOARD = "tb"
+    FILES = (PLAN, EVENTS, STATUS, LOG, INDEX)  # regular files growcockpit writes
+    DIRS = (CHECKPOINTS, FINAL, TOKENIZER, TENSORBOARD)
 
     @property
     def plan(self) -> Path:
-        return self.root / "plan.toml"
+        return self.root / self.PLAN
 
     @property
     def events(self) -> Path:
-        return self.root / "events.jsonl"
+        return self.root / self.EVENTS
 
     @property
     def status(self) -> Path:
-        return self.root / "status.json"
+        return self.root / self.STATUS
 
     @property
     def control(self) -> Path:
-        return self.root / "control.sock"
+        return self.root / self.CONTROL
 
     @property
     def checkpoints(self) -> Path:
-        return self.root / "checkpoints"
+        return self.root / self.CHECKPOINTS
 
     @property
     def final(self) -> Path:
-        return self.root / "final"
+        return self.root / self.FINAL
 
     @property
     def log(self) -> Path:
-        return self.root / "backend.log"
+        return self.root / self.LOG
+
+    @property
+    def index(self) -> Path:
+        return self.root / self.INDEX
+
+    @property
+    def tokenizer(self) -> Path:
+        return self.root / self.TOKENIZER
+
+    @property
+    def tensorboard(self) -> Path:
+        return self.root / self.TENSORBOARD
 
 
 _UNSAFE = re.compile(r"[^A-Za-z0-9._-]+")

@@ -21,11 +21,13 @@ import struct
 import tempfile
 from pathlib import Path
 
+from .rundir import RunPaths
+
 MAX_SOCKET_PATH = 100
 """Longest socket path (bytes) bound directly; longer ones go through a symlink."""
 
 PRIVATE_PREFIX = "growcockpit-"
-SOCKET_NAME = "control.sock"
+SOCKET_NAME = RunPaths.CONTROL
 
 
 def needs_short_path(path: Path) -> bool:

@@ -25,6 +25,7 @@ from pathlib import Path
 from growcockpit.compare.progress import RunProgress, load_progress
 from growcockpit.protocol import CommandRequest, ControlError, RunDirError, read_status
 from growcockpit.protocol.control_client import send_command
+from growcockpit.protocol.rundir import RunPaths
 from growcockpit.race.halving import Point, reached
 
 POLL_S = 0.2
@@ -42,7 +43,7 @@ class RunState:
 
 def run_state(run_dir: Path) -> RunState:
     """What the run's event log says (an empty state before it has one)."""
-    if not (run_dir / "events.jsonl").exists():
+    if not (RunPaths(run_dir).events).exists():
         return RunState([], 0.0, False, "missing")
     try:
         prog: RunProgress = load_progress(run_dir)
@@ -57,7 +58,7 @@ def _done(state: RunState, target: float | None) -> bool:
 
 
 def _checkpoints(run_dir: Path) -> bool:
-    ckpts = run_dir / "checkpoints"
+    ckpts = RunPaths(run_dir).checkpoints
     return ckpts.is_dir() and any(p.name.startswith("step-") for p in ckpts.iterdir())
 
 
@@ -65,7 +66,7 @@ def _command(run_dir: Path, plan_file: Path) -> list[str]:
     """`train` for a new run, `resume` for one with a checkpoint; a run killed before its
     first checkpoint has nothing to resume and starts again (its directory is the race's)."""
     base = [sys.executable, "-m", "growcockpit"]
-    if (run_dir / "events.jsonl").exists() and _checkpoints(run_dir):
+    if (RunPaths(run_dir).events).exists() and _checkpoints(run_dir):
         return [*base, "resume", str(run_dir)]
     if run_dir.exists():
         shutil.rmtree(run_dir)

@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from growcockpit.protocol import safe_fs
+from growcockpit.protocol.rundir import RunPaths
 from growcockpit.protocol.stage_steps import StageSteps
 from growcockpit.ui.fold.layers import TIMING_WINDOW, LayerRow
 from growcockpit.ui.fold.plan import StageInfo
@@ -32,7 +33,7 @@ from growcockpit.ui.fold.records import HIST, GpuView, LogEntry, StageTiming
 from growcockpit.ui.fold.series import LayerHistory, Marker, Series
 from growcockpit.ui.run_state import RunState
 
-INDEX_NAME = "cockpit-index.json"
+INDEX_NAME = RunPaths.INDEX
 FORMAT = 2  # bump when RunState or a fold changes what a folded state holds
 PROBE = 4096  # bytes hashed at the log's start and just before the offset
 

@@ -8,7 +8,7 @@ import math
 import pytest
 
 from growcockpit.protocol.commands import CommandError, CommandRequest
-from growcockpit.ui.screens.dashboard import _factor_problem
+from growcockpit.ui.screens.command_text import factor_problem as _factor_problem
 
 
 @pytest.mark.parametrize("factor", [math.nan, math.inf, -1.0, 0, True, "0.5"])

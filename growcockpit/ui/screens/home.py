@@ -22,8 +22,10 @@ from textual.widgets import DataTable, Footer, Static
 from growcockpit.plan import PlanError, load_plan
 from growcockpit.plan.init_from import SourceError, grow_plan_from
 from growcockpit.plan.types import Plan
+from growcockpit.protocol.rundir import RunPaths
 from growcockpit.ui.catalog import PlanEntry, RunEntry, format_age, list_plans, list_runs
 from growcockpit.ui.screens.prompt import HelpScreen, keys_of
+from growcockpit.ui.type_ahead import hold_keys
 from growcockpit.ui.widgets.steady_table import SteadyTable
 
 REFRESH_S = 2.0
@@ -55,7 +57,9 @@ def _short(path: Path) -> str:
 
 class HomeScreen(Screen[None]):
     BINDINGS = [
-        Binding("enter", "open", "Open", show=True, priority=False),
+        # priority: the open runs as Enter arrives, so the keys typed after it wait for the
+        # screen it opens (type-ahead) instead of reaching this one first
+        Binding("enter", "open", "Open", show=True, priority=True),
         Binding("n", "new_plan", "New plan"),
         Binding("a", "attach", "Attach"),
         Binding("c", "compare", "Compare"),
@@ -206,17 +210,17 @@ class HomeScreen(Screen[None]):
             return
         table = self.query_one("#plans-table", DataTable)
         if self.plans:
-            self.post_message(self.OpenPlan(self.plans[table.cursor_row].path))
+            self._open(self.OpenPlan(self.plans[table.cursor_row].path))
 
     def on_data_table_row_selected(self, event: DataTable.RowSelected) -> None:
         event.stop()
         if event.data_table.id == "runs-table":
             self.action_attach()
         elif self.plans:
-            self.post_message(self.OpenPlan(self.plans[event.cursor_row].path))
+            self._open(self.OpenPlan(self.plans[event.cursor_row].path))
 
     def action_new_plan(self) -> None:
-        self.post_message(self.OpenPlan(None))
+        self._open(self.OpenPlan(None))
 
     def action_attach(self) -> None:
         run = self._selected_run()
@@ -225,14 +229,14 @@ class HomeScreen(Screen[None]):
                 "No runs yet: open a plan (Enter) and launch it (l).", title="Nothing to attach to"
             )
             return
-        self.post_message(self.OpenRun(run.path))
+        self._open(self.OpenRun(run.path))
 
     def action_compare(self) -> None:
         if len(self.runs) < 1:
             self.notify("Compare needs runs: launch a plan first.", title="Nothing to compare")
             return
         run = self._selected_run()
-        self.post_message(self.OpenCompare([run.path] if run else []))
+        self._open(self.OpenCompare([run.path] if run else []))
 
     def action_grow_run(self) -> None:
         """A new plan that starts from the highlighted run's final model (model.init_from)."""
@@ -245,7 +249,12 @@ class HomeScreen(Screen[None]):
         except (PlanError, SourceError, OSError) as exc:
             self.notify(str(exc).splitlines()[0], title="Cannot grow this run", severity="warning")
             return
-        self.post_message(self.OpenPlan(None, plan))
+        self._open(self.OpenPlan(None, plan))
+
+    def _open(self, message: Message) -> None:
+        """Ask the app for a screen; the keys pressed until it is up go to it (type-ahead)."""
+        hold_keys(self.app)
+        self.post_message(message)
 
     def action_help(self) -> None:
         self.app.push_screen(HelpScreen("growcockpit", HELP, keys_of(self)))
@@ -253,8 +262,8 @@ class HomeScreen(Screen[None]):
 
 def grow_plan_from_run(run_dir: Path) -> Plan:
     """The "grow this" plan of a finished run: its plan, starting from its `final/` model."""
-    final = run_dir / "final"
+    final = RunPaths(run_dir).final
     if not (final / "config.json").is_file():
         raise SourceError(f"{run_dir.name} has no final model yet: grow a run once it has finished")
-    run_plan = load_plan(run_dir / "plan.toml", validate=False)
+    run_plan = load_plan(RunPaths(run_dir).plan, validate=False)
     return grow_plan_from(run_plan, _short(final), run_dir.name)
