@@ -198,6 +198,6 @@ def _status_bytes(run_dir: Path) -> bytes | None:
     from growcockpit.protocol import safe_fs
 
     try:
-        return safe_fs.read_bytes(run_dir / "status.json", 1 << 20)
+        return safe_fs.read_bytes(RunPaths(run_dir).status, 1 << 20)
     except OSError:
         return None
