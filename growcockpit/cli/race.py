@@ -44,6 +44,13 @@ def add_parsers(sub: Subparsers) -> None:
         "--no-finish", action="store_true", help="stop after the race (no full-budget continuation)"
     )
     r.add_argument(
+        "--control",
+        action="store_true",
+        help="add each growth plan's control: the final model at full depth from the start, "
+        "training only the layers its last growth stage trains (is it the growth, or the "
+        "reduced trainable set?)",
+    )
+    r.add_argument(
         "--join", action="store_true", help="join the race in --race-dir as one more worker"
     )
     r.set_defaults(func=cmd_race)
@@ -74,6 +81,7 @@ def _spec(args: argparse.Namespace, race_dir: Path) -> object:
             eta=args.eta,
             keep=args.keep,
             finish=not args.no_finish,
+            control=args.control,
         )
         spec = build_race(list(args.plans), args.vary, _seeds(args.seeds), race_dir,
                           write=False, **build)  # fmt: skip

@@ -113,7 +113,12 @@ class OptimSpec:
 @dataclass
 class MetricsSpec:
     """`log_every_steps`: a step event (and the step's one device read) every N steps;
-    1 reports every step. On a GPU a larger N keeps the host ahead of the device."""
+    1 reports every step. On a GPU a larger N keeps the host ahead of the device.
+
+    `spike_z`, `spike_grad_z`, `spike_window`: the loss-spike sentinel
+    (backend/sentinel.py): an update whose loss (gradient norm) lies more than
+    that many robust standard deviations above the median of the last
+    `spike_window` steps is skipped and the run pauses; 0 turns a signal off."""
 
     log_every_steps: int = 1
     every_steps: int = 5
@@ -121,6 +126,9 @@ class MetricsSpec:
     system_every_s: float = 2.0
     eval_every_steps: int = 0
     eval_batches: int = 4
+    spike_z: float = 8.0
+    spike_grad_z: float = 0.0
+    spike_window: int = 50
 
 
 @dataclass
@@ -169,7 +177,8 @@ class Stage:
     fresh (first stage only), "continue" keeps it as it is (the default for
     later stages, e.g. a final all-layer stage). `train` picks which
     transformer layers get gradients: "all", "new" (the ones this stage's
-    operator added), "top:K", or "none". `embeddings`/`head` default per
+    operator added), "top:K", "layers:I,J,…" (those indices, 0 = the bottom; what a race's
+    `--control` trains), or "none". `embeddings`/`head` default per
     methods.md: embeddings train only when every layer trains; the head trains.
     Growth recipes (methods.md §8): `ramp_steps` gates the blocks the operator
     adds, y = x + m·(block(x) − x) with m rising 0 → 1 over that many steps;
@@ -259,6 +268,8 @@ def trainable_layer_ids(stage: Stage, previous_layers: int) -> list[int]:
     if stage.train.startswith("top:"):
         k = int(stage.train.split(":", 1)[1])
         return list(range(max(0, n - k), n))
+    if stage.train.startswith("layers:"):
+        return sorted({int(i) for i in stage.train.split(":", 1)[1].split(",")})
     raise ValueError(f"unknown train policy {stage.train!r}")
 
 

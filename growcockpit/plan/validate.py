@@ -38,7 +38,7 @@ from growcockpit.plan.types import (
     Stage,
 )
 
-TRAIN_POLICIES: tuple[str, ...] = ("all", "new", "top:K", "none")
+TRAIN_POLICIES: tuple[str, ...] = ("all", "new", "top:K", "layers:I,J", "none")
 _ORDER = (
     "name",
     "description",
@@ -158,6 +158,9 @@ def _check_sections(plan: Plan, c: _Checks) -> None:
     )
     c.positive("metrics.eval_batches", mt.eval_batches)
     c.positive("metrics.log_every_steps", mt.log_every_steps)
+    for field in ("spike_z", "spike_grad_z"):
+        c.at_least(f"metrics.{field}", getattr(mt, field), 0.0, "0 (off) or a positive z-score")
+    c.at_least("metrics.spike_window", mt.spike_window, 0, "0 (off) or a number of steps")
 
     ck = plan.checkpoint
     c.at_least("checkpoint.every_steps", ck.every_steps, 0, "0 (off) or a positive number of steps")
@@ -188,6 +191,15 @@ def _check_train(key: str, stage: Stage, prev_layers: int, c: _Checks) -> None:
             c.add(
                 key,
                 f'"{train}": K must be between 1 and layers = {stage.layers}; write "top:1" … "top:{stage.layers}"',
+            )
+        return
+    if train.startswith("layers:"):
+        ids = [i.strip() for i in train.split(":", 1)[1].split(",")]
+        if not all(re.fullmatch(r"\d+", i) and int(i) < stage.layers for i in ids):
+            c.add(
+                key,
+                f'"{train}": give layer indices 0 … {stage.layers - 1} separated by commas, '
+                'e.g. "layers:4,5"',
             )
         return
     c.add(key, f'unknown train policy "{train}"; use one of {_choices(TRAIN_POLICIES)}')

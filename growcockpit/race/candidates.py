@@ -22,10 +22,12 @@ from growcockpit.plan import Plan, PlanError, dump_plan, estimate_cost, plan_fro
 from growcockpit.plan.cost import block_params
 from growcockpit.plan.overrides import apply_overrides, overridden_plan, parse_override
 from growcockpit.plan.save import update_text
+from growcockpit.race.control import ControlError, control_tables
 from growcockpit.race.halving import rung_computes
 
 SPEC_FILE = "race.json"
 BASELINE_STAGE = "full-depth"
+Made = tuple[str, str, list[str], bool, Plan, str]  # label, name, sets, baseline, plan, text
 
 
 class RaceError(Exception):
@@ -42,6 +44,8 @@ class Candidate:
     baseline: bool
     plan_files: list[str]  # one per seed
     runs: list[str]
+    control: bool = False  # `--control`: a growth plan's trainable set, no growth
+    controls: list[str] = field(default_factory=list)  # a control's growth candidates' keys
 
 
 @dataclass
@@ -57,6 +61,7 @@ class RaceSpec:
     rungs: list[float]
     finish: bool = True  # continue the winners to the full budget
     vary: list[str] = field(default_factory=list)
+    control: bool = False
 
     def to_json(self) -> str:
         return json.dumps(asdict(self), indent=1)
@@ -159,19 +164,19 @@ def build_race(
     eta: int = 2,
     keep: int = 1,
     finish: bool = True,
+    control: bool = False,
     write: bool = True,
 ) -> RaceSpec:
     """Every candidate's plan, checked and (with `write`) written under `race_dir/plans/`;
-    the rungs."""
+    the rungs. With `control`, each growth candidate's control (race/control.py) too."""
     if not plan_paths:
         raise RaceError("give at least one plan file")
     if not 0 < budget_fraction <= 1:
         raise RaceError(f"--budget-fraction {budget_fraction}: give a fraction in (0, 1]")
     varies = [parse_vary(v) for v in vary]
-    made: list[
-        tuple[str, str, list[str], bool, Plan, str]
-    ] = []  # label, name, sets, base, plan, text
+    made: list[Made] = []
     first: tuple[dict[str, Any], Plan] | None = None
+    grown: list[tuple[int, dict[str, Any]]] = []  # growth candidates and their tables
     for path in plan_paths:
         data, text = _raw(path)
         for sets in _variations(varies):
@@ -185,6 +190,8 @@ def build_race(
                     "set it in the plan or with --set metrics.eval_every_steps=50"
                 )
             made.append((_label(plan.name, sets), plan.name, sets, is_full_depth(plan), plan, text))
+            if control and not is_full_depth(plan):
+                grown.append((len(made) - 1, apply_overrides(data, map(parse_override, sets))))
             if first is None:
                 first = (data, plan)
     assert first is not None
@@ -201,6 +208,8 @@ def build_race(
             except PlanError as exc:
                 raise RaceError(f"the full-depth baseline: {exc}") from None
             made.append((_label(plan.name, sets), plan.name, sets, True, plan, dump_plan(plan)))
+    controls = _controls(made, grown)
+    made += [m for m, _ in controls]
     labels = [m[0] for m in made]
     candidates: list[Candidate] = []
     for i, (label, name, sets, is_base, plan, text) in enumerate(made):
@@ -212,8 +221,40 @@ def build_race(
             files.append(_write(race_dir / "plans" / f"{key}-s{seed}.toml", seeded, write))
             runs.append(str(race_dir / "runs" / f"{key}-s{seed}"))
         candidates.append(Candidate(key, name, sets, is_base, files, runs))
+    for at, (_, of) in enumerate(controls, start=len(made) - len(controls)):
+        keys = [candidates[i].key for i in of]
+        candidates[at] = dataclasses.replace(candidates[at], control=True, controls=keys)
     budget = plan_flops(made[0][4])  # the first plan's; the baseline costs the same
     rungs = rung_computes(len(candidates), eta, keep, budget_fraction * budget)
     if not rungs:
         raise RaceError(f"{len(candidates)} candidate(s) and --keep {keep}: nothing to race")
-    return RaceSpec(candidates, seeds, eta, keep, budget_fraction, budget, rungs, finish, vary)
+    return RaceSpec(
+        candidates, seeds, eta, keep, budget_fraction, budget, rungs, finish, vary, control
+    )
+
+
+def _controls(
+    made: list[Made], grown: list[tuple[int, dict[str, Any]]]
+) -> list[tuple[Made, list[int]]]:
+    """One control per distinct control plan, with the growth candidates it controls; its
+    choices are the non-stage ones (the stages are the control's own)."""
+    out: list[tuple[Made, list[int]]] = []
+    for index, data in grown:
+        label, _, sets, _, plan, _ = made[index]
+        try:
+            tables = control_tables(data, plan)
+            if tables is None:
+                continue
+            ctl = plan_from_dict(tables)
+        except ControlError as exc:
+            raise RaceError(str(exc)) from None
+        except PlanError as exc:
+            raise RaceError(f"--control: {label}'s control: {exc}") from None
+        text = dump_plan(ctl)
+        same = next((o for m, o in out if m[5] == text), None)
+        if same is not None:
+            same.append(index)
+            continue
+        kept = [s for s in sets if not s.startswith("stages.")]
+        out.append(((_label(ctl.name, kept), ctl.name, kept, False, ctl, text), [index]))
+    return out

@@ -37,6 +37,7 @@ class Row:
     state: str  # racing | cut | winner | finished | failed
     final_loss: float | None
     runs: list[str]
+    controls: list[str] | None = None  # a control's growth candidates; None: not a control
 
 
 @dataclass(frozen=True)
@@ -88,6 +89,7 @@ def _row(c: Candidate, spec: RaceSpec, trial: optuna.trial.FrozenTrial) -> Row:
         state,
         final,
         c.runs,
+        c.controls if c.control else None,
     )
 
 
@@ -150,6 +152,7 @@ def format_result(result: RaceResult) -> str:
         if r.final_loss is not None:
             state += f", final {r.final_loss:.4f}"
         name = r.key + (" (baseline)" if r.baseline else "")
+        name += " (control)" if r.controls is not None else ""
         table.append([name, *map(_fmt, r.rung_losses), f"{r.flops:.3g}", state])
     widths = [max(len(row[i]) for row in table) for i in range(len(head))]
     lines += ["  ".join(c.ljust(w) for c, w in zip(row, widths, strict=True)) for row in table]
@@ -158,6 +161,7 @@ def format_result(result: RaceResult) -> str:
         f"({result.race_flops / result.budget_flops:.2f}× one full budget)"
     )
     lines.append(verdict_line(result))
+    lines += control_lines(result)
     return "\n".join(lines)
 
 
@@ -179,3 +183,27 @@ def verdict_line(result: RaceResult) -> str:
         f"{s.sooner:.2f}× sooner (estimated from the race: {s.winner_flops:.3g} vs "
         f"{s.baseline_flops:.3g} FLOPs); counting the race's own compute: {counted}"
     )
+
+
+def control_lines(result: RaceResult) -> list[str]:
+    """For the winner's control (`--control`): did the growth pay, or the trainable set?
+    Compared at the last rung both were measured at (the race's own numbers)."""
+    win = next((r for r in result.rows if r.key == result.winner), None)
+    if win is None:
+        return []
+    out: list[str] = []
+    for ctl in (r for r in result.rows if r.controls is not None and win.key in r.controls):
+        both = [
+            (i, w, c)
+            for i, (w, c) in enumerate(zip(win.rung_losses, ctl.rung_losses, strict=True))
+            if w is not None and c is not None
+        ]
+        if not both:
+            continue
+        rung, w, c = both[-1]
+        what = "the growth pays" if w < c else "the reduced trainable set explains it"
+        out.append(
+            f"control {ctl.key} (the winner's trainable set, no growth): {c:.4f} vs the "
+            f"winner's {w:.4f} at rung {rung + 1}: {what}"
+        )
+    return out
