@@ -9,6 +9,7 @@ from collections.abc import Callable, Iterable
 from functools import partial
 from pathlib import Path
 
+from textual import events
 from textual.app import App, SystemCommand
 from textual.binding import Binding
 from textual.screen import Screen
@@ -17,6 +18,7 @@ from growcockpit.resources import themes_dir
 from growcockpit.ui.run_client import LaunchError, RunClient
 from growcockpit.ui.screens import (
     CompareScreen,
+    ConfirmScreen,
     DashboardScreen,
     DesignerScreen,
     HomeScreen,
@@ -31,6 +33,7 @@ from growcockpit.ui.themes import (
     load_theme,
     theme_files,
 )
+from growcockpit.ui.type_ahead import TypeAhead
 
 Launcher = Callable[[Path, Path, LaunchOptions], Path]
 
@@ -92,6 +95,7 @@ class GrowCockpitApp(App[None]):
         choice = theme or (remembered if remembered in self.theme_names else DEFAULT_THEME)
         self._remember_theme = theme is None
         self.theme = f"growcockpit-{choice}"
+        self.type_ahead: TypeAhead[events.Key] = TypeAhead()
 
     def get_theme_variable_defaults(self) -> dict[str, str]:
         return dict(GC_DEFAULTS)
@@ -101,6 +105,8 @@ class GrowCockpitApp(App[None]):
         return self.theme.removeprefix("growcockpit-")
 
     def on_mount(self) -> None:
+        # every screen change holds the keys pressed until the new top screen is up
+        self.screen_change_signal.subscribe(self, lambda _screen: self._hold(None))
         self.push_screen(HomeScreen(self.runs_root, self.workdir, self.samples))
         if self.run_dir is not None:
             self.push_screen(self._dashboard(self.run_dir))
@@ -151,6 +157,48 @@ class GrowCockpitApp(App[None]):
 
     def action_new_plan(self) -> None:
         self.push_screen(DesignerScreen(None, runs_root=self.runs_root))
+
+    # ---- type-ahead: keys pressed while a screen opens go to it (ui/type_ahead.py) -----
+    async def on_event(self, event: events.Event) -> None:
+        if isinstance(event, events.Key) and not event.is_forwarded:
+            if not self.type_ahead.holding and not self.screen.is_mounted:
+                self._hold(None)  # pushed, not mounted yet: hold for it
+            if self.type_ahead.offer(event):
+                return
+        await super().on_event(event)
+
+    def on_key(self, event: events.Key) -> None:
+        """A key that no widget took bubbles up here for the screen's bindings (Textual's
+        App._on_key, which runs after this unless prevented): one that was forwarded to the
+        old screen before a new one was asked for is held for the new one."""
+        if not self.type_ahead.holding and not self.screen.is_mounted:
+            self._hold(None)
+        if self.type_ahead.offer(event):
+            event.prevent_default()
+
+    def hold_keys(self) -> None:
+        """Hold the keys pressed from now until the next screen is mounted, then replay them."""
+        self._hold(self.screen)
+
+    def _hold(self, origin: object | None) -> None:
+        watching = self.type_ahead.holding
+        self.type_ahead.hold(origin, time.monotonic())
+        if not watching:
+            self._watch_type_ahead()
+
+    def _watch_type_ahead(self) -> None:
+        top = self.screen
+        if self.type_ahead.ready(top, top.is_mounted, time.monotonic()):
+            self.call_after_refresh(self._replay_keys)  # after its on_mount moved the focus
+        else:
+            self.set_timer(0.02, self._watch_type_ahead)
+
+    def _replay_keys(self) -> None:
+        keys = self.type_ahead.release()
+        if isinstance(self.screen, ConfirmScreen):
+            return  # a question is answered by a key pressed after it was seen, never ahead
+        for key in keys:
+            self.post_message(events.Key(key.key, key.character))
 
     # ---- themes -------------------------------------------------------------------
     def action_cycle_theme(self) -> None:

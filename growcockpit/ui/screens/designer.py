@@ -264,12 +264,21 @@ class DesignerScreen(DesignerSaving):
         if edit.note:
             self.notify(edit.note, timeout=2)
 
+    def _follow_cursor(self) -> None:
+        """Select the table's row now: keys typed ahead (`down`, `x`) run before the
+        RowHighlighted message of the move that precedes them."""
+        row = self.query_one(StageTable).cursor_row
+        if self.plan is not None and row != self.selected and 0 <= row < len(self.plan.stages):
+            self._select(row)
+
     def action_edit_stages(self, kind: str) -> None:
+        self._follow_cursor()
         if self.plan is not None:
             edit = plan_edits.STAGE_LIST_EDITS[kind]
             self._apply(edit(self.plan, self.selected, self._first_editable))
 
     def action_move(self, delta: int) -> None:
+        self._follow_cursor()
         if self.plan is not None:
             self._apply(
                 plan_edits.move_stage(self.plan, self.selected, delta, self._first_editable)

@@ -1,0 +1,75 @@
+"""Type-ahead across screen changes: keys pressed while a screen opens go to that screen.
+
+A key that opens a screen (Enter on Home, `e` on the dashboard, `l` in the
+designer) is followed, at paste or fast-typing speed, by keys meant for the
+screen it opens; Textual would hand them to the old screen (the open is a
+message still in the queue) or to a screen not yet mounted, where they are lost
+or land in whichever widget has focus first (an `l` meant for Launch became a
+stage name). The app holds such keys from the moment a screen is asked for
+until the new screen is mounted and focused, then replays them to it in order.
+
+Replaying is the type-ahead a shell gives, and safe because every irreversible
+action still asks first, with one exception handled here: keys held for a
+confirmation dialog are dropped, never replayed (a question must be seen before
+it is answered). A hold that no screen follows (the open failed) ends after
+`HOLD_MAX_S`, and its keys go where they would have gone.
+
+Plain Python (no Textual): the app feeds it its key events and asks when to let go.
+"""
+
+from __future__ import annotations
+
+from typing import Generic, Protocol, TypeVar, runtime_checkable
+
+HOLD_MAX_S = 1.0
+
+K = TypeVar("K")
+
+
+class TypeAhead(Generic[K]):
+    """The keys held while a screen opens, in the order they were pressed."""
+
+    def __init__(self) -> None:
+        self.keys: list[K] = []
+        self.origin: object | None = None  # the screen that asked; the new one is not it
+        self._until: float | None = None
+
+    @property
+    def holding(self) -> bool:
+        return self._until is not None
+
+    def hold(self, origin: object | None, now: float) -> None:
+        """Hold keys from now until a screen other than `origin` is ready (or HOLD_MAX_S)."""
+        if self._until is None:
+            self.origin = origin
+        self._until = now + HOLD_MAX_S
+
+    def offer(self, key: K) -> bool:
+        """Keep `key` when holding (True); False: handle it now."""
+        if self._until is None:
+            return False
+        self.keys.append(key)
+        return True
+
+    def ready(self, top: object, top_mounted: bool, now: float) -> bool:
+        """Time to let go: the screen on top is new and mounted, or the hold ran out."""
+        if self._until is None:
+            return False
+        return (top is not self.origin and top_mounted) or now >= self._until
+
+    def release(self) -> list[K]:
+        """Stop holding; the keys to replay, in order."""
+        keys, self.keys = self.keys, []
+        self._until, self.origin = None, None
+        return keys
+
+
+@runtime_checkable
+class KeyHolder(Protocol):
+    def hold_keys(self) -> None: ...
+
+
+def hold_keys(app: object) -> None:
+    """Ask the app (when it keeps type-ahead) to hold keys: a screen is about to open."""
+    if isinstance(app, KeyHolder):
+        app.hold_keys()
