@@ -106,22 +106,7 @@ def detach(argv: list[str], run_dir: Path) -> int:
 
 
 def spawn_backend(argv: list[str], run_dir: Path) -> subprocess.Popen[bytes]:
-    """`growcockpit ARGV` in a new session, output to RUN/backend.log (GLIBC_TUNABLES and
-    PYTHONUNBUFFERED only where the user has not set their own)."""
-    env = dict(os.environ)
-    env.setdefault(
-        "GLIBC_TUNABLES",
-        "glibc.malloc.mmap_threshold=4294967296:glibc.malloc.trim_threshold=4294967296",
-    )
-    env.setdefault("PYTHONUNBUFFERED", "1")
-    from growcockpit.protocol import safe_fs
+    """`growcockpit ARGV` in a new session, output to RUN/backend.log (protocol/launch.py)."""
+    from growcockpit.protocol.launch import spawn_backend as spawn
 
-    with os.fdopen(safe_fs.open_log(RunPaths(run_dir).log), "ab") as log:
-        return subprocess.Popen(
-            [sys.executable, "-m", "growcockpit", *argv],
-            stdin=subprocess.DEVNULL,
-            stdout=log,
-            stderr=subprocess.STDOUT,
-            start_new_session=True,
-            env=env,
-        )
+    return spawn(argv, RunPaths(run_dir).log)

@@ -13,18 +13,15 @@ The race never imports torch: the run is `python -m growcockpit train|resume`.
 from __future__ import annotations
 
 import contextlib
-import os
 import shutil
-import subprocess
-import sys
 import time
-from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
 from growcockpit.compare.progress import RunProgress, load_progress
 from growcockpit.protocol import CommandRequest, ControlError, RunDirError, read_status
 from growcockpit.protocol.control_client import send_command
+from growcockpit.protocol.launch import spawn_backend
 from growcockpit.protocol.rundir import RunPaths
 from growcockpit.race.halving import Point, reached
 
@@ -65,12 +62,11 @@ def _checkpoints(run_dir: Path) -> bool:
 def _command(run_dir: Path, plan_file: Path) -> list[str]:
     """`train` for a new run, `resume` for one with a checkpoint; a run killed before its
     first checkpoint has nothing to resume and starts again (its directory is the race's)."""
-    base = [sys.executable, "-m", "growcockpit"]
     if (RunPaths(run_dir).events).exists() and _checkpoints(run_dir):
-        return [*base, "resume", str(run_dir)]
+        return ["resume", str(run_dir)]
     if run_dir.exists():
         shutil.rmtree(run_dir)
-    return [*base, "train", str(plan_file), "--run-dir", str(run_dir)]
+    return ["train", str(plan_file), "--run-dir", str(run_dir)]
 
 
 def _wait_live(run_dir: Path) -> None:
@@ -91,17 +87,12 @@ def _wait_live(run_dir: Path) -> None:
             return
 
 
-@contextlib.contextmanager
-def _log(run_dir: Path) -> Iterator[int]:
+def _log_path(run_dir: Path) -> Path:
     """The run's subprocess output, in `<race>/logs/` (not beside the run directories, so
     `growcockpit compare <race>/runs/*` sees runs only)."""
     logs = run_dir.parent.parent / "logs"
     logs.mkdir(parents=True, exist_ok=True)
-    fd = os.open(logs / f"{run_dir.name}.log", os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
-    try:
-        yield fd
-    finally:
-        os.close(fd)
+    return logs / f"{run_dir.name}.log"
 
 
 def advance_run(run_dir: Path, plan_file: Path, target: float | None) -> RunState:
@@ -114,27 +105,24 @@ def advance_run(run_dir: Path, plan_file: Path, target: float | None) -> RunStat
     state = run_state(run_dir)
     if _done(state, target):
         return state
-    with _log(run_dir) as log:
-        proc = subprocess.Popen(
-            _command(run_dir, plan_file), stdout=log, stderr=log, stdin=subprocess.DEVNULL
-        )
-        try:
-            stop_sent = False
-            wait = POLL_S
-            while proc.poll() is None:
-                time.sleep(wait)
-                if stop_sent or target is None:
-                    continue
-                began = time.monotonic()
-                now = run_state(run_dir)
-                # a long event log takes a while to fold: poll no more than 1/5 of the time
-                wait = max(POLL_S, 4 * (time.monotonic() - began))
-                if reached(now.points, target):
-                    with contextlib.suppress(ControlError):
-                        send_command(run_dir, CommandRequest("stop"), timeout=60)
-                    stop_sent = True
-        finally:
-            if proc.poll() is None:  # the race itself is ending: the run stops with a checkpoint
-                proc.terminate()
-                proc.wait()
+    proc = spawn_backend(_command(run_dir, plan_file), _log_path(run_dir), new_session=False)
+    try:
+        stop_sent = False
+        wait = POLL_S
+        while proc.poll() is None:
+            time.sleep(wait)
+            if stop_sent or target is None:
+                continue
+            began = time.monotonic()
+            now = run_state(run_dir)
+            # a long event log takes a while to fold: poll no more than 1/5 of the time
+            wait = max(POLL_S, 4 * (time.monotonic() - began))
+            if reached(now.points, target):
+                with contextlib.suppress(ControlError):
+                    send_command(run_dir, CommandRequest("stop"), timeout=60)
+                stop_sent = True
+    finally:
+        if proc.poll() is None:  # the race itself is ending: the run stops with a checkpoint
+            proc.terminate()
+            proc.wait()
     return run_state(run_dir)

@@ -18,6 +18,8 @@ from pathlib import Path
 from growcockpit.protocol import ControlError, EventTail, safe_fs, send_command
 from growcockpit.protocol.commands import CommandAck, CommandRequest
 from growcockpit.protocol.events import Event
+from growcockpit.protocol.launch import GLIBC_TUNABLES as GLIBC_TUNABLES
+from growcockpit.protocol.launch import spawn_backend
 from growcockpit.protocol.rundir import (
     RunDirError,
     RunPaths,
@@ -27,7 +29,6 @@ from growcockpit.protocol.rundir import (
 )
 
 # NOTES.md: cuts malloc churn (sys time 29.9 s -> 6.2 s) in the training process.
-GLIBC_TUNABLES = "glibc.malloc.mmap_threshold=4294967296:glibc.malloc.trim_threshold=4294967296"
 
 # Backends this process started: kept so their exit status is collected (no zombies)
 # and so `backend_alive()` knows without waiting for status.json.
@@ -75,12 +76,6 @@ def backend_command(
     return cmd
 
 
-def backend_env(base: dict[str, str] | None = None) -> dict[str, str]:
-    env = dict(os.environ if base is None else base)
-    env["GLIBC_TUNABLES"] = GLIBC_TUNABLES
-    return env
-
-
 class RunClient:
     """One run directory seen from the cockpit."""
 
@@ -112,18 +107,11 @@ class RunClient:
             run_dir = new_run_dir(Path(runs_root), plan_name(plan_path), now())
         except (RunDirError, OSError) as exc:
             raise LaunchError(f"{runs_root}: cannot create a run directory ({exc})") from None
-        log_path = RunPaths(run_dir).log
         try:
-            with os.fdopen(safe_fs.open_log(log_path), "ab") as log:
-                proc = subprocess.Popen(
-                    backend_command(plan_path.resolve(), run_dir, python, device, nproc),
-                    stdin=subprocess.DEVNULL,
-                    stdout=log,
-                    stderr=subprocess.STDOUT,
-                    start_new_session=True,
-                    env=backend_env(),
-                    cwd=os.getcwd(),
-                )
+            command = backend_command(plan_path.resolve(), run_dir, python, device, nproc)
+            proc = spawn_backend(
+                command[3:], RunPaths(run_dir).log, python=command[0], cwd=os.getcwd()
+            )
         except OSError as exc:
             raise LaunchError(f"cannot start the backend: {exc}") from None
         _LAUNCHED[run_dir] = proc
