@@ -68,6 +68,7 @@ class RunProgress:
     flops: float | None = None
     status: str = "running"  # running | completed | stopped | crashed
     stages: list[StageMark] = field(default_factory=list)  # each later stage's start
+    plan_stages: int = 0  # stages in the run's plan (0: no plan in the log)
 
     @property
     def final_val_loss(self) -> float | None:
@@ -148,6 +149,7 @@ def fold_events(name: str, events: Iterable[Event]) -> RunProgress:
             run.status = ev.status
     if plan is not None:
         run.total_steps = ran.total([s.steps for s in plan.stages])
+        run.plan_stages = len(plan.stages)
     run.wall_s = wall_ms / 1e3
     run.flops = flops if plan is not None else None
     return run

@@ -40,17 +40,26 @@ def load_runs(paths: list[Path]) -> list[RunProgress]:
     return out
 
 
+def named_baseline(run: RunProgress) -> bool:
+    return "baseline" in run.name.lower() or "baseline" in run.plan_name.lower()
+
+
+def is_baseline(run: RunProgress) -> bool:
+    """Named a baseline, or a plan of one stage (the full model from the start: no growth)."""
+    return named_baseline(run) or run.plan_stages == 1
+
+
 def default_target(runs: list[RunProgress]) -> int | None:
-    """The longest-trained run that looks like a baseline and has evaluated, else the first
-    run that has evaluated (a shortened baseline beside the full one is not the target)."""
+    """The longest-trained baseline that has evaluated (a run named so first, then a
+    one-stage plan), else the first run that has evaluated. A shortened baseline beside
+    the full one is not the target, nor is the newest run just because it is first."""
     evaluated = [i for i, r in enumerate(runs) if r.evals]
-    baselines = [
-        i
-        for i in evaluated
-        if "baseline" in runs[i].name.lower() or "baseline" in runs[i].plan_name.lower()
-    ]
-    if baselines:
-        return max(baselines, key=lambda i: (runs[i].step, -i))
+    for pick in (
+        [i for i in evaluated if named_baseline(runs[i])],
+        [i for i in evaluated if is_baseline(runs[i])],
+    ):
+        if pick:
+            return max(pick, key=lambda i: (runs[i].step, -i))
     return evaluated[0] if evaluated else None
 
 
@@ -60,6 +69,12 @@ def compare(runs: list[RunProgress], target: int | None) -> Comparison:
         target = default_target(runs)
     results = verdicts(runs, runs[target]) if target is not None else []
     return Comparison(runs, target, results)
+
+
+def short_verdict(v: Verdict) -> str:
+    """The verdict for a table whose target is named beside it: "reaches the target 2.0×
+    sooner (wall)…", so the whole line fits (the CLI keeps the target's name in it)."""
+    return v.text.replace(f"{v.target_run}'s final loss", "the target", 1)
 
 
 def next_target(comparison: Comparison) -> int | None:

@@ -264,3 +264,67 @@ async def test_compare_screen_plots_and_verdicts(tmp_path: Path) -> None:
         await pilot.pause()
         text = screen_text(app)
         assert "target: mslt" in text and "2.0× later (wall)" in text
+
+
+GROW_PLAN = {
+    **PLAN,
+    "name": "growth",
+    "stages": [
+        {"name": "shallow", "layers": 2, "enter": "init", "train": "all", "steps": 50},
+        {"name": "grow", "layers": 4, "enter": "stack", "train": "all", "steps": 50},
+    ],
+}
+
+
+def _run_of(run_dir: Path, plan: dict[str, object], step_ms: float, slope: float) -> Path:
+    events = make_events([(4, [0, 1, 2, 3], 100, step_ms)], linear(slope))
+    events[0] = RunStarted(run_id=run_dir.name, plan=plan)
+    run_dir.mkdir(parents=True)
+    write_events(run_dir / "events.jsonl", events)
+    return run_dir
+
+
+async def test_compare_many_runs_baseline_target_whole_names_and_selection(
+    tmp_path: Path,
+) -> None:
+    """Issue 23 §1.8: the baseline (a one-stage plan, whatever its name) is the default
+    target, not the newest run; names are whole; six verdict rows fit at 160x48; selected
+    and unselected runs read differently."""
+    from textual.widgets import DataTable, SelectionList
+    from ui_fixtures import set_mtime
+
+    runs = tmp_path / "runs"
+    base = _run_of(runs / "full-depth-reference-20260101-000000", PLAN, 1000.0, 0.05)
+    set_mtime(base, 1000.0)
+    names = [base.name]
+    for k in range(5):  # growth runs, all newer than the reference
+        run = _run_of(
+            runs / f"mslt-emb-late-coalesce-v{k}-2026010{k + 2}-000000", GROW_PLAN, 500.0, 0.05
+        )
+        set_mtime(run, 2000.0 + k)
+        names.append(run.name)
+    paths = [runs / n for n in names[::-1]]  # the newest first, as Home would pass them
+    app = GrowCockpitApp(runs_root=runs, workdir=tmp_path)
+    async with app.run_test(size=(160, 48)) as pilot:
+        await pilot.pause()
+        app.push_screen(CompareScreen(runs, paths))
+        await wait_for(pilot, lambda: isinstance(app.screen, CompareScreen))
+        screen = app.screen
+        assert isinstance(screen, CompareScreen)
+        await wait_for(pilot, lambda: len(screen.comparison.runs) == 6)
+        await pilot.pause()
+        c = screen.comparison
+        assert c.target is not None and c.runs[c.target].name == base.name
+        text = screen_text(app)
+        for name in names:
+            assert text.count(name) >= 2, name  # whole in the list and in the table
+        table = screen.query_one("#compare-table", DataTable)
+        assert table.row_count == 6 and table.max_scroll_y == 0  # every verdict row shows
+        sel = screen.query_one(SelectionList)
+        sel.deselect(str(runs / names[1]))
+        await pilot.pause()
+        prompts = {
+            sel.get_option_at_index(i).value: sel.get_option_at_index(i).prompt for i in range(6)
+        }
+        off, on = prompts[str(runs / names[1])], prompts[str(runs / names[2])]
+        assert "dim" in str(off.style) and "bold" in str(on.style)  # type: ignore[union-attr]

@@ -17,7 +17,7 @@ from textual.widgets import DataTable, Footer, Label, SelectionList
 from textual_plotext import PlotextPlot
 
 from growcockpit.compare import RunProgress
-from growcockpit.ui.catalog import list_runs
+from growcockpit.ui.catalog import RunEntry, list_runs
 from growcockpit.ui.compare import (
     Axis,
     Comparison,
@@ -26,6 +26,7 @@ from growcockpit.ui.compare import (
     load_runs,
     next_target,
     series,
+    short_verdict,
 )
 from growcockpit.ui.screens.prompt import HelpScreen, keys_of
 from growcockpit.ui.widgets.steady_table import SteadyTable
@@ -43,6 +44,22 @@ PLOTS: tuple[tuple[str, Axis, str], ...] = (
     ("#compare-time", "wall", "val loss vs training time"),
     ("#compare-flops", "flops", "val loss vs estimated FLOPs"),
 )
+
+
+SIDE_MIN = 26  # the run list's width: at least this, the longest name + SIDE_EXTRA
+SIDE_EXTRA = 8  # (toggle, border, scrollbar), up to 2/5 of the screen
+
+
+def run_prompt(name: str, colour: str | None, room: int) -> Text:
+    """A run in the list, in its curve's `colour` and bold when selected, dim when not.
+
+    Whole when it fits `room`; else its head and its tail (the launch time that tells
+    runs of one plan apart) around a …, never just cut at the end.
+    """
+    if len(name) > room > 12:
+        tail = min(len(name) // 2, 16, room // 2)
+        name = f"{name[: room - tail - 1]}…{name[-tail:]}"
+    return Text(name, style=f"bold {colour}" if colour else "dim")
 
 
 class CompareScreen(Screen[None]):
@@ -63,6 +80,8 @@ class CompareScreen(Screen[None]):
         self.initial = [Path(p).resolve() for p in (selected or [])]
         self.comparison = Comparison([], None, [])
         self.target_name: str | None = None
+        self.entries: list[RunEntry] = []
+        self.name_room = SIDE_MIN - SIDE_EXTRA
 
     def compose(self) -> ComposeResult:
         with Horizontal(id="compare-body"):
@@ -85,17 +104,33 @@ class CompareScreen(Screen[None]):
                 if len(chosen) >= 2:
                     break
                 chosen.add(r.path.resolve())
+        self.entries = runs
         for r in runs:
-            sel.add_option((f"{r.name} ({r.status})", str(r.path), r.path.resolve() in chosen))
+            sel.add_option((r.name, str(r.path), r.path.resolve() in chosen))
+        longest = max((len(r.name) for r in runs), default=0)  # names whole where they fit
+        side_w = max(SIDE_MIN, min(longest + SIDE_EXTRA, self.size.width * 2 // 5))
+        self.query_one("#compare-side").styles.width = side_w
+        self.name_room = side_w - SIDE_EXTRA
         for wid, _, title in PLOTS:
             self.query_one(wid).border_title = title
         table = self.query_one("#compare-table", DataTable)
         for col in ("run", "final val", "verdict", "plan"):
             table.add_column(col, key=col)
+        self._mark_selected()
         self.load()
 
     def on_selection_list_selected_changed(self, event: SelectionList.SelectedChanged[str]) -> None:
+        self._mark_selected()
         self.load()
+
+    def _mark_selected(self) -> None:
+        """A selected run reads in its curve's colour and bold, an unselected one dim."""
+        sel = self.query_one(SelectionList)
+        order = [str(p) for p in sel.selected]
+        for i, r in enumerate(self.entries):
+            key = str(r.path)
+            colour = CURVE_COLOURS[order.index(key) % len(CURVE_COLOURS)] if key in order else None
+            sel.replace_option_prompt_at_index(i, run_prompt(r.name, colour, self.name_room))
 
     def load(self) -> None:
         self._load_worker([Path(p) for p in self.query_one(SelectionList).selected])
@@ -159,7 +194,7 @@ class CompareScreen(Screen[None]):
             table.add_row(
                 Text(run.name, style=CURVE_COLOURS[i % len(CURVE_COLOURS)]),
                 "–" if run.final_val_loss is None else f"{run.final_val_loss:.3f}",
-                v.text,
+                short_verdict(v),
                 run.plan_name,
             )
 
