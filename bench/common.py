@@ -79,7 +79,7 @@ class Size:
 # which computes logits at every position, from dominating the step: h ≈ 2.6 blocks).
 # Estimated from FLOPs, not yet timed on a quiet box: ~0.5 s/step, so ~3.5 min for the
 # baseline and ~10 min for all four methods per family. GPT-2 at 1e-3 and BERT at 3e-4
-# both leave the unigram plateau on this setup (NOTES.md).
+# both leave the unigram plateau on this setup.
 TTL_SIZES: dict[str, dict[str, Size]] = {
     "quick": {
         "gpt2": Size("gpt2", 4, 64, 4, 64, 8, 2000, 40, 2e-3, 10, 2),
@@ -185,7 +185,7 @@ MSLT_VARIANTS: dict[str, MsltRecipe] = {
     "half": MsltRecipe(grows=1, weights=(5, 4), final=5),
     # the token embeddings (= the tied decoder) keep training: gradients cross the frozen
     # blocks (frozen blocks cost φ + r/2, not φ), but the early, embedding-driven loss
-    # drop keeps going (NOTES.md: with them frozen, grow stages barely move the loss)
+    # drop keeps going (with them frozen, grow stages barely move the loss)
     "emb": MsltRecipe(embeddings="train"),
     "longshallow-emb": MsltRecipe(weights=(6, 2, 2, 2), final=2, embeddings="train"),
 }

@@ -9,7 +9,7 @@ A/B in rounds to cancel drift (clocks, thermals, other tenants); each row
 reports the median of per-step times (CUDA events on GPU, perf_counter on CPU).
 
 Next to the measured speedup over the baseline step it prints the cost
-model's prediction (methods.md §6, `growcockpit.plan.estimate_cost`) with r
+model's prediction (`growcockpit.plan.estimate_cost`) with r
 (backward/forward of one middle block) and h (head forward in block units)
 measured on the spot, and the textbook r = 2. A second table sets each step
 against this device's roofline (bench/gpu_roofline.py: peak matmul TFLOP/s and

@@ -10,7 +10,7 @@ rounds (A/B/C…/C/B/A…) so machine drift hits all alike; each row reports
 the median step time.
 
 Next to each measured speedup over the baseline step it prints the cost
-model's prediction (methods.md §6, `growcockpit.plan.estimate_cost`) with r
+model's prediction (`growcockpit.plan.estimate_cost`) with r
 and h measured on the spot, both the textbook formula and the `refined` one
 (tied decoder without weight gradient, lowest trainable block without input
 gradient, frozen blocks' eval-mode forward measured: growcockpit/plan/cost.py).

@@ -4,7 +4,7 @@ Every method gets the same budget: the estimated compute of the baseline's N
 steps (the final model, all layers trained), under the plan package's cost
 model. A growth plan's steps are cheaper, so its fill stage (the last one) is
 lengthened until its estimated cost equals that budget: the savings buy more
-tokens instead of stopping early (methods.md §9). The shorter baselines (0.5×,
+tokens instead of stopping early. The shorter baselines (0.5×,
 0.75× of N) show what simply training the full model for less buys; each has
 its own LR schedule (warm-up and linear decay over its own steps).
 

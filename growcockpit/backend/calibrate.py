@@ -1,4 +1,4 @@
-"""Measuring the cost model's r and h on this machine (methods.md §6: measure, don't assume).
+"""Measuring the cost model's r and h on this machine (measure, don't assume).
 
 r is backward/forward of one middle block; h is the head's forward in block
 units. `growcockpit plan show --calibrate` and the benchmarks use these
@@ -80,7 +80,7 @@ MAX_INNER = 400
 def measure_r_h(
     model: nn.Module, family: str, batch: Batch, amp: Any, clock: Clock, reps: int, inner: int
 ) -> dict[str, float]:
-    """r = backward/forward of one middle block; h = head forward / block forward (methods.md §6).
+    """r = backward/forward of one middle block; h = head forward / block forward.
 
     The block gets a real hidden state that needs an input gradient (like every
     trainable block but the lowest); the head is the backend's own `head_loss`

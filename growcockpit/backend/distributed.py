@@ -7,7 +7,7 @@ step boundary the ranks agree on (a) how many commands rank 0 received and
 commands so every rank applies them at the same step. With one process all of
 this collapses to plain local calls.
 
-DDP is rebuilt whenever the trainable set changes (NOTES.md: reusing a wrapper
+DDP is rebuilt whenever the trainable set changes (reusing a wrapper
 with `find_unused_parameters` silently desynchronises ranks; `static_graph`
 fails): set `requires_grad` first, then wrap anew, then build the optimizer.
 

@@ -1,9 +1,8 @@
 """The loss of one batch, with a frozen bottom that does no backward at all.
 
-MSLT's saving comes from never running backward through the frozen layers
-(methods.md §1, §6): they run under `torch.no_grad()`, their output is
-detached, and they keep no activations. This only holds when nothing below
-them trains (embeddings frozen too); otherwise gradients must flow through
+MSLT's saving comes from never running backward through the frozen layers:
+they run under `torch.no_grad()`, their output is detached, and they keep no
+activations. This only holds when nothing below them trains (embeddings frozen too); otherwise gradients must flow through
 them to reach the input and the whole stack runs with autograd.
 
 Frozen blocks *above* the lowest trainable one (`source = "middle"` with

@@ -1,6 +1,6 @@
 """Optimizer over exactly the trainable set; the LR across stages is plan/schedule.py's.
 
-The optimizer is rebuilt at every stage change (methods.md: the prts
+The optimizer is rebuilt at every stage change (the prts
 reimplementation built it once, so appended layers never trained).
 """
 

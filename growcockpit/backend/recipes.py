@@ -1,4 +1,4 @@
-"""Per-step state that a stage's growth recipes add to training (methods.md §8).
+"""Per-step state that a stage's growth recipes add to training.
 
 - `ramp_steps = K`: the blocks the stage's operator added are gated,
   y = x + m·(block(x) − x), m = min(1, t/K) at the stage's t-th step

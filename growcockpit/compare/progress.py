@@ -33,7 +33,7 @@ from growcockpit.protocol.events import (
 from growcockpit.protocol.rundir import RunPaths
 from growcockpit.protocol.stage_steps import StageSteps
 
-R = 2.0  # backward/forward ratio of the cost model (methods.md §6)
+R = 2.0  # backward/forward ratio of the cost model
 
 
 @dataclass(frozen=True)

@@ -4,7 +4,7 @@ Knows torch and transformers, never Textual or the training loop.
 
 - `stack_layers`: depth growth by copying blocks (MSLT top / Gong bottom / random).
 - `coalesce_model`, `decoalesce_model`, `interpolate_model`: the multi-level
-  maps C, D and the V-cycle interpolation (methods.md §2); `width` holds F, T,
+  maps C, D and the V-cycle interpolation; `width` holds F, T,
   R, G and the head-aligned grouping.
 - `apply_freeze`: which parameters train in a stage; `carry_optimizer_state`:
   Adam moments across a stage change when the optimizer is not reset.

@@ -1,4 +1,4 @@
-"""Coalescing C (large → small), methods.md §2, and the per-tensor rules it shares with D.
+"""Coalescing C (large → small), and the per-tensor rules it shares with D.
 
 Per tensor (weights as out×in; GPT-2's Conv1D stores in×out and is handled
 by axis, not by transposing):
@@ -18,7 +18,7 @@ Recipes (the embedding scale c and GPT-2's final LayerNorm):
   mapped like any LayerNorm. Exact inverse of D and function-preserving D for
   post-LN BERT (the embedding LayerNorm absorbs the ½ of D; the tied decoder
   sees Tᵀ·T = 2·I, cancelled by the ½).
-- ``"preln-tied"``: for pre-LN GPT-2 with a tied head (methods.md §5, staged
+- ``"preln-tied"``: for pre-LN GPT-2 with a tied head (staged
   training's fix): c = 1 (D copies the embeddings unscaled, so the residual
   stream is exactly T·h), and ln_f's γ, β get the factor instead: C doubles
   them, D halves them, which cancels the 2× that Tᵀ·T puts on tied logits.

@@ -1,11 +1,11 @@
-"""De-coalescing D (small → large), methods.md §2: the exact right inverse of C.
+"""De-coalescing D (small → large): the exact right inverse of C.
 
 Per tensor: linear W ↦ T_out · W · F_in (output rows copied, input columns
 split evenly), bias / LayerNorm v ↦ T v, embedding tables E ↦ (1/c) · E · Tᵀ;
 depth: large block j ← copy of small block g(j) ("adjacent": j // 2, i.e.
 interleaved duplication; "half": j mod L_s, i.e. Gong stacking).
 
-Function preservation (methods.md §5), width only (copying blocks in depth is
+Function preservation, width only (copying blocks in depth is
 not function-preserving and is not meant to be):
 
 - post-LN BERT with the multi-level recipe (c = 2): exact. Every LayerNorm

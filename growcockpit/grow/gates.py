@@ -1,4 +1,4 @@
-"""Gated (masked) new blocks, methods.md §8 (masked structural growth, MSG).
+"""Gated (masked) new blocks (masked structural growth, MSG).
 
 A gated block computes y = x + m·(block(x) − x). At m = 0 it is exactly the
 identity (0·finite = 0 and x + 0 = x, bitwise), so a model grown by copying

@@ -1,7 +1,7 @@
-"""Interpolation, methods.md §2: θ_k ← (1 − α)·θ_k + α·D(θ_{k+1}) on every tensor.
+"""Interpolation: θ_k ← (1 − α)·θ_k + α·D(θ_{k+1}) on every tensor.
 
 θ_k (`saved`) is this run's level-k checkpoint taken just before coalescing
-(never another run's, methods.md decisions table); θ_{k+1} (`small`) is the
+(never another run's); θ_{k+1} (`small`) is the
 trained coalesced model. Mixing in θ_k breaks the symmetry of D's duplicated
 neurons. α = 0 gives θ_k bitwise, α = 1 gives D(θ_{k+1}) bitwise; in between
 every element lies between its two endpoints (the result is clamped to them,

@@ -1,4 +1,4 @@
-"""Layer drop / random-path training, methods.md §8 (progressive layer drop, RaPTr).
+"""Layer drop / random-path training (progressive layer drop, RaPTr).
 
 Each training step skips each block except the first and the last with
 probability p, independently. The pattern is a pure function of (seed, step),

@@ -1,4 +1,4 @@
-"""Carry Adam state across a stage change (`optim.optimizer_reset = false`, methods.md decisions).
+"""Carry Adam state across a stage change (`optim.optimizer_reset = false`).
 
 The engine rebuilds the optimizer over exactly the new trainable set at every
 stage; with `optimizer_reset = false` it then calls `carry_optimizer_state`:
@@ -12,7 +12,7 @@ stage; with `optimizer_reset = false` it then calls `carry_optimizer_state`:
   Adam's bias correction stays consistent);
 - blocks listed in `fresh_layers` start fresh even when they are copies: a
   gated (`ramp_steps`) or zero-initialised (`init = "zero"`) block starts
-  from zero moments (methods.md §8), since its source's moments describe
+  from zero moments, since its source's moments describe
   gradients it does not get yet;
 - everything else starts fresh. That includes every parameter of a model
   built by coalesce / decoalesce / interpolate: those are new tensors of new

@@ -49,11 +49,11 @@ def stack_layers(model: nn.Module, k: int, source: str = "top", init: str = "cop
     top k in order). For k > L the whole stack is cycled so that the last new
     block copies the old top: e.g. L=2, k=5 copies 1,0,1,0,1.
     source="bottom": new block L+i copies old block i (Gong; k = L doubles the depth).
-    source="middle" (gradual middle stacking, methods.md §8): the k blocks
+    source="middle" (gradual middle stacking): the k blocks
     centred on the middle, ⌊(L−k)/2⌋ … +k−1, are copied and the copies inserted
     right after them; the blocks above shift up by k.
     source="random": fresh blocks initialised like the model's own.
-    init="zero" (pre-LN GPT-2 only, methods.md §8): the new blocks' residual
+    init="zero" (pre-LN GPT-2 only): the new blocks' residual
     output projections (attention and MLP `c_proj`, weight and bias) are
     zeroed, so each new block adds nothing and the grown model computes
     exactly the old function; gradients still reach those projections.

@@ -1,4 +1,4 @@
-"""The multi-level width and depth maps (methods.md §2): F, T, R, G and their fast forms.
+"""The multi-level width and depth maps: F, T, R, G and their fast forms.
 
 Width. The d coordinates of a large model's axis are partitioned into d/2
 groups of two. The grouping is head-aligned, as in the authors' repo: the axis

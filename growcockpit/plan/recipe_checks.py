@@ -1,4 +1,4 @@
-"""Validation of the growth-recipe options of a stage (methods.md §8).
+"""Validation of the growth-recipe options of a stage.
 
 Kept apart from `validate` so each recipe's rules read as one table of
 "where it applies, and the fix when it does not". Every problem is a
@@ -55,7 +55,7 @@ def _ramp(key: str, stage: Stage, shape: StageShape) -> list[Problem]:
         return [
             (
                 key,
-                "this decoalesce only widens, which already keeps the function (methods.md §5) "
+                "this decoalesce only widens, which already keeps the function "
                 "and adds no blocks to gate; remove ramp_steps",
             )
         ]

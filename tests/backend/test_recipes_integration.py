@@ -1,4 +1,4 @@
-"""Growth recipes (methods.md §8) through real tiny training runs: events, resume, weights."""
+"""Growth recipes through real tiny training runs: events, resume, weights."""
 
 from __future__ import annotations
 

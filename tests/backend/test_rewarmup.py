@@ -1,4 +1,4 @@
-"""`rewarmup_steps` (LR warm-up after a stage's operator, methods.md §8) and Adam carry-over."""
+"""`rewarmup_steps` (LR warm-up after a stage's operator) and Adam carry-over."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Gated (masked) growth, `ramp_steps` (methods.md §8): identity at m = 0, gone at m = 1."""
+"""Gated (masked) growth, `ramp_steps`: identity at m = 0, gone at m = 1."""
 
 from __future__ import annotations
 

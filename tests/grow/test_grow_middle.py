@@ -1,4 +1,4 @@
-"""`source = "middle"` (gradual middle stacking, methods.md §8): trainable blocks in the middle.
+"""`source = "middle"` (gradual middle stacking): trainable blocks in the middle.
 
 The frozen blocks below them run under no_grad; the frozen blocks above them
 run forward and pass the input gradient down, with no weight gradients.

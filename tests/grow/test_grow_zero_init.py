@@ -1,4 +1,4 @@
-"""`init = "zero"` on stack (methods.md §8): GPT-2 identity at growth without a gate; BERT refused."""
+"""`init = "zero"` on stack: GPT-2 identity at growth without a gate; BERT refused."""
 
 from __future__ import annotations
 

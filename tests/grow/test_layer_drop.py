@@ -1,4 +1,4 @@
-"""`layer_drop = p` (methods.md §8): skip pattern f(seed, step), skipped blocks cost nothing, eval runs all."""
+"""`layer_drop = p`: skip pattern f(seed, step), skipped blocks cost nothing, eval runs all."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Cost model (methods.md §6) against hand-computed values."""
+"""Cost model against hand-computed values."""
 
 from __future__ import annotations
 

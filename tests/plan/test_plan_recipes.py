@@ -1,4 +1,4 @@
-"""Growth-recipe options of a stage (methods.md §8): validation, save round trip, cost."""
+"""Growth-recipe options of a stage: validation, save round trip, cost."""
 
 from __future__ import annotations
 
