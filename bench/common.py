@@ -164,7 +164,7 @@ class MsltRecipe:
     weights: tuple[float, ...] = (3, 3, 3, 3)  # per depth (first = shallow, all trained)
     final: float = 2  # weight of the final all-layer stage (0: none)
     train: str = "new"  # "new" or "top:K" for the grow stages
-    embeddings: str | None = None  # None: frozen after stage 1 (methods.md default)
+    embeddings: str | None = None  # None: frozen after stage 1 (the MSLT default)
     final_warmup: int | None = None  # re-warmup steps of the final stage (None: engine default)
     final_lr: float = 1.0  # LR factor of the final all-layer stage
     grow_lr: float = 1.0  # LR factor of the grow stages

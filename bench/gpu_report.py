@@ -133,7 +133,7 @@ def print_speed(ctx: Context, rows: list[dict[str, Any]]) -> None:
     )
     print(f"medians of {len(base.times_ms)} steps per config over {ctx.rounds} interleaved rounds;")
     print(
-        f"model = methods.md §6 with measured r = {ctx.rh['r']:.2f}, h = {ctx.rh['h']:.2f}; "
+        f"model = the cost model with measured r = {ctx.rh['r']:.2f}, h = {ctx.rh['h']:.2f}; "
         f"r=2 column: textbook r = 2, analytic h = {ctx.h_model:.2f}"
     )
     print(head)

@@ -1,6 +1,6 @@
 """Depth growth by stacking: MSLT (copy the top k) and Gong et al. (copy the bottom).
 
-methods.md §1 and §3. Copies are bitwise equal to their source and share no
+MSLT (Yang et al., 2020) and progressive stacking (Gong et al., 2019). Copies are bitwise equal to their source and share no
 storage with it, so training the copy never touches the original.
 """
 

@@ -1,4 +1,4 @@
-"""MSLT freeze policy: methods.md §7.2, set up exactly as the engine does it."""
+"""MSLT freeze policy oracles, set up exactly as the engine does it."""
 
 from __future__ import annotations
 

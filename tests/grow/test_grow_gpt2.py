@@ -1,4 +1,4 @@
-"""GPT-2 (pre-LN, tied LM head) under width de-coalescing: methods.md §5 and §7.5.
+"""GPT-2 (pre-LN, tied LM head) under width de-coalescing: function preservation and its guard.
 
 | recipe                                            | logits            |
 |---------------------------------------------------|-------------------|

@@ -1,4 +1,4 @@
-"""Multi-level operators C, D and interpolation: methods.md §7.3, 7.4, 7.5 (BERT), 7.6, 7.7.
+"""Multi-level operators C, D and interpolation: width/depth matrices, round trips, function preservation, interpolation, head merge.
 
 GPT-2's function-preservation cases (§5, tied pre-LN head) are in test_grow_gpt2.py.
 """

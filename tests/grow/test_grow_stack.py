@@ -1,4 +1,4 @@
-"""Depth growth by stacking: methods.md §7.1 (Gong bottom, MSLT top) and §7.9 (LiGO cross-check)."""
+"""Depth growth by stacking: Gong bottom, MSLT top, and the LiGO cross-check."""
 
 from __future__ import annotations
 

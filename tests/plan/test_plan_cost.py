@@ -21,7 +21,7 @@ from growcockpit.resources import sample_plan
 
 
 def estimate_cost(plan: Plan, r: float = 2.0, h: float | None = None, **kw: object) -> PlanCost:
-    """methods.md §6 as written (the §7.10 oracles); the refined default is tested below."""
+    """The cost model as written (its oracles); the refined default is tested below."""
     kw.setdefault("refined", False)
     return default_estimate(plan, r, h, **kw)  # type: ignore[arg-type]
 
@@ -43,7 +43,7 @@ def one_stage(train: str, embeddings: str | None = None, layers: int = 12) -> Pl
 
 @pytest.mark.parametrize(("k", "speedup"), [(1, 36 / 14), (3, 2.0), (6, 1.5), (12, 1.0)])
 def test_frozen_bottom_speedups(k: int, speedup: float) -> None:
-    # methods.md §6: L = 12, r = 2, h = 0: S(k) = 3L / (L + 2k); 2.57, 2.0, 1.5; S(L) = 1
+    # the formula: L = 12, r = 2, h = 0: S(k) = 3L / (L + 2k); 2.57, 2.0, 1.5; S(L) = 1
     cost = estimate_cost(one_stage(f"top:{k}"), r=2.0, h=0.0)
     assert cost.speedup == pytest.approx(speedup)
     assert cost.ratio == pytest.approx(1 / speedup)
@@ -93,7 +93,7 @@ def test_head_cost_defaults() -> None:
 
 
 def test_head_lowers_speedup() -> None:
-    # methods.md: h ≈ 3.3 and k = 3 gives ≈ 1.65×
+    # h ≈ 3.3 and k = 3 gives ≈ 1.65×
     assert estimate_cost(one_stage("top:3"), r=2.0, h=3.3).speedup == pytest.approx(1.65, abs=0.01)
     assert step_cost(12, 3, r=2.0, h=3.3) == pytest.approx(12 + 6 + 3 * 3.3)
 
