@@ -34,13 +34,10 @@ from growcockpit.backend.evaluation import eval_event, mean_val_loss
 from growcockpit.backend.final import finish_run
 from growcockpit.backend.forward import LossModule, StagedForward
 from growcockpit.backend.init_from import initial_model
-from growcockpit.backend.operators import (
-    GrowInput,
-    LevelSnapshot,
-    apply_operator,
-)
+from growcockpit.backend.operators import GrowInput, LevelSnapshot, apply_operator
 from growcockpit.backend.optim import build_optimizer, lr_at
 from growcockpit.backend.plateau import PlateauTrigger, check_event, trigger_for
+from growcockpit.backend.probe import resolve_probe
 from growcockpit.backend.progress import LoopState, Progress
 from growcockpit.backend.recipes import StageRecipes, fresh_state_layers, gated_layer_ids
 from growcockpit.backend.reporter import RunReporter
@@ -236,6 +233,8 @@ class Trainer:
 
     def enter_stage(self) -> None:
         """Apply the stage's operator, freeze policy and a fresh optimizer."""
+        if self.stage.enter == "probe":  # the best candidate takes its place (backend/probe.py)
+            resolve_probe(self)
         index = self.pos.stage_index
         stage = self.stage
         if self.cadence.stage_start_due(self.pos.step):

@@ -106,6 +106,10 @@ def _interpolate(x: GrowInput) -> tuple[nn.Module, GrowResult | None]:
     )
 
 
+def _unresolved(x: GrowInput) -> tuple[nn.Module, GrowResult | None]:
+    raise ValueError("a probe stage is replaced by its best candidate before its operator runs")
+
+
 GROW_FUNCTIONS: dict[str, GrowFn] = {
     "init": _keep,  # the engine builds the first model before any operator runs
     "continue": _keep,
@@ -113,6 +117,7 @@ GROW_FUNCTIONS: dict[str, GrowFn] = {
     "coalesce": _coalesce,
     "decoalesce": _decoalesce,
     "interpolate": _interpolate,
+    "probe": _unresolved,
 }
 
 

@@ -161,7 +161,7 @@ def fit_budget(
         units = b.minutes * 60_000.0 / unit
         key = "budget.minutes"
     fill_cost = cost.stages[index].step_cost
-    fixed = sum(s.total for i, s in enumerate(cost.stages) if i != index)
+    fixed = sum(s.total for i, s in enumerate(cost.stages) if i != index) + cost.stages[index].probe
     raw = (units - fixed) / fill_cost if fill_cost > 0 else 0.0
     name = plan.stages[index].name
     problem = None

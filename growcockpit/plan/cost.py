@@ -25,7 +25,9 @@ pass at full width (f = 1), per training step:
   the head's by w/d.
 
 Stage total = step cost × steps; the plan total sums the stages. ratio =
-total / baseline total, speedup = baseline total / total. Operator time
+total / baseline total, speedup = baseline total / total. A probe stage (`enter = "probe"`)
+adds every candidate's `probe_steps` at the stage's step cost: the winner is trained again
+from the growth point (backend/probe.py), so all of them are extra. Operator time
 (stacking, coalescing) is ignored.
 
 `refined=True` (what bench/stage_cost.py checks against measured steps) counts
@@ -70,7 +72,8 @@ class StageCost:
     steps: int
     step_cost: float
     rel_step_cost: float
-    total: float
+    total: float  # the stage's steps, plus its probe
+    probe: float = 0.0  # enter = "probe": every candidate's probe_steps (module doc)
 
 
 @dataclass
@@ -237,6 +240,9 @@ def estimate_cost(
             layer_drop=stage.layer_drop,
         )
         steps = max(0, stage.steps)
+        probe = 0.0
+        if stage.enter == "probe":
+            probe = cost * len(stage.candidates) * max(0, stage.probe_steps or 0)
         stages.append(
             StageCost(
                 index=shape.index,
@@ -247,7 +253,8 @@ def estimate_cost(
                 steps=stage.steps,
                 step_cost=cost,
                 rel_step_cost=cost / baseline_step if baseline_step > 0 else 0.0,
-                total=cost * steps,
+                total=cost * steps + probe,
+                probe=probe,
             )
         )
     baseline_total = baseline_step * plan.total_steps

@@ -122,6 +122,10 @@ def _convert(value: object, tp: Any, key: str, problems: _Problems) -> tuple[boo
         if isinstance(value, str):
             return True, value
         problems.append((key, f'expected a string, {got}; put the value in quotes: "..."'))
+    elif typing.get_origin(tp) is list:  # its items are the field's own validation's
+        if isinstance(value, list):
+            return True, value
+        problems.append((key, f"expected an array, {got}; write [ ... ]"))
     else:  # pragma: no cover - only the types above occur in types.py
         raise TypeError(f"unsupported field type {tp!r} for {key}")
     return False, None

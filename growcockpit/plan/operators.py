@@ -34,6 +34,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import get_args
 
+from growcockpit.plan.probe import candidate_stages
 from growcockpit.plan.types import ModelSpec, Operator, Stage
 
 Problem = tuple[str, str]  # (key path, problem)
@@ -314,6 +315,16 @@ def _return_to_level(x: ShapeInput) -> ShapeStep:
     return ShapeStep(shape, problems, returns_to=match)
 
 
+def _probe(x: ShapeInput) -> ShapeStep:
+    """probe: the shape its first candidate gives (plan/probe.py checks they all agree)."""
+    first = next(iter(candidate_stages(x.stage)), None)
+    spec = OPERATORS.get(first.enter) if first is not None else None
+    if first is None or spec is None or spec.name in ("probe", "init"):
+        return ShapeStep(asked_shape(x))
+    step = spec.rule(ShapeInput(x.index, first, x.prev, x.model, x.levels))
+    return ShapeStep(step.shape, [], step.opens, step.returns_to)
+
+
 # ---- labels --------------------------------------------------------------------------
 def _alpha(stage: Stage, family: str) -> str:
     return f"α={stage.interpolation_alpha(family):g}"
@@ -326,6 +337,8 @@ OPTION_LABELS: dict[str, Callable[[Stage, str], str | None]] = {
     "alpha": _alpha,
     "init": lambda s, _f: None if s.init == "copy" else f"{s.init} init",
     "ramp_steps": lambda s, _f: None if s.ramp_steps is None else f"ramp {s.ramp_steps}",
+    "probe_steps": lambda s, _f: f"{s.probe_steps} steps each",
+    "candidates": lambda s, f: " | ".join(operator_label(c, f) for c in candidate_stages(s)),
 }
 
 
@@ -366,6 +379,12 @@ OPERATORS: dict[str, OperatorSpec] = {
             ("pairing", "alpha"),
             _return_to_level,
         ),
+        OperatorSpec(
+            "probe",
+            "tries candidate operators for probe_steps each and keeps the best",
+            ("probe_steps", "candidates"),
+            _probe,
+        ),
     )
 }
 OPERATOR_NAMES: tuple[str, ...] = tuple(OPERATORS)
@@ -378,6 +397,8 @@ OPTION_DEFAULTS: dict[str, object] = {
     "alpha": None,
     "init": "copy",
     "ramp_steps": None,
+    "probe_steps": None,
+    "candidates": [],
 }
 
 

@@ -29,7 +29,9 @@ from growcockpit.plan.types import Plan, Stage
 
 _ALWAYS_STAGE_KEYS = ("name", "enter", "layers", "train", "steps")
 _STAGE_DEFAULTS: dict[str, Any] = {
-    f.name: f.default for f in dataclasses.fields(Stage) if f.default is not dataclasses.MISSING
+    f.name: f.default if f.default_factory is dataclasses.MISSING else f.default_factory()
+    for f in dataclasses.fields(Stage)
+    if f.default is not dataclasses.MISSING or f.default_factory is not dataclasses.MISSING
 }
 
 
@@ -45,6 +47,8 @@ def _event_stage_dict(stage: Stage) -> dict[str, Any]:
     out = _stage_dict(stage)
     if not stage.fill:  # plans without a budget keep their pre-budget dict
         del out["fill"]
+    if not stage.candidates:  # nor do plans without a probe
+        del out["candidates"]
     return out
 
 

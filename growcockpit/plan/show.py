@@ -150,6 +150,13 @@ def format_plan(plan: Plan, cost: PlanCost | None = None) -> str:
     lines += _table(rows, right={0, 3, 4, 7, 10})
     lines += ["", *budget_lines(plan, fit)]
     lines += [
+        f"probe:  stage {s.index + 1} trains {len(plan.stages[s.index].candidates)} candidates × "
+        f"{plan.stages[s.index].probe_steps} steps = {s.probe / cost.baseline_step_cost:.1f} "
+        "baseline steps of compute (in the estimate below)"
+        for s in cost.stages
+        if s.probe > 0 and cost.baseline_step_cost > 0
+    ]
+    lines += [
         f"total steps: {plan.total_steps}",
         f"estimated compute: {cost.ratio:.2f} × full-depth baseline ({m.final_layers} layers, all trained) "
         f"→ speedup {cost.speedup:.2f}×  (r = {cost.r:.2f}, head h = {cost.h:.2f} blocks)",

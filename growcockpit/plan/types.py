@@ -8,14 +8,14 @@ Field names match the keys of the TOML plan file (see DESIGN.md).
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Literal, get_args
+from typing import Any, Literal, get_args
 
 from growcockpit.plan.families import FAMILIES as FAMILIES
 from growcockpit.plan.families import family_facts
 
 # a model family: a name registered in plan/families.py (validated against FAMILIES)
 Family = str
-Operator = Literal["init", "continue", "stack", "coalesce", "decoalesce", "interpolate"]
+Operator = Literal["init", "continue", "stack", "coalesce", "decoalesce", "interpolate", "probe"]
 StackSource = Literal["top", "bottom", "random", "middle"]
 Pairing = Literal["adjacent", "half"]
 Advance = Literal["auto", "manual", "plateau"]
@@ -189,7 +189,9 @@ class Stage:
     warm-up a later stage's `warmup_steps` sets; see `stage_warmup`).
     `advance = "plateau"` ends the stage early once the loss EMA falls by less
     than `min_delta` per 1M tokens over `patience` steps (`steps` stays the
-    upper bound). `fill` marks the stage whose `steps` are fitted to the plan's `[budget]`
+    upper bound). `enter = "probe"` trains each of `candidates` (tables of operator keys)
+    for `probe_steps` from the same state and goes on with the best (plan/probe.py).
+    `fill` marks the stage whose `steps` are fitted to the plan's `[budget]`
     (by default the last stage, when the plan has a budget).
     """
 
@@ -214,6 +216,8 @@ class Stage:
     fill: bool = False
     patience: int | None = None
     min_delta: float | None = None
+    probe_steps: int | None = None
+    candidates: list[dict[str, Any]] = field(default_factory=list)
 
     def embeddings_trainable(self) -> bool:
         if self.embeddings is not None:

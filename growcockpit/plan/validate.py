@@ -21,6 +21,7 @@ from growcockpit.plan.locate import TomlLocator
 from growcockpit.plan.model_checks import model_key_problems
 from growcockpit.plan.names import name_problem
 from growcockpit.plan.operators import OPTION_DEFAULTS, operators_with
+from growcockpit.plan.probe import probe_problems
 from growcockpit.plan.recipe_checks import recipe_problems
 from growcockpit.plan.shapes import walk_shapes
 from growcockpit.plan.types import (
@@ -284,6 +285,11 @@ def _order(item: tuple[int, Problem]) -> tuple[int, int, int]:
     return (0, _ORDER.index(head) if head in _ORDER else len(_ORDER), seq)
 
 
+def _shape_key(plan: Plan, index: int) -> tuple[int, int, int | None]:
+    shape = walk_shapes(plan)[0][index]
+    return shape.layers, shape.width, shape.level
+
+
 def collect_problems(plan: Plan) -> list[Problem]:
     """(key path, problem) pairs for everything wrong with `plan`, in document order."""
     c = _Checks()
@@ -310,7 +316,7 @@ def collect_problems(plan: Plan) -> list[Problem]:
         if k.rsplit(".", 1)[0] not in wrong_layers or not k.endswith(".train")
     ]
     _operator_options(plan, c)
-    c.problems += advance_problems(plan)
+    c.problems += advance_problems(plan) + probe_problems(plan, collect_problems, _shape_key)
     for key, problem in budget_problems(plan):
         c.add(key, problem)
     fit = fit_budget(plan)

@@ -318,6 +318,35 @@ class RunFinished(Event):
     rank_weight_digests: list[str] | None = None
 
 
+@dataclass(kw_only=True)
+class ProbeCandidate(Event):
+    """One candidate of an `enter = "probe"` stage, trained `probe_steps` from the growth
+    point at `step` (its steps are not in the run's own step events): its curve."""
+
+    TYPE: ClassVar[str] = "probe_candidate"
+    step: int = 0
+    stage: int = 0
+    index: int = 0
+    label: str = ""  # e.g. "stack (middle)"
+    keys: dict[str, Any] = field(default_factory=dict)
+    steps: list[int] = field(default_factory=list)
+    losses: list[float] = field(default_factory=list)
+    val_loss: float | None = None
+    seconds: float = 0.0
+
+
+@dataclass(kw_only=True)
+class ProbePicked(Event):
+    """The probe's pick (lowest val_loss): the run goes on from `step` with it."""
+
+    TYPE: ClassVar[str] = "probe_picked"
+    step: int = 0
+    stage: int = 0
+    winner: int = 0
+    label: str = ""
+    val_losses: list[float | None] = field(default_factory=list)
+
+
 # The name that reads alongside `WarningEvent` where both are used.
 ErrorEvent = Error
 
@@ -342,6 +371,8 @@ EVENT_TYPES: dict[str, type[Event]] = {
         WarningEvent,
         Error,
         RunFinished,
+        ProbeCandidate,
+        ProbePicked,
     )
 }
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 from typing import get_args
 
 import pytest
@@ -29,7 +30,9 @@ def test_table_matches_the_literal_and_the_stage_fields() -> None:
         assert set(spec.options) <= set(OPTION_LABELS)
         assert spec.verb
     for option, unused in OPTION_DEFAULTS.items():
-        assert StageType.__dataclass_fields__[option].default == unused
+        f = StageType.__dataclass_fields__[option]
+        default = f.default if f.default_factory is dataclasses.MISSING else f.default_factory()
+        assert default == unused
 
 
 def test_backend_dispatch_covers_the_table() -> None:
