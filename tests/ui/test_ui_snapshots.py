@@ -105,3 +105,21 @@ def test_dashboard_after_crash(
         run_dir=run_dir, clock=lambda: CLOCK, theme=theme, workdir=tmp_path, samples=tmp_path
     )
     assert snap_compare(app, terminal_size=size, run_before=_caught_up)
+
+
+async def _timing_tab(pilot: Pilot[None]) -> None:
+    await _caught_up(pilot)
+    await pilot.press("3")
+    await pilot.pause(0.3)
+    pilot.app.screen.flush_plot()  # type: ignore[attr-defined]
+    await pilot.pause(0.1)
+
+
+@THEMES
+def test_dashboard_timing_tab_80x24(snap_compare, tmp_path: Path, theme: str) -> None:  # type: ignore[no-untyped-def]
+    """Issue 23 §1.9: at 80x24 the tokens/s plot keeps its height under the timing table."""
+    run_dir = write_recorded_run(tmp_path / "run", finished=False, upto_step=60)
+    app = GrowCockpitApp(
+        run_dir=run_dir, clock=lambda: CLOCK, theme=theme, workdir=tmp_path, samples=tmp_path
+    )
+    assert snap_compare(app, terminal_size=(80, 24), run_before=_timing_tab)

@@ -106,7 +106,6 @@ class DesignerScreen(DesignerSaving):
                 yield StageTable(id="stage-table")
                 yield StageForm(id="stage-form")
                 yield StageTimeline(id="timeline")
-                yield Static("", id="plan-cost")
             plan = self.plan
             with TabPane("Plan & model", id="tab-model"), VerticalScroll():
                 if plan is not None:
@@ -125,6 +124,7 @@ class DesignerScreen(DesignerSaving):
             with TabPane("Optimizer", id="tab-optim"), VerticalScroll():
                 if plan is not None:
                     yield SectionForm("optim", plan.optim, id="form-optim", disabled=self.remaining)
+        yield Static("", id="plan-cost")  # under every tab, never scrolled away
         yield Static("", id="plan-problems")
         with Horizontal(id="plan-actions"):
             if self.remaining:
