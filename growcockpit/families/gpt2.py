@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, ClassVar
 
 import torch
 import torch.nn.functional as F
@@ -21,11 +21,31 @@ def causal_lm_loss(logits: torch.Tensor, labels: torch.Tensor) -> torch.Tensor:
     return F.cross_entropy(logits.float().reshape(-1, logits.shape[-1]), labels[:, 1:].reshape(-1))
 
 
-class GPT2Spec(FamilySpec):
+class CausalLMSpec(FamilySpec):
+    """A decoder whose head is a final norm then `lm_head`, trained on the next token."""
+
+    final_norm: ClassVar[str]
+
+    def head_modules(self, model: nn.Module) -> list[nn.Module]:
+        return [_part(model, self.final_norm), _part(model, "lm_head")]
+
+    def head_loss(
+        self,
+        model: nn.Module,
+        h: torch.Tensor,
+        labels: torch.Tensor,
+        picked: torch.Tensor | None,
+    ) -> torch.Tensor:
+        h = _part(model, self.final_norm)(h)
+        return causal_lm_loss(_part(model, "lm_head")(h[:, :-1]), labels)
+
+
+class GPT2Spec(CausalLMSpec):
     name = "gpt2"
     model_class = GPT2LMHeadModel
     config_class = GPT2Config
     layers_path = "transformer.h"
+    final_norm = "transformer.ln_f"
     depth_keys = ("n_layer", "num_hidden_layers")
     dropout_keys = ("resid_pdrop", "embd_pdrop", "attn_pdrop")
     residual_outputs = ("attn.c_proj", "mlp.c_proj")
@@ -75,24 +95,11 @@ class GPT2Spec(FamilySpec):
             _part(model, "transformer.drop"),
         ]
 
-    def head_modules(self, model: nn.Module) -> list[nn.Module]:
-        return [_part(model, "transformer.ln_f"), _part(model, "lm_head")]
-
     def embed(self, model: nn.Module, ids: torch.Tensor) -> torch.Tensor:
         tr = _part(model, "transformer")
         pos = torch.arange(ids.shape[1], device=ids.device).unsqueeze(0)
         emb: torch.Tensor = tr.drop(tr.wte(ids) + tr.wpe(pos))
         return emb
-
-    def head_loss(
-        self,
-        model: nn.Module,
-        h: torch.Tensor,
-        labels: torch.Tensor,
-        picked: torch.Tensor | None,
-    ) -> torch.Tensor:
-        h = _part(model, "transformer.ln_f")(h)
-        return causal_lm_loss(_part(model, "lm_head")(h[:, :-1]), labels)
 
     def shape(self, config: Any) -> ModelShape:
         ffn = config.n_inner if config.n_inner is not None else 4 * config.n_embd

@@ -18,8 +18,8 @@ import torch
 from torch import nn
 from transformers import LlamaConfig, LlamaForCausalLM, PretrainedConfig, PreTrainedTokenizerBase
 
-from growcockpit.families.gpt2 import causal_lm_loss
-from growcockpit.families.spec import Axis, BlockCall, FamilySpec, ModelShape, TensorRule, _part
+from growcockpit.families.gpt2 import CausalLMSpec
+from growcockpit.families.spec import Axis, BlockCall, ModelShape, TensorRule, _part
 from growcockpit.plan.types import ModelSpec
 
 _H: tuple[Axis, ...] = ((0, "h", "row"),)
@@ -32,11 +32,12 @@ def _rotary_call(
     return out
 
 
-class LlamaSpec(FamilySpec):
+class LlamaSpec(CausalLMSpec):
     name = "llama"
     model_class = LlamaForCausalLM
     config_class = LlamaConfig
     layers_path = "model.layers"
+    final_norm = "model.norm"
     depth_keys = ("num_hidden_layers",)
     dropout_keys = ("attention_dropout",)
     residual_outputs = ("self_attn.o_proj", "mlp.down_proj")
@@ -91,9 +92,6 @@ class LlamaSpec(FamilySpec):
         `lm_head` shares it."""
         return [_part(model, "model.embed_tokens")]
 
-    def head_modules(self, model: nn.Module) -> list[nn.Module]:
-        return [_part(model, "model.norm"), _part(model, "lm_head")]
-
     def embed(self, model: nn.Module, ids: torch.Tensor) -> torch.Tensor:
         out: torch.Tensor = _part(model, "model.embed_tokens")(ids)
         return out
@@ -102,16 +100,6 @@ class LlamaSpec(FamilySpec):
         positions = torch.arange(h.shape[1], device=h.device).unsqueeze(0)
         cos_sin = _part(model, "model.rotary_emb")(h, position_ids=positions)
         return functools.partial(_rotary_call, position_embeddings=cos_sin)
-
-    def head_loss(
-        self,
-        model: nn.Module,
-        h: torch.Tensor,
-        labels: torch.Tensor,
-        picked: torch.Tensor | None,
-    ) -> torch.Tensor:
-        h = _part(model, "model.norm")(h)
-        return causal_lm_loss(_part(model, "lm_head")(h[:, :-1]), labels)
 
     def shape(self, config: Any) -> ModelShape:
         return ModelShape(

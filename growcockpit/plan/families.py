@@ -65,6 +65,16 @@ BYTE_BPE_SPECIALS: Mapping[str, str] = {
     "unk_token": "<|endoftext|>",
 }
 
+# transformers' common config names (BERT, Llama); GPT-2 has its own
+_HF_CONFIG_KEYS: Mapping[str, str] = {
+    "layers": "num_hidden_layers",
+    "hidden_size": "hidden_size",
+    "num_heads": "num_attention_heads",
+    "intermediate_size": "intermediate_size",
+    "max_seq_len": "max_position_embeddings",
+    "vocab_size": "vocab_size",
+}
+
 BERT = FamilyFacts(
     name="bert",
     title="BERT masked-LM (post-LN encoder, tied decoder)",
@@ -76,14 +86,7 @@ BERT = FamilyFacts(
     identity_init=False,
     boundary_tokens=2,
     width_recipes=("multilevel",),
-    config_keys={
-        "layers": "num_hidden_layers",
-        "hidden_size": "hidden_size",
-        "num_heads": "num_attention_heads",
-        "intermediate_size": "intermediate_size",
-        "max_seq_len": "max_position_embeddings",
-        "vocab_size": "vocab_size",
-    },
+    config_keys=_HF_CONFIG_KEYS,
 )
 
 GPT2 = FamilyFacts(
@@ -119,15 +122,7 @@ LLAMA = FamilyFacts(
     identity_init=True,
     boundary_tokens=0,
     width_recipes=("preln-untied",),
-    config_keys={
-        "layers": "num_hidden_layers",
-        "hidden_size": "hidden_size",
-        "num_heads": "num_attention_heads",
-        "intermediate_size": "intermediate_size",
-        "max_seq_len": "max_position_embeddings",
-        "vocab_size": "vocab_size",
-        "num_kv_heads": "num_key_value_heads",
-    },
+    config_keys={**_HF_CONFIG_KEYS, "num_kv_heads": "num_key_value_heads"},
     model_keys={
         "num_kv_heads": None,  # None: num_heads (plain multi-head attention)
         "rope_theta": 10000.0,
