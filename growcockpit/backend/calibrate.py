@@ -142,7 +142,12 @@ def measure_r_h(
     # median of 3 under a busy machine once put the backward below the forward (r = 0)
     med = {k: min(v) for k, v in samples.items()}
     f = med["f"]
+    # how far the repeats of r's two timings spread: a quiet machine repeats within ~2x
+    spread = max(
+        (max(samples[k]) / min(samples[k]) for k in ("f", "fb") if min(samples[k]) > 0), default=1.0
+    )
     return {
+        "spread": spread,
         "block_fwd_ms": f,
         "block_fwd_bwd_ms": med["fb"],
         "block_fwd_nograd_ms": med["fng"],
@@ -153,6 +158,42 @@ def measure_r_h(
         "block_fwd_frozen_ms": med["frz"],
         "frozen_over_grad_fwd": med["frz"] / f if f > 0 else 1.0,
     }
+
+
+PLAUSIBLE_R = 1.0  # a block's backward costs more than its forward (about 2x: two matmuls per one)
+NOISY_SPREAD = 3.0  # the slowest repeat of one timing over its fastest, on a quiet machine < 2
+
+
+def implausible(measured: dict[str, float]) -> list[str]:
+    """What about a calibration cannot be right (empty: plausible). Pure: the numbers only.
+
+    A backward cheaper than its forward (r < 1) or a negative head is what a machine busy
+    with other work measures (the timings are dominated by waiting for a CPU), as are
+    repeats of one timing that differ by several times.
+    """
+    out: list[str] = []
+    r, h = measured.get("r", math.nan), measured.get("h", math.nan)
+    if not math.isfinite(r) or r < PLAUSIBLE_R:
+        out.append(
+            f"backward cheaper than forward (r = {r:.2f}; a block's backward costs about "
+            "2x its forward)"
+        )
+    if not math.isfinite(h) or h < 0:
+        out.append(f"head cost h = {h:.2f} blocks")
+    spread = measured.get("spread", 1.0)
+    if spread > NOISY_SPREAD:
+        out.append(f"repeats of one timing differ up to {spread:.1f}x")
+    return out
+
+
+def loaded_warning(problems: list[str], load: float | None, cpus: int | None) -> str:
+    """The lines `plan show --calibrate` prints for an implausible measurement."""
+    busy = f" (load average {load:.1f} on {cpus} CPUs)" if load is not None and cpus else ""
+    return (
+        f"warning: this calibration is not plausible: {'; '.join(problems)}.\n"
+        f"  The machine looks loaded{busy}: other work competes with the timing. Rerun on a "
+        "quiet machine, or leave out --calibrate for the textbook r = 2."
+    )
 
 
 def calibrate_plan(

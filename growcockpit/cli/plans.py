@@ -6,6 +6,7 @@ Only `plan show --calibrate` loads torch (it builds the plan's model to measure 
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -70,7 +71,7 @@ def cmd_plan_show(args: argparse.Namespace) -> int:
     h: float | None = None
     frozen_fwd = 1.0
     if args.calibrate:
-        from growcockpit.backend.calibrate import calibrate_plan
+        from growcockpit.backend.calibrate import calibrate_plan, implausible, loaded_warning
         from growcockpit.backend.corpus import DataError
 
         try:
@@ -82,12 +83,21 @@ def cmd_plan_show(args: argparse.Namespace) -> int:
             f"calibrated on this machine: r = {r:.2f} (backward/forward of a block), "
             f"h = {h:.2f} blocks (head forward), frozen-block forward {frozen_fwd:.2f}× a training forward"
         )
+        if problems := implausible(measured):
+            print(loaded_warning(problems, _load_average(), os.cpu_count()))
         print(
             f"for [budget] minutes = M on this machine: unit_ms = {unit_ms(plan, measured):.4g} "
             "(calibrated full-depth step time ÷ its cost units)"
         )
     print(format_plan(plan, estimate_cost(plan, r=r, h=h, frozen_fwd=frozen_fwd)))
     return EXIT_OK
+
+
+def _load_average() -> float | None:
+    try:
+        return os.getloadavg()[0]
+    except (AttributeError, OSError):  # not on every platform
+        return None
 
 
 def unit_ms(plan: Plan, measured: dict[str, float]) -> float:

@@ -105,7 +105,10 @@ def test_plan_show_calibrates_r_and_h(gc_cache: Path) -> None:
     first = res.stdout.splitlines()[0]
     assert first.startswith("calibrated on this machine: r = ")
     r = float(first.split("r = ")[1].split()[0])
-    assert r > 0  # a measured ratio; its value depends on the machine and its load
+    if "calibration is not plausible" in res.stdout:  # a loaded machine: said, not hidden
+        assert "The machine looks loaded" in res.stdout
+    else:
+        assert r >= 1.0  # a measured ratio; its value depends on the machine
     assert f"(r = {r:.2f}, head h" in res.stdout, "the estimate must use the measured r"
 
 
