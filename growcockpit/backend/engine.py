@@ -12,7 +12,6 @@ and takes commands from a source (the control socket, or a script in a test).
 
 from __future__ import annotations
 
-import math
 import time
 from pathlib import Path
 
@@ -46,7 +45,7 @@ from growcockpit.backend.stage_events import (
     StageEntry,
     awaiting_advance,
     grown,
-    non_finite_error,
+    skipped_hold,
     stage_started,
 )
 from growcockpit.backend.step import StepOutcome, StepRunner
@@ -151,11 +150,7 @@ class Trainer:
                     self.wait_for_advance()
                     continue
                 return "steps"
-            outcome = self.train_step()
-            if outcome is not None:
-                self.after_step(outcome.loss, outcome.skipped)
-            else:
-                self.after_step(None)
+            self.after_step(self.train_step())
 
     def end_early(self, stage: Stage) -> None:
         """The stage ends before its `steps` (plateau or `advance`): it counts the steps it
@@ -196,8 +191,9 @@ class Trainer:
         """One optimizer step (backend/step.py); an outcome on steps that report."""
         return self.steps.run(self)
 
-    def after_step(self, loss: float | None, skipped: int = 0) -> None:
-        """`loss` is None on steps that read nothing from the device (metrics.log_every_steps)."""
+    def after_step(self, outcome: StepOutcome | None) -> None:
+        """`outcome` is None on steps that read nothing from the device (log_every_steps)."""
+        loss = outcome.loss if outcome is not None else None
         if loss is not None:
             self.last_loss = loss
             if self.plateau is not None:
@@ -205,7 +201,7 @@ class Trainer:
                 if fired or self.pos.step % max(1, self.plan.metrics.every_steps) == 0:
                     self.report.emit(check_event(self.plateau, self.pos.step, self.pos.stage_index))
         self.recipes.after_step(self.pos.step_in_stage, self.pos.step)
-        if loss is not None and self.pause_if_non_finite(loss, skipped):
+        if outcome is not None and self.pause_if_skipped(outcome):
             return
         every = self.plan.metrics.eval_every_steps
         if every > 0 and self.pos.step % every == 0:
@@ -215,15 +211,16 @@ class Trainer:
         if reason:
             self.checkpoint(reason)
 
-    def pause_if_non_finite(self, loss: float, skipped: int) -> bool:
-        """Pause with an error when a reported window skipped an update (backend/step.py)."""
-        if not skipped and math.isfinite(loss):
+    def pause_if_skipped(self, outcome: StepOutcome) -> bool:
+        """Pause with an error naming the rollback when a reported window skipped an update:
+        a non-finite loss or gradient, or a spike (backend/step.py, backend/sentinel.py)."""
+        if outcome.finite:
             return False
         self.paused = True
         good = last_checkpoint_step(RunPaths(self.run_dir).checkpoints, self.pos.step)
-        run, scale = str(self.run_dir), self.pos.lr_scale
-        self.report.emit(non_finite_error(loss, skipped, self.pos.step, good, run, scale))
-        self.report.paused(self.progress(), reason="non-finite loss")
+        hold = skipped_hold(outcome, self.pos.step, good, str(self.run_dir), self.pos.lr_scale)
+        self.report.emit(hold.error)
+        self.report.paused(self.progress(), reason=hold.reason)
         return True
 
     # ---- stages ------------------------------------------------------------------
@@ -306,7 +303,7 @@ class Trainer:
             step_in_stage=self.pos.step_in_stage,
             step=self.pos.step,
         )
-        self.steps.compile(self)
+        self.steps.enter(self)  # spike windows start afresh, the step module is compiled
 
     def set_train_modes(self) -> None:
         set_train_modes(self.model)
@@ -381,7 +378,7 @@ class Trainer:
         if outcome is None:
             return
         self.last_loss = outcome.loss
-        self.pause_if_non_finite(outcome.loss, outcome.skipped)
+        self.pause_if_skipped(outcome)
 
     def finish(self) -> str:
         self.prefetch.close()

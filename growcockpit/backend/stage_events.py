@@ -1,5 +1,6 @@
 """The events that announce a stage (what was entered, how, what the operator did) and
-the loop's two holds inside one (a manual stage waiting, a non-finite loss pausing).
+the loop's holds inside one (a manual stage waiting; a non-finite loss or a loss spike
+pausing, with the rollback that recovers).
 
 Built from explicit values so that the engine's `enter_stage` and step loop read as
 the steps they take (checkpoint, operator, freeze, optimizer) rather than as event
@@ -11,6 +12,8 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
+from growcockpit.backend.sentinel import SpikeSeen
+from growcockpit.backend.step import StepOutcome
 from growcockpit.grow import GrowResult
 from growcockpit.plan.types import Stage
 from growcockpit.protocol.events import AwaitingAdvance, Error, Grow, StageStarted
@@ -77,6 +80,17 @@ def awaiting_advance(stage: Stage, index: int, step: int) -> AwaitingAdvance:
     )
 
 
+def rollback_advice(good: int | None, run_dir: str, lr_scale: float) -> str:
+    """The way back after a skipped update: `rollback` to `good`, the last checkpoint, at a
+    lower LR scale (resuming as is often blows up again: the weights may be damaged)."""
+    if good is None:
+        return "no checkpoint to roll back to: lower the LR (set_lr), then resume, or stop"
+    return (
+        f"roll back to step {good} at a lower LR scale: "
+        f"`growcockpit ctl {run_dir} rollback {good} --lr-scale {lr_scale / 10:g}`"
+    )
+
+
 def non_finite_error(
     loss: float,
     skipped: int,
@@ -94,14 +108,43 @@ def non_finite_error(
     what = f"loss is {loss}" if not math.isfinite(loss) else "the gradient is not finite"
     if skipped > 1:
         what += f" ({skipped} updates skipped since the last report)"
-    if good is None:
-        advice = "no checkpoint to roll back to: lower the LR (set_lr), then resume, or stop"
-    else:
-        advice = (
-            f"roll back to step {good} at a lower LR scale: "
-            f"`growcockpit ctl {run_dir} rollback {good} --lr-scale {lr_scale / 10:g}`"
-        )
+    advice = rollback_advice(good, run_dir, lr_scale)
     return Error(
         message=f"{what} at step {step}: update skipped (weights unchanged), paused; {advice}",
         step=step,
     )
+
+
+def spike_error(
+    spike: SpikeSeen, good: int | None = None, run_dir: str = "RUN", lr_scale: float = 1.0
+) -> Error:
+    """Why the run paused: the sentinel (backend/sentinel.py) saw a spike and skipped it."""
+    key = "spike_z" if spike.signal == "loss" else "spike_grad_z"
+    more = f" ({spike.count} spiking updates skipped)" if spike.count > 1 else ""
+    return Error(
+        message=f"{spike.signal} spike at step {spike.step}: {spike.signal} {spike.value:.4g} "
+        f"is {spike.z:.3g} robust SDs above the recent median {spike.median:.4g} "
+        f"(limit metrics.{key}){more}: update skipped (weights as before the step), paused; "
+        f"{rollback_advice(good, run_dir, lr_scale)}; or resume if the jump is expected "
+        "(the spike window starts afresh)",
+        step=spike.step,
+    )
+
+
+@dataclass(frozen=True)
+class Hold:
+    """A skipped update's pause: the error event, and the Paused event's reason."""
+
+    error: Error
+    reason: str
+
+
+def skipped_hold(
+    outcome: StepOutcome, step: int, good: int | None, run_dir: str, lr_scale: float
+) -> Hold:
+    """A spike's hold when the window's only skips were spikes; otherwise the non-finite one."""
+    spike = outcome.spike
+    if spike is not None and spike.count == outcome.skipped and math.isfinite(outcome.loss):
+        return Hold(spike_error(spike, good, run_dir, lr_scale), f"{spike.signal} spike")
+    error = non_finite_error(outcome.loss, outcome.skipped, step, good, run_dir, lr_scale)
+    return Hold(error, "non-finite loss")

@@ -12,6 +12,11 @@ Two rules make the step cheap on a GPU, where the host must stay ahead of the de
   without that support (foreach AdamW, used on CPU where a read costs nothing)
   are guarded by a host check. The run then pauses at the next read
   (`Trainer.after_step`), weights unchanged and finite.
+* **A loss spike skips the update the same way.** The spike sentinel
+  (backend/sentinel.py: a robust z-score of the loss, and of the gradient norm
+  if asked, against the last `metrics.spike_window` steps) is judged on the
+  device and folded into that flag, so the spiking update never reaches the
+  weights and costs no extra read; the first spike of a window is read with it.
 
 Phase times (fwd / bwd / opt) come from `StepTimer`, measured around the
 phases rather than woven through them: CUDA events on CUDA, read after the
@@ -23,9 +28,8 @@ from __future__ import annotations
 import contextlib
 import math
 import time
-from collections.abc import Iterator
 from dataclasses import dataclass, field
-from typing import Any, Protocol, cast
+from typing import Protocol, cast
 
 import torch
 from torch import nn
@@ -34,88 +38,28 @@ from growcockpit.backend.checkpoint import TrainerPosition
 from growcockpit.backend.data import Batch
 from growcockpit.backend.distributed import DistContext, no_sync
 from growcockpit.backend.optim import guarded_step, set_lr
+from growcockpit.backend.precision import autocast as autocast
+from growcockpit.backend.precision import resolve_precision as resolve_precision
 from growcockpit.backend.reporter import RunReporter
+from growcockpit.backend.sentinel import (
+    SpikeCheck,
+    SpikeSeen,
+    SpikeSentinel,
+    judge,
+    spike_row,
+    spike_seen,
+)
+from growcockpit.backend.step_timer import StepTimer as StepTimer
 from growcockpit.grow import get_layers
 from growcockpit.metrics import LayerStatsSampler, LayerTimer
-from growcockpit.metrics.cuda import timing_event
 from growcockpit.plan.types import Plan, Stage
 from growcockpit.protocol.events import LayerStats, Step
-
-AMP_DTYPES = {"bf16": torch.bfloat16, "fp16": torch.float16}
-
-
-def resolve_precision(requested: str, device: torch.device) -> str:
-    """ "auto": bf16 autocast on a GPU with native bf16 (Ampere and newer), fp32 elsewhere.
-
-    Not `torch.cuda.is_bf16_supported()`: it also says yes where bf16 is only
-    emulated (Volta, Turing), which is slower than fp32 there.
-    """
-    if requested != "auto":
-        return requested
-    if device.type == "cuda" and torch.cuda.get_device_capability(device) >= (8, 0):
-        return "bf16"
-    return "fp32"
-
-
-@contextlib.contextmanager
-def autocast(precision: str, device: torch.device) -> Iterator[None]:
-    """The run's mixed precision (training, evaluation and loss probes alike)."""
-    dtype = AMP_DTYPES.get(precision)
-    if dtype is None:
-        yield
-        return
-    with torch.autocast(device.type, dtype=dtype):
-        yield
 
 
 def to_host(values: torch.Tensor) -> list[float]:
     """The step's only device→host read (tests count the calls)."""
     out: list[float] = values.detach().float().cpu().tolist()
     return out
-
-
-class StepTimer:
-    """Wall time per phase of one step, summed over micro-batches.
-
-    On CUDA each phase is a pair of events recorded in the stream: timing the
-    GPU's work, not the host's launch time, and costing no sync. They are read
-    with `read()` after something has synchronised (the step's loss read).
-    """
-
-    def __init__(self, device: torch.device) -> None:
-        self.cuda = device.type == "cuda"
-        self.enabled = True
-        self._spans: list[tuple[str, Any, Any]] = []
-
-    def start(self, enabled: bool) -> None:
-        self.enabled = enabled
-        self._spans.clear()
-
-    def _mark(self) -> Any:
-        if self.cuda:
-            event = timing_event()
-            event.record()
-            return event
-        return time.perf_counter()
-
-    @contextlib.contextmanager
-    def phase(self, name: str) -> Iterator[None]:
-        if not self.enabled:
-            yield
-            return
-        start = self._mark()
-        yield
-        self._spans.append((name, start, self._mark()))
-
-    def read(self) -> dict[str, float]:
-        """Milliseconds per phase name."""
-        out: dict[str, float] = {}
-        if self.cuda and self._spans:
-            self._spans[-1][2].synchronize()
-        for name, start, end in self._spans:
-            ms = float(start.elapsed_time(end)) if self.cuda else (end - start) * 1e3
-            out[name] = out.get(name, 0.0) + ms
-        return out
 
 
 @dataclass
@@ -126,23 +70,49 @@ class StepWindow:
     loss: torch.Tensor | None = None
     grad_norm: torch.Tensor | None = None
     skipped: torch.Tensor | None = None
+    spiked: torch.Tensor | None = None
+    spike: torch.Tensor | None = (
+        None  # the first spike: (index in window, signal, value, z, median)
+    )
     steps: int = 0
     tokens: int = 0
     host_s: float = 0.0
     data_s: float = 0.0
     phases: dict[str, float] = field(default_factory=dict)
 
-    def add(self, loss: torch.Tensor, grad_norm: torch.Tensor, ok: torch.Tensor) -> None:
+    def add(
+        self,
+        loss: torch.Tensor,
+        grad_norm: torch.Tensor,
+        ok: torch.Tensor,
+        checks: tuple[SpikeCheck, SpikeCheck] | None = None,
+    ) -> None:
         self.loss, self.grad_norm = loss, grad_norm
         bad = (~ok).float()
-        self.skipped = bad if self.skipped is None else self.skipped + bad
+        if self.skipped is None or self.spiked is None or self.spike is None:
+            self.skipped = torch.zeros_like(bad)
+            self.spiked = torch.zeros_like(bad)
+            self.spike = torch.zeros(5, device=bad.device)
+        self.skipped = self.skipped + bad
+        if checks is None:
+            return
+        spiked, row = spike_row(self.steps, checks)
+        self.spike = torch.where(spiked & (self.spiked == 0), row, self.spike)  # the first
+        self.spiked = self.spiked + spiked.float()
 
-    def read(self) -> tuple[float, float, int]:
-        """(last loss, last gradient norm, updates skipped) in one transfer; resets the window."""
-        assert self.loss is not None and self.grad_norm is not None and self.skipped is not None
-        loss, norm, skipped = to_host(torch.stack([self.loss, self.grad_norm, self.skipped]))
-        self.loss = self.grad_norm = self.skipped = None
-        return loss, norm, int(skipped)
+    def read(self, last_step: int) -> StepOutcome:
+        """The window in one transfer (its last step is `last_step`); resets the window.
+
+        The loss is the last step's, the rank's own (`emit_step` averages it over ranks).
+        """
+        assert self.loss is not None and self.grad_norm is not None
+        assert self.skipped is not None and self.spiked is not None and self.spike is not None
+        parts = [self.loss, self.grad_norm, self.skipped, self.spiked]
+        values = to_host(torch.cat([torch.stack(parts).float(), self.spike.float()]))
+        loss, norm, skipped, spiked = values[:4]
+        spike = spike_seen(values[4:], last_step, self.steps, int(spiked)) if spiked else None
+        self.loss = self.grad_norm = self.skipped = self.spiked = self.spike = None
+        return StepOutcome(loss, norm, int(skipped), spike)
 
     def reset_clock(self) -> None:
         self.steps = self.tokens = 0
@@ -156,6 +126,7 @@ class StepOutcome:
     loss: float
     grad_norm: float
     skipped: int
+    spike: SpikeSeen | None = None
 
     @property
     def finite(self) -> bool:
@@ -201,7 +172,15 @@ class StepRunner:
         )
         self.timer = StepTimer(device)
         self.window = StepWindow(device)
+        self.sentinel: SpikeSentinel | None = None  # built at the first stage (plan's keys)
         self.compile_s: float | None = None
+
+    def enter(self, t: StepHost) -> None:
+        """A new trainable set (stage entry, resume, rollback): the spike windows start
+        empty (another model, another loss level) and the step module is compiled."""
+        m = t.plan.metrics
+        self.sentinel = SpikeSentinel(m.spike_window, m.spike_z, m.spike_grad_z, self.device)
+        self.compile(t)
 
     def compile(self, t: StepHost) -> None:
         """`optim.compile`: compile the stage's step module now, after its operator.
@@ -274,15 +253,14 @@ class StepRunner:
         if layer_timing:
             t.timer.backward_done()
         with self.timer.phase("opt"):
-            grad_norms, norm, ok = self.update(t, optimizer, loss_sum, collect)
-        window.add(loss_sum / accum, norm, ok)
+            grad_norms, norm, ok, checks = self.update(t, optimizer, loss_sum / accum, collect)
+        window.add(loss_sum / accum, norm, ok, checks)
         window.steps += 1
         window.tokens += tokens
         outcome = None
         if report:
-            loss_value, norm_value, skipped = window.read()
+            outcome = self.read(t.pos.step + 1)
             window.phases = self.timer.read()
-            outcome = StepOutcome(loss_value, norm_value, skipped)
         window.host_s += time.perf_counter() - t_start
         if layer_timing:
             t.timer.detach()
@@ -300,6 +278,14 @@ class StepRunner:
             t.report.emit(LayerStats(step=t.pos.step, stage=t.pos.stage_index, layers=layers))
         return outcome
 
+    def read(self, last_step: int) -> StepOutcome:
+        """The window's one read. After a spike the sentinel starts afresh: the run pauses
+        there, and a `resume` (not a rollback) says the new level is expected."""
+        outcome = self.window.read(last_step)
+        if outcome.spike is not None and self.sentinel is not None:
+            self.sentinel.reset()
+        return outcome
+
     def discard(self) -> None:
         """Forget the unreported steps (a rollback abandoned them)."""
         self.window = StepWindow(self.device)
@@ -309,26 +295,30 @@ class StepRunner:
         w = self.window
         if w.steps == 0 or w.loss is None:
             return None
-        loss, norm, skipped = w.read()
+        outcome = self.read(t.pos.step)
         w.phases = {}
-        return StepOutcome(self.emit_step(t, loss, t.current_lr()), norm, skipped)
+        outcome.loss = self.emit_step(t, outcome.loss, t.current_lr())
+        return outcome
 
     def update(
         self,
         t: StepHost,
         optimizer: torch.optim.Optimizer,
-        loss_sum: torch.Tensor,
+        loss: torch.Tensor,
         collect: bool,
-    ) -> tuple[list[float | None], torch.Tensor, torch.Tensor]:
-        """Unscale, clip, and step unless the loss or gradient is non-finite.
+    ) -> tuple[
+        list[float | None], torch.Tensor, torch.Tensor, tuple[SpikeCheck, SpikeCheck] | None
+    ]:
+        """Unscale, clip, and step unless the loss or gradient is non-finite or spiked.
 
-        Returns (per-layer grad norms if collected, total grad norm, finite flag), on the device.
+        Returns (per-layer grad norms if collected, total grad norm, update flag, the spike
+        sentinel's verdicts if it watches), on the device.
         """
         params = [p for g in optimizer.param_groups for p in g["params"] if p.grad is not None]
         grad_norms: list[float | None] = []
-        loss_ok = torch.isfinite(loss_sum)
+        loss_ok = torch.isfinite(loss)
         if not params:
-            return grad_norms, torch.zeros((), device=self.device), loss_ok
+            return grad_norms, torch.zeros((), device=self.device), loss_ok, None
         if self.scaler:
             self.scaler.unscale_(optimizer)
         if collect:
@@ -339,17 +329,22 @@ class StepRunner:
         else:
             norm = torch.nn.utils.get_total_norm([p.grad for p in params])
         norm = norm.to(self.device)
+        # under DDP the all-reduced gradient norm is the same on every rank: so is the skip
+        finite = torch.isfinite(norm) if t.dist.enabled else torch.isfinite(norm) & loss_ok
+        checks = judge(self.sentinel, loss, norm, finite, t.dist.world_size)
+        spike_ok = checks[0].ok & checks[1].ok if checks else None
         if self.scaler:
-            # fp16: the scaler skips overflowing steps and lowers its scale (normal, no pause)
-            self.scaler.step(optimizer)
+            # fp16: the scaler skips overflowing steps and lowers its scale (normal, no pause);
+            # a spike is skipped by a host check here (the scaler takes no device flag of ours)
+            if spike_ok is None or bool(spike_ok):
+                self.scaler.step(optimizer)
             self.scaler.update()
-            ok = loss_ok
+            ok = loss_ok if spike_ok is None else loss_ok & spike_ok
         else:
-            # under DDP the all-reduced gradient norm is the same on every rank: so is the skip
-            ok = torch.isfinite(norm) if t.dist.enabled else torch.isfinite(norm) & loss_ok
+            ok = finite if spike_ok is None else finite & spike_ok
             guarded_step(optimizer, ok)
         optimizer.zero_grad(set_to_none=True)
-        return grad_norms, norm.detach().float(), ok
+        return grad_norms, norm.detach().float(), ok, checks
 
     def emit_step(self, t: StepHost, loss: float, lr: float) -> float:
         """The Step event for the window that just ended; returns the loss (mean over ranks).

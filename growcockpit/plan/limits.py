@@ -34,6 +34,7 @@ CEILINGS: dict[str, int] = {
     "metrics.timing_every_steps": 10**12,
     "metrics.eval_every_steps": 10**12,
     "metrics.eval_batches": 1_000_000,
+    "metrics.spike_window": 100_000,
     "checkpoint.every_steps": 10**12,
     "checkpoint.keep": 1_000_000,
 }

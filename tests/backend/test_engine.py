@@ -15,6 +15,7 @@ from repo_paths import TESTS
 from growcockpit.backend.data import load_blocks
 from growcockpit.backend.engine import Trainer
 from growcockpit.backend.reporter import RunReporter
+from growcockpit.backend.step import StepOutcome
 from growcockpit.plan import loads_plan
 from growcockpit.protocol import (
     CommandRequest,
@@ -44,7 +45,7 @@ def make_trainer(tmp_path: Path, text: str, control: ControlServer | None = None
 def test_non_finite_loss_pauses_with_an_error(tmp_path: Path) -> None:
     trainer = make_trainer(tmp_path, TINY)
     trainer.enter_stage()
-    trainer.after_step(math.nan)
+    trainer.after_step(StepOutcome(math.nan, 0.0, 0))
     assert trainer.paused
     events = read_all(tmp_path / "events.jsonl")
     errors = [e for e in events if isinstance(e, Error)]

@@ -74,7 +74,7 @@ def test_non_finite_step_skips_the_update_then_pauses(
     poison(trainer, where)
     outcome = trainer.train_step()
     assert outcome is not None and outcome.skipped == 1
-    trainer.after_step(outcome.loss, outcome.skipped)
+    trainer.after_step(outcome)
     after = weights(trainer)
     assert all(torch.equal(before[k], after[k]) for k in before), "weights changed"
     assert all(torch.isfinite(v).all() for v in after.values() if v.is_floating_point())
