@@ -12,7 +12,8 @@ from collections.abc import Callable
 
 import psutil
 
-from growcockpit.protocol.events import GpuStat, System
+from growcockpit.protocol.events import GpuStat, System, WarningEvent
+from growcockpit.protocol.machine_load import load_warning, oversubscribed
 
 
 class GpuProbe:
@@ -180,7 +181,7 @@ class SystemSampler:
 
     def __init__(
         self,
-        emit: Callable[[System], object],
+        emit: Callable[[System | WarningEvent], object],
         interval_s: float,
         device_index: int | None = None,
     ) -> None:
@@ -191,6 +192,8 @@ class SystemSampler:
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, name="system-sampler", daemon=True)
         self._proc.cpu_percent(None)
+        psutil.cpu_percent(None, percpu=True)
+        self._warned = False  # oversubscription said once per episode, not every sample
 
     def start(self) -> None:
         self._thread.start()
@@ -202,19 +205,42 @@ class SystemSampler:
 
     def sample(self) -> System:
         vm = psutil.virtual_memory()
+        cores = [float(c) for c in psutil.cpu_percent(None, percpu=True)]
+        try:
+            load = [float(x) for x in os.getloadavg()]
+        except OSError:  # not every platform has a load average
+            load = []
         return System(
             gpus=self.gpus.sample(),
             cpu_pct=float(self._proc.cpu_percent(None)),
             rss_bytes=int(self._proc.memory_info().rss),
             ram_used=int(vm.total - vm.available),
             ram_total=int(vm.total),
+            machine_cpu_pct=sum(cores) / len(cores) if cores else None,
+            core_pct=cores,
+            load_avg=load,
+            cores=psutil.cpu_count() or len(cores),
         )
+
+    def load_notice(self, sample: System) -> WarningEvent | None:
+        """A warning when the machine turns oversubscribed (once until it recovers)."""
+        busy = oversubscribed(sample.load_avg[0] if sample.load_avg else None, sample.cores)
+        if busy and not self._warned:
+            self._warned = True
+            return WarningEvent(message=load_warning(sample.load_avg[0], sample.cores))
+        if not busy:
+            self._warned = False
+        return None
 
     def _run(self) -> None:
         """A first sample at once (even a short run shows its system), then every interval."""
         while True:
             try:
-                self.emit(self.sample())
+                sample = self.sample()
+                self.emit(sample)
+                notice = self.load_notice(sample)
+                if notice is not None:
+                    self.emit(notice)
             except Exception:
                 return
             if self._stop.wait(self.interval_s):

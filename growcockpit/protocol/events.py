@@ -180,10 +180,14 @@ class GpuStat:
 class System(Event):
     TYPE: ClassVar[str] = "system"
     gpus: list[GpuStat] = field(default_factory=list)
-    cpu_pct: float = 0.0
+    cpu_pct: float = 0.0  # the training process (100 = one core busy)
     rss_bytes: int = 0
     ram_used: int = 0
     ram_total: int = 0
+    machine_cpu_pct: float | None = None  # the whole machine, 0-100
+    core_pct: list[float] = field(default_factory=list)  # each core, 0-100
+    load_avg: list[float] = field(default_factory=list)  # 1, 5, 15 minutes
+    cores: int = 0
 
 
 @dataclass(kw_only=True)

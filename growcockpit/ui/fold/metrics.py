@@ -101,6 +101,8 @@ def on_system(state: RunData, ev: System) -> None:
     state.cpu_pct = ev.cpu_pct
     state.rss_bytes = ev.rss_bytes
     state.cpu_hist.append(ev.cpu_pct or 0.0)
+    state.machine_cpu_pct, state.core_pct = ev.machine_cpu_pct, list(ev.core_pct)
+    state.load_avg, state.cores = list(ev.load_avg), ev.cores
     if ev.ram_total:
         state.ram_used, state.ram_total = ev.ram_used, ev.ram_total
         state.ram_hist.append(ev.ram_used / ev.ram_total)

@@ -58,6 +58,10 @@ class RunData:
     rss_bytes: int | None = None
     ram_used: int | None = None
     ram_total: int | None = None
+    machine_cpu_pct: float | None = None  # the whole machine (cpu_pct is the run's process)
+    core_pct: list[float] = field(default_factory=list)
+    load_avg: list[float] = field(default_factory=list)
+    cores: int = 0
     gpus: dict[int, GpuView] = field(default_factory=dict)
     cpu_hist: deque[float] = field(default_factory=lambda: deque(maxlen=HIST))
     ram_hist: deque[float] = field(default_factory=lambda: deque(maxlen=HIST))

@@ -7,6 +7,7 @@ from __future__ import annotations
 from rich.text import Text
 from textual.widgets import Static
 
+from growcockpit.protocol.machine_load import oversubscribed
 from growcockpit.protocol.node import rank_spread
 from growcockpit.ui.run_state import RunState
 from growcockpit.ui.widgets.text_bits import bar, colour, human_bytes, num, spark
@@ -42,9 +43,10 @@ def system_text(state: RunState, widget: Static, width: int, compact: bool = Fal
         text.append("\n")
     ranks_text(state, widget, text, compact)
     text.append("CPU ", style="bold")
-    text.append(f"{num(state.cpu_pct, '.0f')}%  ")
+    text.append(f"run {num(state.cpu_pct, '.0f')}%  ")
     text.append(spark(state.cpu_hist, hist_w if not compact else 10), style=ok)
     text.append(f"  RSS {human_bytes(state.rss_bytes)}")
+    machine_text(state, widget, text, compact)
     if state.ram_total:
         frac = (state.ram_used or 0) / state.ram_total
         text.append(
@@ -52,6 +54,26 @@ def system_text(state: RunState, widget: Static, width: int, compact: bool = Fal
         )
         text.append(spark(state.ram_hist, hist_w if not compact else 10))
     return text
+
+
+def machine_text(state: RunState, widget: Static, text: Text, compact: bool) -> None:
+    """The machine next to the run: its CPU, each core, the load average against the cores,
+    and a warning when it is oversubscribed (nvitop's view of the host)."""
+    if state.machine_cpu_pct is None and not state.load_avg:
+        return
+    text.append("\nhost ", style="bold")
+    text.append(f"{num(state.machine_cpu_pct, '.0f')}% of {state.cores or '?'} cores")
+    if state.core_pct and not compact:
+        text.append("  ")
+        for pct in state.core_pct[:32]:
+            text.append(BLOCKS[min(len(BLOCKS) - 1, int(pct / 100 * len(BLOCKS)))])
+    if state.load_avg:
+        text.append("  load " + " ".join(f"{x:.1f}" for x in state.load_avg[:3]))
+        if oversubscribed(state.load_avg[0], state.cores):
+            text.append("  oversubscribed", style=f"bold {colour(widget, 'gc-pause')}")
+
+
+BLOCKS = " ▁▂▃▄▅▆▇█"
 
 
 def ranks_text(state: RunState, widget: Static, text: Text, compact: bool) -> None:
