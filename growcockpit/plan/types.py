@@ -129,6 +129,11 @@ class MetricsSpec:
     spike_z: float = 8.0
     spike_grad_z: float = 0.0
     spike_window: int = 50
+    # layer health (protocol/layer_health.py): a trainable layer whose grad norm stays
+    # below starved_fraction x the trainable median for starved_samples samples is
+    # "starved" in the layers table; 0 turns it off
+    starved_fraction: float = 0.01
+    starved_samples: int = 8
 
 
 @dataclass

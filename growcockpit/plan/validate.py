@@ -162,6 +162,10 @@ def _check_sections(plan: Plan, c: _Checks) -> None:
     for field in ("spike_z", "spike_grad_z"):
         c.at_least(f"metrics.{field}", getattr(mt, field), 0.0, "0 (off) or a positive z-score")
     c.at_least("metrics.spike_window", mt.spike_window, 0, "0 (off) or a number of steps")
+    c.at_least("metrics.starved_fraction", mt.starved_fraction, 0.0, "0 (off) or a fraction < 1")
+    if mt.starved_fraction >= 1:
+        c.add("metrics.starved_fraction", "must be below 1 (a fraction of the median grad norm)")
+    c.positive("metrics.starved_samples", mt.starved_samples)
 
     ck = plan.checkpoint
     c.at_least("checkpoint.every_steps", ck.every_steps, 0, "0 (off) or a positive number of steps")

@@ -1,19 +1,30 @@
-"""One row per transformer layer: state (trainable / frozen / new), grad norm with a
-sparkline of its recent history, update ratio ‖Δθ‖/‖θ‖, and forward and backward
-milliseconds as the median of the last timing samples (n: how many)."""
+"""One row per transformer layer: state (trainable / frozen / new), health (ok, starved:
+trains with barely any gradient, moved: frozen but its weights changed; see
+protocol/layer_health.py), grad norm with a sparkline of its recent history, update
+ratio ‖Δθ‖/‖θ‖, and forward and backward milliseconds as the median of the last timing
+samples (n: how many)."""
 
 from __future__ import annotations
 
 from rich.text import Text
 from textual.widgets.data_table import ColumnKey
 
+from growcockpit.protocol.layer_health import (
+    MOVED,
+    OK,
+    STARVED,
+    HealthThresholds,
+    LayerSample,
+    health,
+)
 from growcockpit.ui.fold.layers import LayerRow
 from growcockpit.ui.run_state import RunState
 from growcockpit.ui.widgets.steady_table import SteadyTable
 from growcockpit.ui.widgets.text_bits import colour, num, spark
 
-COLUMNS = ("layer", "state", "grad norm", "trend", "Δθ/θ", "fwd ms", "bwd ms", "n")
+COLUMNS = ("layer", "state", "health", "grad norm", "trend", "Δθ/θ", "fwd ms", "bwd ms", "n")
 STATE_VARS = {"trainable": "gc-trainable", "frozen": "gc-frozen", "new": "gc-new"}
+HEALTH_STYLES = {OK: "dim", STARVED: "bold $warning", MOVED: "bold $error"}
 SPARK_WIDTH = 12  # the trend's most; it shrinks (to MIN_SPARK) so that every column shows
 MIN_SPARK = 3
 
@@ -29,7 +40,7 @@ class LayerTable(SteadyTable[Text | str]):
         self._theme = ""
         self._spark = SPARK_WIDTH
 
-    def layer_cells(self, row: LayerRow) -> tuple[Text | str, ...]:
+    def layer_cells(self, row: LayerRow, verdict: str = OK) -> tuple[Text | str, ...]:
         state = row.state
         style = colour(self, STATE_VARS[state])
         if state == "frozen":
@@ -40,6 +51,7 @@ class LayerTable(SteadyTable[Text | str]):
         return (
             str(row.id),
             Text(state, style=style),
+            Text(verdict, style=self._health_style(verdict)),
             num(row.grad_norm),
             Text(trend, style=colour(self, STATE_VARS[state])),
             num(row.update_ratio, ".1e"),
@@ -47,6 +59,13 @@ class LayerTable(SteadyTable[Text | str]):
             num(row.bwd_ms, ".2f"),
             str(row.timing_samples) if row.timing_samples else "–",
         )
+
+    def _health_style(self, verdict: str) -> str:
+        style = HEALTH_STYLES.get(verdict, "")
+        if "$" in style:
+            bold, var = style.split(" $")
+            return f"{bold} {colour(self, var)}"
+        return style
 
     def _fit_trend(self) -> None:
         """The trend gets what the other columns leave of the table's width (a filled
@@ -71,6 +90,10 @@ class LayerTable(SteadyTable[Text | str]):
             self._rows.clear()
         self._fit_trend()
         rows = state.layer_rows()
+        verdicts = health(
+            [LayerSample(r.id, r.trainable, list(r.grad_hist), r.update_ratio) for r in rows],
+            HealthThresholds.of_plan(state.plan_dict),
+        )
         ids = {r.id for r in rows}
         for gone in [lid for lid in self._rows if lid not in ids]:
             self.remove_row(str(gone))
@@ -80,7 +103,7 @@ class LayerTable(SteadyTable[Text | str]):
             self.clear()  # a layer arrived below existing ones: rebuild in id order
             self._rows.clear()
         for row in rows:
-            cells = self.layer_cells(row)
+            cells = self.layer_cells(row, verdicts.get(row.id, OK))
             plain = tuple(str(c) for c in cells)
             old = self._rows.get(row.id)
             if old is None:
