@@ -10,7 +10,8 @@ from pathlib import Path
 
 import pytest
 from repo_paths import TESTS
-from textual.widgets import Select
+from textual.widgets import DataTable, Select
+from ui_fixtures import screen_text
 
 from growcockpit.protocol import read_status
 from growcockpit.resources import sample_plan
@@ -76,7 +77,7 @@ async def test_dashboard_steers_a_real_llama_run_through_a_grow(
 ) -> None:
     plan = tmp_path / "tiny-llama-long.toml"
     text = re.sub(r"^steps = 10$", "steps = 100000", TINY_LLAMA.read_text(), flags=re.M)
-    plan.write_text(text)
+    plan.write_text(text.replace("system_every_s = 0\n", "system_every_s = 0.5\n"))
     run_dir = RunClient.launch(plan, tmp_path / "runs")
     try:
         app = GrowCockpitApp(run_dir=run_dir, runs_root=tmp_path / "runs", workdir=tmp_path)
@@ -99,6 +100,17 @@ async def test_dashboard_steers_a_real_llama_run_through_a_grow(
             )
             rows = screen.state.layer_rows()
             assert [r.id for r in rows if r.trainable] == [2]
+            # every tab draws the Llama run
+            await pilot.press("2")
+            await pilot.pause(0.5)
+            table = screen.query_one("#layer-table-full", DataTable)
+            assert table.row_count == 4  # the grown model's 4 blocks
+            assert screen.query_one("#heatmap").region.height > 3
+            for key, words in (("3", "ms"), ("4", "CPU"), ("5", "grow")):
+                await pilot.press(key)
+                await pilot.pause(0.5)
+                assert words in screen_text(app), (key, words)
+            await pilot.press("1")
             await pilot.press("s")
             await pilot.pause(0.3)
             await pilot.press("y")
