@@ -20,6 +20,7 @@ from growcockpit.ui.fold.layers import LayerRow
 from growcockpit.ui.fold.plan import StageInfo, decode_plan, stages_of
 from growcockpit.ui.fold.plateau import REASON_TEXT
 from growcockpit.ui.fold.records import StageTiming
+from growcockpit.ui.fold.rollback import blow_up_hint
 
 if TYPE_CHECKING:
     from growcockpit.ui.fold.state import RunData
@@ -125,8 +126,10 @@ def on_stage_started(state: RunData, ev: StageStarted) -> None:
 
 def on_paused(state: RunData, ev: Paused) -> None:
     state.status = "paused"
+    state.pause_reason = ev.reason
     if ev.reason != "command":  # a pause command's one line is its CommandEvent's
-        state.log_line(ev.step, "paused", f"paused ({ev.reason})", "warning", ev.t)
+        text = f"paused ({ev.reason}){blow_up_hint(ev.reason)}"
+        state.log_line(ev.step, "paused", text, "warning", ev.t)
     state.step_gap = True
     state.mark(ev.step, "pause", "pause", ev.t)
 
@@ -134,6 +137,7 @@ def on_paused(state: RunData, ev: Paused) -> None:
 def on_resumed(state: RunData, ev: Resumed) -> None:
     if state.status == "paused":
         state.status = "running"
+    state.pause_reason = ""
     # only a resume command resumes: its one log line is its CommandEvent's
     state.step_gap = True
     state.mark(ev.step, "resume", "resume", ev.t)

@@ -7,6 +7,10 @@ timing series, the heatmap columns and the time-axis markers are cut there
 would zigzag). The event log keeps its lines: it is the record of what
 happened. The position (step, stage, tokens, LR scale) is the checkpoint's.
 A resume from the checkpoint where the log ends changes nothing here.
+
+A pause for a blow-up (a non-finite loss, or a spike the sentinel caught) is
+where a rollback is the way on: its log line says so, and the rollback key
+then asks for the LR scale to train on (screens/dashboard_commands.py).
 """
 
 from __future__ import annotations
@@ -15,6 +19,9 @@ from pathlib import PurePath
 from typing import TYPE_CHECKING
 
 from growcockpit.protocol.events import RolledBack
+
+# Paused reasons after which the weights may be damaged: resuming as is blows up again
+BLOW_UPS = ("non-finite loss", "loss spike", "gradient norm spike")
 
 if TYPE_CHECKING:
     from growcockpit.ui.fold.series import Series
@@ -35,7 +42,21 @@ def _series(state: RunData) -> tuple[Series, ...]:
     )
 
 
+def blown_up(state: RunData) -> bool:
+    """Paused for a blow-up, not yet rolled back or resumed: the rollback key offers the LR."""
+    return state.status == "paused" and state.pause_reason in BLOW_UPS
+
+
+def blow_up_hint(reason: str) -> str:
+    """The paused line's offer after a blow-up ("" after any other pause)."""
+    if reason not in BLOW_UPS:
+        return ""
+    return "; b rolls back to the last good checkpoint at the LR scale you choose"
+
+
 def on_rolled_back(state: RunData, ev: RolledBack) -> None:
+    if state.pause_reason in BLOW_UPS:
+        state.pause_reason = "rolled back"  # still paused; the blow-up is behind it now
     went_back = max(state.train_loss.xs, default=ev.step) > ev.step or ev.step < state.step
     if ev.from_step is None and not went_back:
         return  # a resume from where the log ends: nothing to cut, run_started said it

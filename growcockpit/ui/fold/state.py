@@ -54,6 +54,7 @@ class RunData:
     t_last: float | None = None
     t_finished: float | None = None
     last_checkpoint: str | None = None
+    pause_reason: str = ""  # the Paused event's while paused: a blow-up offers a rollback
     cpu_pct: float | None = None
     rss_bytes: int | None = None
     ram_used: int | None = None

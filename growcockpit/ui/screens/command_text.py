@@ -12,7 +12,7 @@ from pathlib import PurePath
 
 from textual.notifications import SeverityLevel
 
-from growcockpit.protocol.commands import CommandAck, lr_factor_problem
+from growcockpit.protocol.commands import LR_FACTOR_RANGE, CommandAck, lr_factor_problem
 
 
 def factor_problem(value: str) -> str:
@@ -56,6 +56,35 @@ def rollback_body(step: int, last_checkpoint: str | None) -> str:
         f"Restore a checkpoint (step {step} now; {latest}): weights, optimizer, stage,\n"
         "LR scale and data position go back to it, and later checkpoints move to\n"
         "checkpoints/rolled-back/. Type a checkpoint's step, or leave empty for the latest."
+    )
+
+
+def rollback_scale_problem(value: str) -> str:
+    """The blow-up rollback prompt's check: the LR scale to train on, as the backend checks it."""
+    low, high = LR_FACTOR_RANGE
+    try:
+        scale = float(value)
+    except ValueError:
+        return f"an LR scale such as 0.1 (from {low:g} to {high:g})"
+    if lr_factor_problem(scale):
+        return f"an LR scale from {low:g} to {high:g}, e.g. 0.1"
+    return ""
+
+
+def suggested_scale(scale: float) -> str:
+    """A tenth of the scale that blew up (what the backend's pause message suggests too)."""
+    low, high = LR_FACTOR_RANGE
+    return f"{min(high, max(low, scale / 10)):g}"
+
+
+def blow_up_body(reason: str, step: int, scale: float, last_checkpoint: str | None) -> str:
+    """What the blow-up rollback prompt tells: why, where it goes back to, what to type."""
+    target = PurePath(last_checkpoint).name if last_checkpoint else "the latest checkpoint"
+    return (
+        f"Paused at step {step} ({reason}): the update was skipped, but the steps before it\n"
+        f"may have damaged the weights, so resuming as is tends to blow up again.\n"
+        f"Roll back to {target} (the last good one) and train on at this LR scale\n"
+        f"(×{scale:g} now). The run resumes once the rollback is done."
     )
 
 

@@ -22,6 +22,7 @@ from textual.screen import Screen
 from growcockpit.protocol import ControlError
 from growcockpit.protocol.commands import CommandAck
 from growcockpit.ui.controller import ControllerLock
+from growcockpit.ui.fold.rollback import blown_up
 from growcockpit.ui.run_client import RunClient
 from growcockpit.ui.run_state import RunState
 from growcockpit.ui.screens import command_text as texts
@@ -174,6 +175,9 @@ class DashboardCommands(Screen[None]):
         if not self._can_command("roll back"):
             return
         with self.state_lock:
+            if blown_up(self.state):
+                self._offer_blow_up_rollback()
+                return
             body = texts.rollback_body(self.state.step, self.state.last_checkpoint)
 
         def done(value: str | None) -> None:
@@ -182,6 +186,28 @@ class DashboardCommands(Screen[None]):
 
         prompt = PromptScreen(
             "Roll back to a checkpoint?", body, check=texts.rollback_step_problem, ok="Roll back"
+        )
+        self.app.push_screen(prompt, done)
+
+    def _offer_blow_up_rollback(self) -> None:
+        """After a NaN or spike pause: back to the last good checkpoint at the LR scale the
+        user types (a tenth of the one that blew up is offered), then resume: one key press
+        and Enter get the run training on. Called with the state lock held."""
+        state = self.state
+        body = texts.blow_up_body(
+            state.pause_reason, state.step, state.lr_scale, state.last_checkpoint
+        )
+
+        def done(value: str | None) -> None:
+            if value is not None:
+                self.send("rollback", {"lr_scale": float(value)}, then="resume")
+
+        prompt = PromptScreen(
+            "Roll back to the last good checkpoint?",
+            body,
+            texts.suggested_scale(state.lr_scale),
+            check=texts.rollback_scale_problem,
+            ok="Roll back and resume",
         )
         self.app.push_screen(prompt, done)
 
@@ -218,12 +244,19 @@ class DashboardCommands(Screen[None]):
 
         return callback
 
-    def send(self, command: str, args: dict[str, Any] | None = None) -> None:
+    def send(self, command: str, args: dict[str, Any] | None = None, then: str = "") -> None:
+        """Send `command`; `then`: a second command (no args), sent once the first is accepted
+        (in one worker, so the backend gets them in this order)."""
         self.notify(f"{command}: sent, waiting for the backend's answer…", timeout=3)
-        self._send_worker(command, args or {})
+        self._send_worker(command, args or {}, then)
 
     @work(thread=True, group="command", exit_on_error=False)
-    def _send_worker(self, command: str, args: dict[str, Any]) -> None:
+    def _send_worker(self, command: str, args: dict[str, Any], then: str = "") -> None:
+        ack = self._send_one(command, args)
+        if then and ack is not None and ack.accepted:
+            self._send_one(then, {})
+
+    def _send_one(self, command: str, args: dict[str, Any]) -> CommandAck | None:
         try:
             ack = self.session.send(command, args, timeout=self.command_timeout)
         except ControlError as exc:
@@ -232,6 +265,8 @@ class DashboardCommands(Screen[None]):
             self.post_message(self.CommandDone(command, None, f"{type(exc).__name__}: {exc}"))
         else:
             self.post_message(self.CommandDone(command, ack))
+            return ack
+        return None
 
     def on_dashboard_commands_command_done(self, message: CommandDone) -> None:
         out = command_outcome(message.command, message.ack, message.error)
