@@ -8,23 +8,19 @@ known, each error carries the line of its key.
 
 from __future__ import annotations
 
-import dataclasses
-import difflib
 import re
 import tomllib
-import types
-import typing
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any
 
 from growcockpit.plan.budget import apply_fit, fit_budget
+from growcockpit.plan.convert import Problems, convert_table, convert_value, type_hints, type_name
+from growcockpit.plan.convert import unknown_key_problem as unknown_key_problem
 from growcockpit.plan.errors import PlanError
 from growcockpit.plan.limits import (
     MAX_NESTING,
     dict_limit_problem,
-    echo,
     file_limit_problem,
-    quoted,
     text_limit_problem,
 )
 from growcockpit.plan.locate import TomlLocator
@@ -57,122 +53,6 @@ _STAGE_HINTS = {
     "steps": "add steps = <training steps of this stage>",
 }
 
-_Problems = list[tuple[str, str]]  # (key path, problem)
-
-
-def _hints(cls: type[Any]) -> dict[str, Any]:
-    return typing.get_type_hints(cls)
-
-
-def _field_names(cls: type[Any]) -> list[str]:
-    return [f.name for f in dataclasses.fields(cls)]
-
-
-def unknown_key_problem(key: str, valid: typing.Iterable[str]) -> str:
-    """'unknown key "x"; did you mean "y"? valid keys: …'."""
-    valid = list(valid)
-    close = difflib.get_close_matches(key, valid, n=1, cutoff=0.6)
-    guess = f'did you mean "{close[0]}"? ' if close else ""
-    return f"unknown key {quoted(key)}; {guess}valid keys: {', '.join(valid)}"
-
-
-def _type_name(value: object) -> str:
-    if isinstance(value, bool):
-        return "boolean"
-    if isinstance(value, int):
-        return "integer"
-    if isinstance(value, float):
-        return "float"
-    if isinstance(value, str):
-        return "string"
-    if isinstance(value, dict):
-        return "table"
-    if isinstance(value, list):
-        return "array"
-    return type(value).__name__
-
-
-def _convert(value: object, tp: Any, key: str, problems: _Problems) -> tuple[bool, Any]:
-    """Check `value` against annotation `tp`; (ok, converted value)."""
-    origin = typing.get_origin(tp)
-    if origin in (typing.Union, types.UnionType):
-        args = [a for a in typing.get_args(tp) if a is not type(None)]
-        if value is None:
-            return True, None
-        return _convert(value, args[0], key, problems)
-    if origin is Literal:
-        tp = str
-    got = f"got {_type_name(value)} {echo(value)}"
-    if tp is bool:
-        if isinstance(value, bool):
-            return True, value
-        problems.append((key, f"expected true or false, {got}; write true or false (no quotes)"))
-    elif tp is int:
-        if isinstance(value, int) and not isinstance(value, bool):
-            return True, value
-        if isinstance(value, float) and value.is_integer() and abs(value) < 1e15:
-            problems.append((key, f"expected an integer, {got}; write {int(value)}"))
-        else:
-            problems.append((key, f"expected an integer, {got}; write a whole number"))
-    elif tp is float:
-        if isinstance(value, (int, float)) and not isinstance(value, bool):
-            return True, float(value)
-        problems.append((key, f"expected a number, {got}; write a number such as 0.5"))
-    elif tp is str:
-        if isinstance(value, str):
-            return True, value
-        problems.append((key, f'expected a string, {got}; put the value in quotes: "..."'))
-    elif typing.get_origin(tp) is list:  # its items are the field's own validation's
-        if isinstance(value, list):
-            return True, value
-        problems.append((key, f"expected an array, {got}; write [ ... ]"))
-    else:  # pragma: no cover - only the types above occur in types.py
-        raise TypeError(f"unsupported field type {tp!r} for {key}")
-    return False, None
-
-
-def _convert_table(
-    cls: type[Any],
-    data: object,
-    path: str,
-    problems: _Problems,
-    *,
-    required: tuple[str, ...] = (),
-    hints: dict[str, str] | None = None,
-    defaults: dict[str, Any] | None = None,
-) -> Any | None:
-    """One dataclass from one table; None when anything is wrong."""
-    if not isinstance(data, dict):
-        problems.append(
-            (
-                path,
-                f"expected a table, got {_type_name(data)} {data!r}; write it as [{path}] with key = value lines",
-            )
-        )
-        return None
-    names = _field_names(cls)
-    types_ = _hints(cls)
-    kwargs: dict[str, Any] = dict(defaults or {})
-    ok = True
-    for key, value in data.items():
-        full = f"{path}.{key}" if path else str(key)
-        if key not in names:
-            problems.append((full, unknown_key_problem(str(key), names)))
-            ok = False
-            continue
-        good, converted = _convert(value, types_[key], full, problems)
-        ok = ok and good
-        if good and converted is not None:
-            kwargs[key] = converted
-    for key in required:
-        if key not in data:
-            hint = (hints or {}).get(key, f"add {key} = ...")
-            problems.append((f"{path}.{key}", f'missing required key "{key}"; {hint}'))
-            ok = False
-    if not ok:
-        return None
-    return cls(**kwargs)
-
 
 def _raw_fill_indices(data: dict[str, Any]) -> set[int]:
     """Which raw stage tables fill the budget (their `steps` may be left out): those
@@ -187,13 +67,13 @@ def _raw_fill_indices(data: dict[str, Any]) -> set[int]:
 
 
 def _convert_stages(
-    items: object, path: str, start_index: int, problems: _Problems, fill: set[int] | None = None
+    items: object, path: str, start_index: int, problems: Problems, fill: set[int] | None = None
 ) -> list[Stage] | None:
     if not isinstance(items, list):
         problems.append(
             (
                 path,
-                f"expected an array of tables, got {_type_name(items)}; write each stage as a [[stages]] table",
+                f"expected an array of tables, got {type_name(items)}; write each stage as a [[stages]] table",
             )
         )
         return None
@@ -206,7 +86,7 @@ def _convert_stages(
         if fill and index in fill:  # steps are fitted to the budget
             defaults["steps"] = 0
             required = tuple(k for k in required if k != "steps")
-        stage = _convert_table(
+        stage = convert_table(
             Stage,
             item,
             f"{path}[{index}]",
@@ -222,7 +102,7 @@ def _convert_stages(
     return stages if ok else None
 
 
-def _errors(problems: _Problems, source: str, text: str | None) -> list[PlanError]:
+def _errors(problems: Problems, source: str, text: str | None) -> list[PlanError]:
     locator = TomlLocator(text) if text is not None else None
     return [
         PlanError(problem, key=key, source=source, line=locator.line_of(key) if locator else None)
@@ -230,11 +110,11 @@ def _errors(problems: _Problems, source: str, text: str | None) -> list[PlanErro
     ]
 
 
-def _plan_or_problems(data: object) -> tuple[Plan | None, _Problems]:
-    problems: _Problems = []
+def _plan_or_problems(data: object) -> tuple[Plan | None, Problems]:
+    problems: Problems = []
     if not isinstance(data, dict):
         return None, [
-            ("", f"expected a table of plan keys, got {_type_name(data)}; see sample_plans/")
+            ("", f"expected a table of plan keys, got {type_name(data)}; see sample_plans/")
         ]
     too_big = dict_limit_problem(data)  # before conversion, which walks every key and stage
     if too_big is not None:
@@ -243,10 +123,10 @@ def _plan_or_problems(data: object) -> tuple[Plan | None, _Problems]:
         if key not in TOP_KEYS:
             problems.append((str(key), unknown_key_problem(str(key), TOP_KEYS)))
     top: dict[str, Any] = {}
-    top_types = _hints(Plan)
+    top_types = type_hints(Plan)
     for key in _TOP_SCALARS:
         if key in data:
-            good, value = _convert(data[key], top_types[key], key, problems)
+            good, value = convert_value(data[key], top_types[key], key, problems)
             if good:
                 top[key] = value
     if "name" not in data:
@@ -256,10 +136,10 @@ def _plan_or_problems(data: object) -> tuple[Plan | None, _Problems]:
     sections: dict[str, Any] = {}
     for key, cls in SECTIONS.items():
         if key in data:
-            sections[key] = _convert_table(cls, data[key], key, problems)
+            sections[key] = convert_table(cls, data[key], key, problems)
     budget: BudgetSpec | None = None
     if "budget" in data:
-        budget = _convert_table(BudgetSpec, data["budget"], "budget", problems)
+        budget = convert_table(BudgetSpec, data["budget"], "budget", problems)
     stages: list[Stage] | None = None
     if "stages" not in data:
         problems.append(
@@ -413,7 +293,7 @@ def parse_stages(
     and so that only a stage at index 0 defaults to enter = "init". A stage
     with fill = true may leave out `steps` (they are fitted to the budget).
     """
-    problems: _Problems = []
+    problems: Problems = []
     fill = {
         start_index + i
         for i, item in enumerate(items)
