@@ -12,7 +12,8 @@ Replaying is the type-ahead a shell gives, and safe because every irreversible
 action still asks first, with one exception handled here: keys held for a
 confirmation dialog are dropped, never replayed (a question must be seen before
 it is answered). A hold that no screen follows (the open failed) ends after
-`HOLD_MAX_S`, and its keys go where they would have gone.
+`HOLD_MAX_S`, and its keys go where they would have gone; a screen that came is
+waited for while it mounts (up to `MOUNT_MAX_S` more, however loaded the machine).
 
 Plain Python (no Textual): the app feeds it its key events and asks when to let go.
 """
@@ -22,6 +23,7 @@ from __future__ import annotations
 from typing import Generic, Protocol, TypeVar, runtime_checkable
 
 HOLD_MAX_S = 1.0
+MOUNT_MAX_S = 10.0
 
 K = TypeVar("K")
 
@@ -52,10 +54,14 @@ class TypeAhead(Generic[K]):
         return True
 
     def ready(self, top: object, top_mounted: bool, now: float) -> bool:
-        """Time to let go: the screen on top is new and mounted, or the hold ran out."""
+        """Time to let go: the screen on top is new and mounted, or the hold ran out (no new
+        screen within HOLD_MAX_S; one that came but still mounts, a loaded machine's slow
+        compose, is waited for up to MOUNT_MAX_S more)."""
         if self._until is None:
             return False
-        return (top is not self.origin and top_mounted) or now >= self._until
+        if top is not self.origin:
+            return top_mounted or now >= self._until + MOUNT_MAX_S
+        return now >= self._until
 
     def release(self) -> list[K]:
         """Stop holding; the keys to replay, in order."""

@@ -94,6 +94,7 @@ def test_type_ahead_holds_until_a_new_screen_is_ready() -> None:
     assert ta.offer("down") and ta.offer("l")
     assert not ta.ready(home, True, now=0.1)  # still the screen that asked
     assert not ta.ready(designer, False, now=0.1)  # new, not mounted yet
+    assert not ta.ready(designer, False, now=HOLD_MAX_S + 1)  # still mounting: wait for it
     assert ta.ready(designer, True, now=0.1)
     assert ta.release() == ["down", "l"] and not ta.holding
     ta.hold(home, now=1.0)
