@@ -283,8 +283,8 @@ def main(argv: list[str] | None = None) -> int:
                 print()
                 print(f"== {family}: LR sweep, median final val loss over the seeds (* = picked):")
                 print("\n".join(sweep_table(sweep)))
+            kind = "wsd" if schedule == "baseline-wsd" else "linear"
             if baseline_rivals(args):
-                kind = "wsd" if schedule == "baseline-wsd" else "linear"
                 print(
                     f"== {family}: the target baseline is {best['baseline'].label} ({kind} schedule)"
                 )
@@ -306,7 +306,7 @@ def main(argv: list[str] | None = None) -> int:
                 "runs": runs,
                 "summary": fam_summary,
                 **({"lr_sweep": sweep} if lrs else {}),
-                "baseline_target": {"label": best["baseline"].label, "schedule": schedule},
+                "baseline_target": {"label": best["baseline"].label, "schedule": kind},
                 "flops_split": split,
             }
             summary += items
