@@ -20,6 +20,7 @@ from growcockpit.backend.device import prepare_device
 from growcockpit.backend.engine import Trainer
 from growcockpit.backend.optim import build_optimizer
 from growcockpit.backend.reporter import RunReporter
+from growcockpit.backend.sentinel import SpikeSentinel
 from growcockpit.backend.step import StepTimer
 from growcockpit.plan import loads_plan
 from growcockpit.protocol import EventLog, RunPaths, read_all
@@ -87,11 +88,20 @@ def test_non_finite_step_skips_the_update_then_pauses(
 
 
 @pytest.mark.usefixtures("gc_cache")
-def test_one_device_read_per_reported_step(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+@pytest.mark.parametrize("sentinel", [False, True])
+def test_one_device_read_per_reported_step(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, sentinel: bool
+) -> None:
     text = re.sub(r"^eval_every_steps = 10$", "log_every_steps = 4", TINY, flags=re.M)
     text = text.replace("every_steps = 2\n", "every_steps = 0\ntiming_every_steps = 0\n", 1)
     trainer = make_trainer(tmp_path, text)
     trainer.optimizer = build_optimizer(trainer.model, trainer.plan.optim, 1e-3, fused=True)
+    if sentinel:  # armed on both signals (windows full, far above: nothing spikes)
+        armed = SpikeSentinel(2, 8.0, 8.0, torch.device("cpu"))
+        for window in (armed.loss, armed.grad):
+            window.values.fill_(1000.0)
+            window.count = 2
+        trainer.steps.sentinel = armed
     reads: list[int] = []
     real_to_host = step_mod.to_host
     monkeypatch.setattr(step_mod, "to_host", lambda v: reads.append(1) or real_to_host(v))
