@@ -175,6 +175,18 @@ def _default_seq_len(plan: Plan, data: dict[str, Any]) -> None:
         plan.data.seq_len = min(DataSpec().seq_len, plan.model.max_seq_len)
 
 
+MODEL_MISSING = 'missing; add [model] with family = "bert", "gpt2" or "llama" and its sizes'
+
+
+def _model_problems(data: object) -> Problems:
+    """A plan to train or validate must say which model: without [model] it would silently
+    be the default one. Decoding (an event's plan, an editor's draft) does not ask. The
+    error has no line: the table is not in the file."""
+    if isinstance(data, dict) and "model" not in data:
+        return [("[model]", MODEL_MISSING)]
+    return []
+
+
 def _validate(plan: Plan, source: str, text: str | None) -> list[PlanError]:
     from growcockpit.plan.validate import plan_problems
 
@@ -189,13 +201,14 @@ def plan_from_dict(
     Raises the first `PlanError`; with `text`, errors carry line numbers. The
     first stage's `enter` defaults to "init" when omitted. With
     validate=False only conversion is checked (keys, types, required keys),
-    so an editor can open a draft and list its problems with `plan_problems`.
+    so an editor can open a draft and list its problems with `plan_problems`;
+    validation also requires the [model] table (`_model_problems`).
     """
     plan, problems = _plan_or_problems(data)
     if problems or plan is None:
         raise _errors(problems, source, text)[0]
     if validate:
-        errors = _validate(plan, source, text)
+        errors = _errors(_model_problems(data), source, None) + _validate(plan, source, text)
         if errors:
             raise errors[0]
     return plan
@@ -206,7 +219,7 @@ def dict_problems(data: object, source: str = "<dict>", text: str | None = None)
     plan, problems = _plan_or_problems(data)
     if problems or plan is None:
         return _errors(problems, source, text)
-    return _validate(plan, source, text)
+    return _errors(_model_problems(data), source, None) + _validate(plan, source, text)
 
 
 _TOML_LINE = re.compile(r"\(at line (\d+), column (\d+)\)")
