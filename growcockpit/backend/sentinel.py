@@ -164,6 +164,8 @@ class SpikeSeen:
     z: float
     median: float
     count: int  # spiking updates skipped in the window
+    limit: float = 0.0  # the signal's z limit and window size (the sentinel's, for the message)
+    window: int = 0
 
 
 def spike_row(

@@ -123,8 +123,9 @@ def spike_error(
     more = f" ({spike.count} spiking updates skipped)" if spike.count > 1 else ""
     return Error(
         message=f"{spike.signal} spike at step {spike.step}: {spike.signal} {spike.value:.4g} "
-        f"is {spike.z:.3g} robust SDs above the recent median {spike.median:.4g} "
-        f"(limit metrics.{key}){more}: update skipped (weights as before the step), paused; "
+        f"is {spike.z:.3g} robust SDs above the median {spike.median:.4g} of the last "
+        f"{spike.window} steps (metrics.{key} = {spike.limit:g}){more}: "
+        "update skipped (weights as before the step), paused; "
         f"{rollback_advice(good, run_dir, lr_scale)}; or resume if the jump is expected "
         "(the spike window starts afresh)",
         step=spike.step,

@@ -282,8 +282,11 @@ class StepRunner:
         """The window's one read. After a spike the sentinel starts afresh: the run pauses
         there, and a `resume` (not a rollback) says the new level is expected."""
         outcome = self.window.read(last_step)
-        if outcome.spike is not None and self.sentinel is not None:
-            self.sentinel.reset()
+        spike, sentinel = outcome.spike, self.sentinel
+        if spike is not None and sentinel is not None:
+            watched = sentinel.loss if spike.signal == "loss" else sentinel.grad
+            spike.limit, spike.window = watched.limit, watched.size
+            sentinel.reset()
         return outcome
 
     def discard(self) -> None:

@@ -86,7 +86,8 @@ def test_lr_spike_is_skipped_paused_and_one_ctl_line_recovers(
         good = spike_step - 1 - (spike_step - 1) % 5
         message = error.message
         assert f"loss spike at step {spike_step}" in message, message
-        assert "robust SDs above the recent median" in message and "update skipped" in message
+        assert "robust SDs above the median" in message and "update skipped" in message
+        assert f"of the last {WINDOW} steps (metrics.spike_z = 8)" in message, message
         assert f"`growcockpit ctl {run} rollback {good} --lr-scale 100`" in message, message
         steps = {s.step: s.loss for s in of_type(events, Step)}
         assert f"loss {steps[spike_step]:.4g}" in message, "the message names the value"
