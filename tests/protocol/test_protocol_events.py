@@ -174,6 +174,22 @@ SAMPLES: dict[str, Event] = {
     "run_finished": ev.RunFinished(
         seq=14, t=14.0, status="stopped", step=9, final_path="final", message="bye"
     ),
+    "probe_candidate": ev.ProbeCandidate(
+        seq=16,
+        t=16.0,
+        step=20,
+        stage=1,
+        index=1,
+        label="stack (middle)",
+        keys={"enter": "stack", "source": "middle"},
+        steps=[21, 22],
+        losses=[7.5, 7.4],
+        val_loss=7.45,
+        seconds=1.5,
+    ),
+    "probe_picked": ev.ProbePicked(
+        seq=17, t=17.0, step=20, stage=1, winner=0, label="stack (top)", val_losses=[7.4, 7.45]
+    ),
 }
 
 

@@ -131,6 +131,7 @@ def test_resume_adopts_the_runs_thread_count(
 
     before = torch.get_num_threads()
     other = before + 1
+    monkeypatch.setattr("os.cpu_count", lambda: other)  # a machine with cores for it
     if explicit:
         monkeypatch.setenv("OMP_NUM_THREADS", str(before))
     else:
@@ -142,5 +143,26 @@ def test_resume_adopts_the_runs_thread_count(
         assert torch.get_num_threads() == (before if explicit else other)
         assert len(report.warnings) == 1
         assert ("not bit for bit" if explicit else "stays bit for bit") in report.warnings[0]
+    finally:
+        torch.set_num_threads(before)
+
+
+def test_resume_never_adopts_more_threads_than_cores(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A count from a bigger machine (or a lying checkpoint) never oversubscribes this one."""
+    from types import SimpleNamespace
+
+    import torch
+
+    from growcockpit.backend.restore import adopt_threads
+
+    before = torch.get_num_threads()
+    monkeypatch.delenv("OMP_NUM_THREADS", raising=False)
+    monkeypatch.setattr("os.cpu_count", lambda: before)
+    report = _Report()
+    trainer = SimpleNamespace(device=torch.device("cpu"), report=report)
+    try:
+        adopt_threads(trainer, before + 64)  # type: ignore[arg-type]
+        assert torch.get_num_threads() == before
+        assert len(report.warnings) == 1 and "cores" in report.warnings[0]
     finally:
         torch.set_num_threads(before)
