@@ -58,9 +58,10 @@ def test_thresholds_from_the_plans_metrics() -> None:
 
 
 def test_plan_keys_are_validated() -> None:
+    from repo_paths import TINY_TOML
+
     from growcockpit.plan import plan_problems
     from growcockpit.plan.load import load_plan
-    from repo_paths import TINY_TOML
 
     plan = load_plan(TINY_TOML)
     plan.metrics.starved_fraction = 1.5
