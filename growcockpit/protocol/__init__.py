@@ -17,9 +17,9 @@ from .commands import (
 )
 from .control import ControlError, ControlServer
 from .control_client import send_command
+from .event_codec import EVENT_TYPES, decode_event, encode_event, event_from_dict
 from .eventlog import EventLog, EventTail, read_all
 from .events import (
-    EVENT_TYPES,
     AwaitingAdvance,
     Checkpoint,
     CommandEvent,
@@ -42,9 +42,6 @@ from .events import (
     System,
     UnknownEvent,
     WarningEvent,
-    decode_event,
-    encode_event,
-    event_from_dict,
 )
 from .pending import PendingCommand
 from .rundir import (

@@ -18,7 +18,8 @@ from types import TracebackType
 from typing import BinaryIO
 
 from . import safe_fs
-from .events import Event, decode_event, encode_event
+from .event_codec import decode_event, encode_event
+from .events import Event
 
 _CHUNK = 4 << 20  # bytes read per syscall when tailing
 _SCAN_CHUNK = 64 << 10  # bytes read per step when scanning back for the last seq

@@ -111,7 +111,7 @@ def test_bulk_fold_of_a_rollback_equals_folding_one_by_one(tmp_path: Path) -> No
 
 def test_a_reader_without_the_fold_still_reads_the_event() -> None:
     back = RolledBack(seq=9, step=BACK_TO, lr_scale=0.25, checkpoint="c/step-30", set_aside=1)
-    from growcockpit.protocol.events import decode_event
+    from growcockpit.protocol.event_codec import decode_event
 
     assert decode_event(encode_event(back)) == back
     old = decode_event('{"seq": 9, "t": 1.0, "type": "rolled_back", "step": 3, "new": 1}')

@@ -22,7 +22,7 @@ from itertools import groupby
 from operator import itemgetter
 from typing import TYPE_CHECKING, Any
 
-from growcockpit.protocol.events import event_from_dict
+from growcockpit.protocol.event_codec import event_from_dict
 from growcockpit.protocol.finite_json import NONFINITE
 from growcockpit.ui.fold.layers import LayerRow
 from growcockpit.ui.fold.metrics import EMA_ALPHA, SEC_PER_STEP_ALPHA
