@@ -43,7 +43,7 @@ from growcockpit.plan import (
     resolve_shapes,
     validate_plan,
 )
-from growcockpit.plan.cost import block_params, expected_depth_fraction, vocab_size
+from growcockpit.plan.cost import block_params, expected_depth_fraction, head_is_tied, vocab_size
 from growcockpit.plan.families import family_facts
 
 REPO = Path(__file__).resolve().parent.parent
@@ -315,6 +315,7 @@ def stage_step_flops(plan: Plan, head: bool = True) -> list[float]:
     bert = family_facts(plan.model.family).objective == "masked"  # BERT's MLM transform too
     rows = tokens * (plan.data.mlm_probability if bert else 1.0)
     out = []
+    tied = head_is_tied(plan.model)
     for stage, shape in zip(plan.stages, shapes, strict=True):
         w = shape.width
         block = tokens * (2 * block_params(plan.model, w) + 4 * seq * w)
@@ -327,7 +328,10 @@ def stage_step_flops(plan: Plan, head: bool = True) -> list[float]:
             cost = block * (3 * k + 2 * frozen) + head_fwd * 3
         else:
             cost = block * (frozen + (3 * k - 1 if k else 0))
-            cost += head_fwd * (2 if k or stage.head_trainable() else 1)
+            if stage.head_trainable() and not tied:  # an untied head's weight gradient too
+                cost += head_fwd * 3
+            else:
+                cost += head_fwd * (2 if k or stage.head_trainable() else 1)
         out.append(float(cost))
     return out
 

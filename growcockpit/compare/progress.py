@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from growcockpit.plan import Plan, PlanError, default_head_cost, plan_from_dict, step_cost
-from growcockpit.plan.cost import block_params, frozen_above
+from growcockpit.plan.cost import block_params, frozen_above, head_is_tied
 from growcockpit.protocol.eventlog import read_all
 from growcockpit.protocol.events import (
     Eval,
@@ -94,6 +94,7 @@ def _stage_cost(plan: Plan, ev: StageStarted) -> float:
         refined=True,
         frozen_above=frozen_above(list(ev.trainable_layers), ev.layers),
         layer_drop=plan.stages[ev.index].layer_drop if 0 <= ev.index < len(plan.stages) else 0.0,
+        tied_head=head_is_tied(plan.model),
     )
 
 

@@ -119,6 +119,16 @@ def block_params(model: ModelSpec, width: int | None = None) -> int:
     return 2 * w * w + 2 * w * kv + matrices * w * ffn
 
 
+def head_is_tied(model: ModelSpec) -> bool:
+    """Whether the LM head is the token table (a family's own `tie_embeddings` key wins)."""
+    facts = FAMILY_FACTS.get(model.family)
+    if facts is None:
+        return True
+    if "tie_embeddings" in facts.model_keys:
+        return bool(model.family_value("tie_embeddings"))
+    return facts.tied_head
+
+
 def default_head_cost(plan: Plan) -> float:
     """h: the LM/MLM head's forward per token in block-forward units.
 
@@ -150,8 +160,13 @@ def step_cost(
     frozen_fwd: float = 1.0,
     frozen_above: int = 0,
     layer_drop: float = 0.0,
+    tied_head: bool = True,
 ) -> float:
     """Cost of one step of a stage (module doc), in full-width block-forward units.
+
+    `tied_head`: the LM head is the token table (BERT, GPT-2), so with the
+    embeddings frozen it needs only an input gradient; an untied head that
+    trains (Llama's default) also pays its weight gradient.
 
     `frozen_above`: how many of the frozen blocks sit above the lowest
     trainable one (`source = "middle"` with `train = "new"`); they pass an
@@ -173,8 +188,8 @@ def step_cost(
             blocks -= (1.0 - frozen_fwd) * (layers - k)
         if k > 0 and not embeddings_trainable:
             blocks -= r / 2  # the lowest trainable block needs no input gradient
-        if embeddings_trainable:
-            head = (1 + r) * head_fwd  # tied decoder: weight and input gradient
+        if embeddings_trainable or (head_trainable and not tied_head):
+            head = (1 + r) * head_fwd  # the decoder's weight and input gradient
         elif k > 0 or head_trainable:
             head = (1 + r / 2) * head_fwd  # input gradient only
         else:
@@ -238,6 +253,7 @@ def estimate_cost(
             frozen_fwd=frozen_fwd,
             frozen_above=frozen_above(shape.trainable_layers, shape.layers),
             layer_drop=stage.layer_drop,
+            tied_head=head_is_tied(plan.model),
         )
         steps = max(0, stage.steps)
         probe = 0.0

@@ -93,3 +93,19 @@ def test_cost_model_prices_swiglu_gqa_and_keeps_bert_gpt2_unchanged() -> None:
     assert block_params(gqa, 32) == 2 * 32 * 32 + 2 * 32 * 8 + 3 * 32 * 96
     plan = loads_plan(llama("num_kv_heads = 1"))
     assert default_head_cost(plan) == pytest.approx(1000 * 64 / block_params(plan.model))
+
+
+def test_an_untied_head_that_trains_pays_its_weight_gradient() -> None:
+    """With the embeddings frozen a tied head needs only an input gradient; an untied one
+    (Llama's default) that trains also computes its weight gradient: r · h more."""
+    from growcockpit.plan.cost import head_is_tied, step_cost
+
+    kw = {"r": 2.0, "h": 3.0, "refined": True, "embeddings_trainable": False}
+    tied = step_cost(6, 2, tied_head=True, **kw)  # type: ignore[arg-type]
+    untied = step_cost(6, 2, tied_head=False, **kw)  # type: ignore[arg-type]
+    assert untied - tied == pytest.approx(2.0 / 2 * 3.0)  # (1 + r) h − (1 + r/2) h
+    frozen_head = step_cost(6, 2, tied_head=False, head_trainable=False, **kw)  # type: ignore[arg-type]
+    assert frozen_head == pytest.approx(tied)
+    assert not head_is_tied(loads_plan(llama()).model)
+    assert head_is_tied(loads_plan(llama("tie_embeddings = true")).model)
+    assert head_is_tied(ModelSpec(family="gpt2"))
