@@ -85,8 +85,6 @@ def test_race_killed_midway_resumes_and_finishes(tmp_path: Path) -> None:
     # step boundary, after the plan's last steps) at its own end, never continued after
     assert lost.status in ("stopped", "completed") and won.total_steps
     assert lost.step <= (lost.total_steps or 0)
-    if lost.status == "stopped":
-        assert lost.step < (lost.total_steps or 0)
     starts_lost = [e for e in read_all(RunPaths(runs[loser]).events) if isinstance(e, RunStarted)]
     assert len(starts_lost) <= 2  # trained to the rung (and at most resumed once to reach it)
     # equal compute: both were measured at the rung, and used at least that much
