@@ -2,7 +2,7 @@
 
 Builds a text corpus of `--gb` GB locally (the builtin corpus's lines, shuffled and
 repeated with a seed), tokenizes it with the memory-mapped token shard path
-(backend/token_cache.py) and trains a few steps on it; then does the same with the
+(backend/data/token_cache.py) and trains a few steps on it; then does the same with the
 previous path (whole corpus through a non-streaming `datasets` load into memory, one
 int32 id array, blocks as one int64 tensor) on a `--old-gb` corpus it can handle, and
 the new path on that same small corpus for a like-for-like tokens/s ratio. Each phase
@@ -36,7 +36,7 @@ VOCAB = 8000  # the shared tokenizer's vocabulary (trained once on the builtin c
 
 def build_corpus(path: Path, gb: float, seed: int = 0) -> int:
     """`gb` GB of the builtin corpus's lines, shuffled and repeated with `seed`; returns bytes."""
-    from growcockpit.backend.corpus import builtin_files
+    from growcockpit.backend.data.corpus import builtin_files
 
     lines = [
         line
@@ -62,9 +62,9 @@ def peak_rss() -> int:
 
 # ---- phases (each runs in a fresh process: python bench/data.py --phase NAME ...) ------
 def phase_tokenize_new(corpus: str, tokenizer: str) -> dict[str, Any]:
-    from growcockpit.backend.corpus import resolve_corpus
-    from growcockpit.backend.token_cache import tokenize_to_shard
-    from growcockpit.backend.tokenizer import build_tokenizer
+    from growcockpit.backend.data.corpus import resolve_corpus
+    from growcockpit.backend.data.token_cache import tokenize_to_shard
+    from growcockpit.backend.data.tokenizer import build_tokenizer
 
     c = resolve_corpus(corpus)
     tok = build_tokenizer(tokenizer, "bert", c, None)
@@ -79,8 +79,8 @@ def phase_tokenize_old(corpus: str, tokenizer: str) -> dict[str, Any]:
     import datasets
     import numpy as np
 
-    from growcockpit.backend.corpus import resolve_corpus
-    from growcockpit.backend.tokenizer import build_tokenizer
+    from growcockpit.backend.data.corpus import resolve_corpus
+    from growcockpit.backend.data.tokenizer import build_tokenizer
 
     datasets.disable_progress_bars()
     c = resolve_corpus(corpus)
@@ -106,7 +106,7 @@ def phase_tokenize_old(corpus: str, tokenizer: str) -> dict[str, Any]:
 def _train_steps(data: Any, steps: int) -> float:
     import torch
 
-    from growcockpit.backend.forward import StagedForward
+    from growcockpit.backend.loop.forward import StagedForward
     from growcockpit.backend.model import build_model
     from growcockpit.plan.types import ModelSpec
 
@@ -123,7 +123,7 @@ def _train_steps(data: Any, steps: int) -> float:
 
 
 def phase_train_new(corpus: str, tokenizer: str, steps: int) -> dict[str, Any]:
-    from growcockpit.backend.data import load_blocks
+    from growcockpit.backend.data.blocks import load_blocks
     from growcockpit.plan.types import DataSpec
 
     data = load_blocks(DataSpec(source=corpus, tokenizer=tokenizer, seq_len=128), "bert", 0)
@@ -136,9 +136,9 @@ def phase_train_old(corpus: str, tokenizer: str, steps: int) -> dict[str, Any]:
     import numpy as np
     import torch
 
-    from growcockpit.backend.corpus import resolve_corpus
-    from growcockpit.backend.data import Batch, mask_tokens
-    from growcockpit.backend.tokenizer import build_tokenizer
+    from growcockpit.backend.data.blocks import Batch, mask_tokens
+    from growcockpit.backend.data.corpus import resolve_corpus
+    from growcockpit.backend.data.tokenizer import build_tokenizer
 
     c = resolve_corpus(corpus)
     tok = build_tokenizer(tokenizer, "bert", c, None)
@@ -209,7 +209,7 @@ def main() -> None:
     if not tok_dir.exists():
         env = dict(os.environ, GROWCOCKPIT_CACHE=str(cache), HF_HUB_OFFLINE="1")
         code = (
-            "from growcockpit.backend.data import load_blocks; from growcockpit.plan.types import DataSpec; "
+            "from growcockpit.backend.data.blocks import load_blocks; from growcockpit.plan.types import DataSpec; "
             f"d = load_blocks(DataSpec(tokenizer='train:{VOCAB}'), 'bert', 0); "
             f"d.tokenizer.save_pretrained({str(tok_dir)!r})"
         )

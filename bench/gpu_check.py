@@ -60,9 +60,9 @@ from gpu_report import Context, write_report  # noqa: E402
 from gpu_roofline import UtilSampler, busy_share, measure_peak, util_window  # noqa: E402
 
 from growcockpit.backend.calibrate import Clock, autocast_for, measure_r_h  # noqa: E402
-from growcockpit.backend.data import load_blocks  # noqa: E402
+from growcockpit.backend.data.blocks import load_blocks  # noqa: E402
 from growcockpit.backend.device import prepare_device  # noqa: E402
-from growcockpit.backend.step import resolve_precision  # noqa: E402
+from growcockpit.backend.loop.step import resolve_precision  # noqa: E402
 from growcockpit.plan import load_plan  # noqa: E402
 from growcockpit.plan.cost import default_head_cost  # noqa: E402
 
@@ -73,7 +73,7 @@ NO_CUDA_EXIT = 3  # gpu_check.sh exits with it too
 
 def fallback_texts_if_no_datasets() -> str | None:
     """The GPU machine may lack `datasets` (or hold a lone wheel of it that cannot import):
-    backend/corpus.py then reads the plain-text corpus directly; say so."""
+    backend/data/corpus.py then reads the plain-text corpus directly; say so."""
     try:
         import datasets  # noqa: F401
     except Exception as exc:

@@ -3,7 +3,7 @@
 Each configuration is built the way `Trainer.enter_stage` builds a stage
 (build_model → stack_layers → apply_freeze → StagedForward.for_stage →
 build_optimizer, frozen layers in eval mode), and each timed step is the
-engine's step (backend/step.py) minus data loading and events: the batch's
+engine's step (backend/loop/step.py) minus data loading and events: the batch's
 `picked` positions go to the forward (without them BERT's head finds the
 masked rows with a nonzero, a host sync every step), the optimizer is fused
 AdamW on CUDA as the engine builds it, and the update is the engine's
@@ -23,10 +23,10 @@ import torch
 from torch import nn
 
 from growcockpit.backend.calibrate import Clock
-from growcockpit.backend.data import Batch, TokenBlocks
-from growcockpit.backend.forward import StagedForward
+from growcockpit.backend.data.blocks import Batch, TokenBlocks
+from growcockpit.backend.loop.forward import StagedForward
+from growcockpit.backend.loop.optim import build_optimizer, guarded_step
 from growcockpit.backend.model import build_model
-from growcockpit.backend.optim import build_optimizer, guarded_step
 from growcockpit.grow import apply_freeze, get_layers, set_train_modes, stack_layers
 from growcockpit.plan import validate_plan
 from growcockpit.plan.shapes import resolve_shapes
@@ -106,7 +106,7 @@ def build_configs(tag: str, plan: Plan, data: TokenBlocks, device: torch.device)
         fwd = StagedForward.for_stage(result.trainable_layers, depth, result.embeddings_trainable)
         set_train_modes(m)
         lr = stage.lr if stage.lr is not None else plan.optim.lr
-        # the engine's construction (backend/engine.py configure_training): fused on CUDA
+        # the engine's construction (backend/loop/engine.py configure_training): fused on CUDA
         opt = build_optimizer(m, plan.optim, lr, fused=device.type == "cuda")
         params = [p for g in opt.param_groups for p in g["params"]]
         configs.append(
@@ -136,7 +136,7 @@ def device_batches(
 
 
 def update(cfg: Config, loss: torch.Tensor, grad_clip: float) -> None:
-    """The engine's update (backend/step.py `StepRunner.update`, no scaler): clip, then a
+    """The engine's update (backend/loop/step.py `StepRunner.update`, no scaler): clip, then a
     step the optimizer skips on the device if the loss or gradient is non-finite."""
     params = [p for p in cfg.params if p.grad is not None]
     if not params:

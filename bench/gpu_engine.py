@@ -1,7 +1,7 @@
 """The real stage engine on the GPU: a short run of the MSLT plan through `Trainer`, per stage.
 
 bench/gpu_check.py times each stage's step in isolation; this runs the
-engine itself (prefetch, the step of backend/step.py, stage changes, events)
+engine itself (prefetch, the step of backend/loop/step.py, stage changes, events)
 on the same plan with every stage cut to `--steps` steps and step events every
 10 steps, and prints per stage: tokens/s, the fwd/bwd/opt split the engine
 reports (CUDA events), host overhead (wall-clock tokens/s between step events
@@ -38,11 +38,11 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
 import torch  # noqa: E402
 
-from growcockpit.backend.data import TokenBlocks, load_blocks  # noqa: E402
+from growcockpit.backend.control.reporter import RunReporter  # noqa: E402
+from growcockpit.backend.control.sinks import FanOut  # noqa: E402
+from growcockpit.backend.data.blocks import TokenBlocks, load_blocks  # noqa: E402
 from growcockpit.backend.device import prepare_device  # noqa: E402
-from growcockpit.backend.engine import Trainer  # noqa: E402
-from growcockpit.backend.reporter import RunReporter  # noqa: E402
-from growcockpit.backend.sinks import FanOut  # noqa: E402
+from growcockpit.backend.loop.engine import Trainer  # noqa: E402
 from growcockpit.plan import dump_plan, load_plan  # noqa: E402
 from growcockpit.plan.types import Plan  # noqa: E402
 from growcockpit.protocol import EventLog, RunPaths  # noqa: E402
@@ -72,7 +72,7 @@ class StageMeter:
     """An event sink beside the log: per stage, the steps, syncs, peak memory and arrival times.
 
     The engine's reporter fans every event out to the log and to this meter
-    (backend/sinks.py `FanOut`), so the meter sees exactly what a cockpit
+    (backend/control/sinks.py `FanOut`), so the meter sees exactly what a cockpit
     would, stamped with the host clock when it arrives: the wall-clock tokens/s
     between two step events, set against the engine's own in-step tokens/s,
     is the host overhead the step timer cannot see (events, commands, prefetch).

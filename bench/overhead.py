@@ -23,10 +23,10 @@ from pathlib import Path
 
 import torch
 
-from growcockpit.backend.data import load_blocks
+from growcockpit.backend.control.reporter import RunReporter
+from growcockpit.backend.data.blocks import load_blocks
 from growcockpit.backend.device import prepare_device
-from growcockpit.backend.engine import Trainer
-from growcockpit.backend.reporter import RunReporter
+from growcockpit.backend.loop.engine import Trainer
 from growcockpit.metrics import SystemSampler
 from growcockpit.plan import MetricsSpec, loads_plan
 from growcockpit.protocol import EventLog, RunPaths

@@ -44,8 +44,8 @@ import torch  # noqa: E402
 from common import Size, plan_for  # noqa: E402
 
 from growcockpit.backend.calibrate import Clock, autocast_for, measure_r_h  # noqa: E402
-from growcockpit.backend.data import Batch, load_blocks  # noqa: E402
-from growcockpit.backend.step import resolve_precision  # noqa: E402
+from growcockpit.backend.data.blocks import Batch, load_blocks  # noqa: E402
+from growcockpit.backend.loop.step import resolve_precision  # noqa: E402
 from growcockpit.plan import Stage, estimate_cost  # noqa: E402
 from growcockpit.plan.cost import default_head_cost  # noqa: E402
 from growcockpit.plan.types import Plan  # noqa: E402

@@ -10,7 +10,7 @@ from __future__ import annotations
 import torch
 from torch import nn
 
-from growcockpit.backend.data import Batch
+from growcockpit.backend.data.blocks import Batch
 from growcockpit.backend.model import build_model
 from growcockpit.families import FAMILY_SPECS
 from growcockpit.plan.families import family_facts

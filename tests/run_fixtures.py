@@ -13,9 +13,9 @@ from pathlib import Path
 import torch
 from repo_paths import TINY_TOML
 
-from growcockpit.backend.data import load_blocks
-from growcockpit.backend.engine import Trainer
-from growcockpit.backend.reporter import RunReporter
+from growcockpit.backend.control.reporter import RunReporter
+from growcockpit.backend.data.blocks import load_blocks
+from growcockpit.backend.loop.engine import Trainer
 from growcockpit.plan import loads_plan
 from growcockpit.protocol import (
     ControlServer,

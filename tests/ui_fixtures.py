@@ -267,7 +267,7 @@ def crashed_events() -> list[Event]:
     t = evs[-1].t + 0.5
     tb = (
         "Traceback (most recent call last):\n"
-        '  File "growcockpit/backend/engine.py", line 210, in step\n'
+        '  File "growcockpit/backend/loop/engine.py", line 210, in step\n'
         "    loss.backward()\n"
         "RuntimeError: CUDA error: an illegal memory access was encountered"
     )

@@ -16,11 +16,11 @@ from typing import Any
 import torch
 from torch import nn
 
-from growcockpit.backend.data import Batch, load_blocks
+from growcockpit.backend.data.blocks import Batch, load_blocks
 from growcockpit.backend.device import prepare_device
-from growcockpit.backend.forward import head_loss
+from growcockpit.backend.loop.forward import head_loss
+from growcockpit.backend.loop.step import resolve_precision
 from growcockpit.backend.model import build_model
-from growcockpit.backend.step import resolve_precision
 from growcockpit.families import spec_of
 from growcockpit.grow.model_parts import get_layers
 from growcockpit.metrics.cuda import timing_event

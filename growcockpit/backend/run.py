@@ -25,19 +25,24 @@ import torch
 
 from growcockpit import __version__
 from growcockpit.backend import startup
-from growcockpit.backend.checkpoint import CheckpointError, DiskFull, is_disk_full, remove_partial
-from growcockpit.backend.corpus import DataError
-from growcockpit.backend.data import TokenBlocks, load_blocks
+from growcockpit.backend.control.liveness import Heartbeat, own_start_time
+from growcockpit.backend.control.reporter import RunReporter
+from growcockpit.backend.control.sinks import ConsoleSink, FanOut, MirrorSink
+from growcockpit.backend.control.status_writer import StatusWriter
+from growcockpit.backend.data.blocks import TokenBlocks, load_blocks
+from growcockpit.backend.data.corpus import DataError
 from growcockpit.backend.device import prepare_device
 from growcockpit.backend.distributed import DistContext
-from growcockpit.backend.engine import Trainer
-from growcockpit.backend.init_from import data_spec_for
-from growcockpit.backend.liveness import Heartbeat, own_start_time
-from growcockpit.backend.reporter import RunReporter
-from growcockpit.backend.restore import restored_event
-from growcockpit.backend.rng import seed_rank
-from growcockpit.backend.sinks import ConsoleSink, FanOut, MirrorSink
-from growcockpit.backend.status_writer import StatusWriter
+from growcockpit.backend.loop.engine import Trainer
+from growcockpit.backend.state.checkpoint import (
+    CheckpointError,
+    DiskFull,
+    is_disk_full,
+    remove_partial,
+)
+from growcockpit.backend.state.init_from import data_spec_for
+from growcockpit.backend.state.restore import restored_event
+from growcockpit.backend.state.rng import seed_rank
 from growcockpit.metrics import SystemSampler
 from growcockpit.plan import plan_to_dict
 from growcockpit.plan.init_from import without_init_from
@@ -331,7 +336,7 @@ def _quiet_libraries() -> None:
     """Progress bars and one-off library notices would only clutter backend.log."""
     import transformers
 
-    with contextlib.suppress(Exception):  # optional for plain-text corpora (backend/corpus.py)
+    with contextlib.suppress(Exception):  # optional for plain-text corpora (backend/data/corpus.py)
         import datasets
 
         datasets.disable_progress_bars()

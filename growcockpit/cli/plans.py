@@ -72,7 +72,7 @@ def cmd_plan_show(args: argparse.Namespace) -> int:
     frozen_fwd = 1.0
     if args.calibrate:
         from growcockpit.backend.calibrate import calibrate_plan, implausible, loaded_warning
-        from growcockpit.backend.corpus import DataError
+        from growcockpit.backend.data.corpus import DataError
 
         try:
             measured = calibrate_plan(plan)

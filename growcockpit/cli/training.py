@@ -93,7 +93,7 @@ def cmd_train(args: argparse.Namespace) -> int:
             f"{given}: already holds a run; use `growcockpit resume {given}` or choose another --run-dir"
         )
     prefix = torchrun_prefix(args)
-    from growcockpit.backend.corpus import DataError, resolve_corpus
+    from growcockpit.backend.data.corpus import DataError, resolve_corpus
 
     try:
         resolve_corpus(plan.data.source)
@@ -149,7 +149,7 @@ def cmd_resume(args: argparse.Namespace) -> int:
             "resume. `--force` retrains from its last checkpoint and rewrites final/"
         )
     step = checkpoint_step(args.from_step, "resume --from") if args.from_step else None
-    from growcockpit.backend.restore import RestoreError, pick_checkpoint, set_aside_later
+    from growcockpit.backend.state.restore import RestoreError, pick_checkpoint, set_aside_later
 
     try:
         ckpt, notes = pick_checkpoint(RunPaths(run_dir).checkpoints, step)
@@ -163,8 +163,8 @@ def cmd_resume(args: argparse.Namespace) -> int:
     prefix = torchrun_prefix(args)
     if prefix is not None:
         return run_torchrun(prefix, again)
-    from growcockpit.backend.checkpoint import CheckpointError, load_checkpoint
-    from growcockpit.backend.checkpoint_checks import check_state
+    from growcockpit.backend.state.checkpoint import CheckpointError, load_checkpoint
+    from growcockpit.backend.state.checkpoint_checks import check_state
 
     try:  # a hostile pickle, or contents that lie, refused before anything is touched
         check_state(load_checkpoint(ckpt, mmap=True), ckpt)

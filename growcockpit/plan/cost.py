@@ -27,7 +27,7 @@ pass at full width (f = 1), per training step:
 Stage total = step cost × steps; the plan total sums the stages. ratio =
 total / baseline total, speedup = baseline total / total. A probe stage (`enter = "probe"`)
 adds every candidate's `probe_steps` at the stage's step cost: the winner is trained again
-from the growth point (backend/probe.py), so all of them are extra. Operator time
+from the growth point (backend/loop/probe.py), so all of them are extra. Operator time
 (stacking, coalescing) is ignored.
 
 `refined=True` (what bench/stage_cost.py checks against measured steps) counts

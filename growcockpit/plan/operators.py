@@ -4,12 +4,12 @@ Everything that needs to know an operator reads `OPERATORS` here: the shape
 walk (`shapes.walk_shapes`), validation (which options apply), saving (which
 options are written next to `enter`), `plan show` and the cockpit (labels,
 the stage form's option fields), the run state (does it change the model),
-and the backend's dispatch (`backend/operators.py` maps each name to its
+and the backend's dispatch (`backend/loop/operators.py` maps each name to its
 grow function; a test checks both cover the same names).
 
 A new operator goes here (an `OperatorSpec` with its shape rule), in
 `types.Operator`, in `grow/` (the function that transforms the model) and in
-`backend/operators.py` (one line calling it), each with its tests.
+`backend/loop/operators.py` (one line calling it), each with its tests.
 
 Shape rules (methods.md §1-§3), each `ShapeInput → ShapeStep`:
 

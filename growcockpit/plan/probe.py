@@ -4,7 +4,7 @@ LAG (arXiv 2406.02469) picks a growth operator by the loss after a short stretch
 training, not at the moment of growth (a function-preserving operator always looks
 best at step 0). A probe stage lists `candidates`, each a table of operator keys
 (`{ enter = "stack", source = "middle" }`) laid over the stage's own keys; the
-backend (backend/probe.py) trains each for `probe_steps` from the same state and goes
+backend (backend/loop/probe.py) trains each for `probe_steps` from the same state and goes
 on with the lowest validation loss, writing the winner into the plan.
 
 Each candidate is checked as the stage it would be (the whole plan's validation with

@@ -1,6 +1,6 @@
 """The learning rate of every step of a plan: one global schedule times per-stage warm-ups.
 
-Stdlib only, so the engine (backend/optim.py), `plan show`, the designer and the cockpit
+Stdlib only, so the engine (backend/loop/optim.py), `plan show`, the designer and the cockpit
 compute the same curve from the same plan. The global factor is a function of the step
 over `plan.total_steps`, one schedule across all stages: a plan whose total moves (a
 `[budget]` fill refitted, a plateau or an early `advance` ending a stage) is refitted by

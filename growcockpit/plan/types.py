@@ -116,7 +116,7 @@ class MetricsSpec:
     1 reports every step. On a GPU a larger N keeps the host ahead of the device.
 
     `spike_z`, `spike_grad_z`, `spike_window`: the loss-spike sentinel
-    (backend/sentinel.py): an update whose loss (gradient norm) lies more than
+    (backend/loop/sentinel.py): an update whose loss (gradient norm) lies more than
     that many robust standard deviations above the median of the last
     `spike_window` steps is skipped and the run pauses; 0 turns a signal off."""
 

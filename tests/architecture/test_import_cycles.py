@@ -91,5 +91,7 @@ def test_no_import_cycle_in_the_package() -> None:
 
 
 def test_only_the_entry_point_imports_the_engine() -> None:
-    importers = sorted(n for n, deps in _graph().items() if "growcockpit.backend.engine" in deps)
+    importers = sorted(
+        n for n, deps in _graph().items() if "growcockpit.backend.loop.engine" in deps
+    )
     assert importers == ["growcockpit.backend.run"], importers

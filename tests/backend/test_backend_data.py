@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 import torch
 
-from growcockpit.backend.corpus import DataError, builtin_files, resolve_corpus
-from growcockpit.backend.data import load_blocks, mask_tokens
+from growcockpit.backend.data.blocks import load_blocks, mask_tokens
+from growcockpit.backend.data.corpus import DataError, builtin_files, resolve_corpus
 from growcockpit.plan.types import DataSpec
 
 pytestmark = pytest.mark.usefixtures("gc_cache")
@@ -129,7 +129,7 @@ def test_vocabulary_ids_are_canonical(text_dir: Path) -> None:
 
     from tokenizers import Tokenizer
 
-    from growcockpit.backend.tokenizer import _canonical_ids
+    from growcockpit.backend.data.tokenizer import _canonical_ids
 
     blocks = load_blocks(
         DataSpec(source=str(text_dir), tokenizer="train:600", seq_len=32), "bert", 0
@@ -150,7 +150,7 @@ def test_vocabulary_ids_are_canonical(text_dir: Path) -> None:
 def test_tokens_are_a_memory_mapped_shard_of_every_line(text_dir: Path) -> None:
     import numpy as np
 
-    from growcockpit.backend.token_cache import cached_shard, id_dtype, shard_dir
+    from growcockpit.backend.data.token_cache import cached_shard, id_dtype, shard_dir
 
     spec = DataSpec(source=str(text_dir), tokenizer="train:600", seq_len=32, val_fraction=0.1)
     blocks = load_blocks(spec, "bert", seed=0)
@@ -183,7 +183,7 @@ def test_tokens_are_a_memory_mapped_shard_of_every_line(text_dir: Path) -> None:
 
 
 def test_a_half_written_token_cache_is_never_used(text_dir: Path) -> None:
-    from growcockpit.backend.token_cache import META, SHARD, shard_dir
+    from growcockpit.backend.data.token_cache import META, SHARD, shard_dir
 
     spec = DataSpec(source=str(text_dir), tokenizer="train:600", seq_len=32)
     good = load_blocks(spec, "bert", seed=0)

@@ -11,7 +11,7 @@ import pytest
 import torch
 from repo_paths import TESTS
 
-from growcockpit.backend.checkpoint import load_checkpoint
+from growcockpit.backend.state.checkpoint import load_checkpoint
 from growcockpit.protocol import read_all
 from growcockpit.protocol.events import RunFinished, RunStarted, StageStarted, Step
 

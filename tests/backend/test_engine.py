@@ -12,10 +12,10 @@ import pytest
 import torch
 from repo_paths import TESTS
 
-from growcockpit.backend.data import load_blocks
-from growcockpit.backend.engine import Trainer
-from growcockpit.backend.reporter import RunReporter
-from growcockpit.backend.step import StepOutcome
+from growcockpit.backend.control.reporter import RunReporter
+from growcockpit.backend.data.blocks import load_blocks
+from growcockpit.backend.loop.engine import Trainer
+from growcockpit.backend.loop.step import StepOutcome
 from growcockpit.plan import loads_plan
 from growcockpit.protocol import (
     CommandRequest,
@@ -105,7 +105,7 @@ def test_lamb_and_bf16_autocast_train(tmp_path: Path, optim: str) -> None:
 
 
 def test_lamb_update_is_trust_ratio_scaled_adam() -> None:
-    from growcockpit.backend.lamb import Lamb
+    from growcockpit.backend.loop.lamb import Lamb
 
     w = torch.nn.Parameter(torch.tensor([3.0, 4.0]))
     w.grad = torch.tensor([0.5, -1.0])

@@ -88,7 +88,7 @@ def test_the_timed_step_is_the_engines_picked_positions_and_guarded_update() -> 
     _bench_import()
     from gpu_configs import build_configs, device_batches, make_step, tiny_plan, update
 
-    from growcockpit.backend.data import load_blocks
+    from growcockpit.backend.data.blocks import load_blocks
     from growcockpit.plan import load_plan
 
     plan = tiny_plan(load_plan(REPO / "sample_plans" / "mslt-bert-base.toml"))

@@ -10,10 +10,10 @@ import pytest
 import torch
 from transformers import BertForMaskedLM
 
-from growcockpit.backend.data import load_blocks
-from growcockpit.backend.forward import StagedForward
-from growcockpit.backend.init_from import data_spec_for
+from growcockpit.backend.data.blocks import load_blocks
+from growcockpit.backend.loop.forward import StagedForward
 from growcockpit.backend.run import run_training
+from growcockpit.backend.state.init_from import data_spec_for
 from growcockpit.plan import PlanError, dump_plan, loads_plan, plan_problems
 from growcockpit.plan.init_from import grow_plan_from
 from growcockpit.protocol import read_all

@@ -23,10 +23,10 @@ from transformers import (
     pipeline,
 )
 
-from growcockpit.backend.data import load_blocks
-from growcockpit.backend.forward import StagedForward
-from growcockpit.backend.init_from import data_spec_for
+from growcockpit.backend.data.blocks import load_blocks
+from growcockpit.backend.loop.forward import StagedForward
 from growcockpit.backend.run import run_training
+from growcockpit.backend.state.init_from import data_spec_for
 from growcockpit.plan import loads_plan
 from growcockpit.protocol import read_all
 from growcockpit.protocol.events import Grow, RunFinished, StageStarted, Step

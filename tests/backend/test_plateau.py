@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 from repo_paths import TESTS
 
-from growcockpit.backend.plateau import PlateauTrigger, check_event, trigger_for
+from growcockpit.backend.loop.plateau import PlateauTrigger, check_event, trigger_for
 from growcockpit.plan import Stage, text_problems
 
 TOK = 10_000  # tokens per step: 100 steps = 1M tokens

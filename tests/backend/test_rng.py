@@ -9,9 +9,9 @@ from typing import Any
 import pytest
 import torch
 
-from growcockpit.backend import rng
-from growcockpit.backend.checkpoint import load_checkpoint
 from growcockpit.backend.distributed import DistContext
+from growcockpit.backend.state import rng
+from growcockpit.backend.state.checkpoint import load_checkpoint
 
 
 def dropout_mask(rank: int) -> torch.Tensor:

@@ -1,4 +1,4 @@
-"""The loss-spike sentinel's window (backend/sentinel.py), pure: no model, no run.
+"""The loss-spike sentinel's window (backend/loop/sentinel.py), pure: no model, no run.
 
 The device-side score must equal the textbook robust z-score (median / MAD of
 the window, the MAD scaled to a standard deviation, floored at 1% of the
@@ -16,7 +16,7 @@ import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from growcockpit.backend.sentinel import (
+from growcockpit.backend.loop.sentinel import (
     MAD_TO_SIGMA,
     RELATIVE_FLOOR,
     SpikeSentinel,
@@ -26,7 +26,7 @@ from growcockpit.backend.sentinel import (
     spike_row,
     spike_seen,
 )
-from growcockpit.backend.step import StepWindow
+from growcockpit.backend.loop.step import StepWindow
 
 CPU = torch.device("cpu")
 TRUE = torch.tensor(True)

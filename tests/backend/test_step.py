@@ -1,4 +1,4 @@
-"""The training step (backend/step.py): a guarded update, one device read per reported step,
+"""The training step (backend/loop/step.py): a guarded update, one device read per reported step,
 phase timing, and the device set-up every entry point shares."""
 
 from __future__ import annotations
@@ -14,14 +14,14 @@ import pytest
 import torch
 from repo_paths import REPO, TESTS
 
-from growcockpit.backend import step as step_mod
-from growcockpit.backend.data import load_blocks
+from growcockpit.backend.control.reporter import RunReporter
+from growcockpit.backend.data.blocks import load_blocks
 from growcockpit.backend.device import prepare_device
-from growcockpit.backend.engine import Trainer
-from growcockpit.backend.optim import build_optimizer
-from growcockpit.backend.reporter import RunReporter
-from growcockpit.backend.sentinel import SpikeSentinel
-from growcockpit.backend.step import StepTimer
+from growcockpit.backend.loop import step as step_mod
+from growcockpit.backend.loop.engine import Trainer
+from growcockpit.backend.loop.optim import build_optimizer
+from growcockpit.backend.loop.sentinel import SpikeSentinel
+from growcockpit.backend.loop.step import StepTimer
 from growcockpit.plan import loads_plan
 from growcockpit.protocol import EventLog, RunPaths, read_all
 from growcockpit.protocol.events import Error, Paused, StageStarted, Step
@@ -115,7 +115,7 @@ def test_one_device_read_per_reported_step(
                 # batches are built from host tensors (prefetch thread or data.py): not a sync
                 caller = sys._getframe(1).f_code.co_filename
                 if threading.current_thread() is threading.main_thread() and not caller.endswith(
-                    "backend/data.py"
+                    "backend/data/blocks.py"
                 ):
                     other.append(_n)
                 return _r(self, *a)
@@ -271,7 +271,7 @@ def test_compile_flag_reaches_the_plan_and_the_workers() -> None:
 
 
 def test_auto_precision_is_bf16_only_where_it_is_native(monkeypatch: pytest.MonkeyPatch) -> None:
-    from growcockpit.backend.step import resolve_precision
+    from growcockpit.backend.loop.step import resolve_precision
 
     capability = {"cap": (9, 0)}
     monkeypatch.setattr(torch.cuda, "get_device_capability", lambda d=None: capability["cap"])

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from growcockpit.backend.corpus import Corpus, DataError, iter_line_batches, resolve_corpus
+from growcockpit.backend.data.corpus import Corpus, DataError, iter_line_batches, resolve_corpus
 
 
 def lines(corpus: Corpus) -> list[str]:

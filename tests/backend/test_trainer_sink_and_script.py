@@ -11,11 +11,11 @@ import pytest
 import torch
 from repo_paths import TINY_TOML
 
-from growcockpit.backend.command_source import ScriptedCommands
-from growcockpit.backend.data import load_blocks
-from growcockpit.backend.engine import Trainer
-from growcockpit.backend.reporter import RunReporter
-from growcockpit.backend.sinks import FanOut, ListSink
+from growcockpit.backend.control.command_source import ScriptedCommands
+from growcockpit.backend.control.reporter import RunReporter
+from growcockpit.backend.control.sinks import FanOut, ListSink
+from growcockpit.backend.data.blocks import load_blocks
+from growcockpit.backend.loop.engine import Trainer
 from growcockpit.plan import loads_plan
 from growcockpit.protocol import CommandRequest
 from growcockpit.protocol.events import (

@@ -12,7 +12,7 @@ import torch
 from grow_fixtures import FAMILIES, tiny_batch, tiny_model
 from repo_paths import REPO
 
-from growcockpit.backend.forward import StagedForward
+from growcockpit.backend.loop.forward import StagedForward
 from growcockpit.families import FAMILY_SPECS, spec_for, spec_of
 from growcockpit.grow import embedding_modules, get_layers, head_parameters
 from growcockpit.plan.families import FAMILY_FACTS, UnknownFamily, family_facts

@@ -7,8 +7,8 @@ import torch
 from grow_fixtures import FAMILIES, snapshot, tiny_batch, tiny_model
 from torch import nn
 
-from growcockpit.backend.forward import StagedForward
-from growcockpit.backend.optim import build_optimizer
+from growcockpit.backend.loop.forward import StagedForward
+from growcockpit.backend.loop.optim import build_optimizer
 from growcockpit.grow import (
     apply_freeze,
     carry_optimizer_state,

@@ -8,7 +8,7 @@ import pytest
 import torch
 from grow_fixtures import FAMILIES, logits, tiny_batch, tiny_model
 
-from growcockpit.backend.forward import StagedForward
+from growcockpit.backend.loop.forward import StagedForward
 from growcockpit.families import spec_of
 from growcockpit.grow import decoalesce_model, get_layers, stack_layers
 from growcockpit.grow.gates import BlockGates, ramp_value
@@ -83,7 +83,7 @@ def test_ramp_value() -> None:
 
 
 def test_stage_recipes_ramp_then_remove_and_rebuild_on_resume() -> None:
-    from growcockpit.backend.recipes import StageRecipes
+    from growcockpit.backend.loop.recipes import StageRecipes
     from growcockpit.plan.types import Stage
 
     stage = Stage(name="g", layers=3, steps=10, enter="stack", ramp_steps=3)
@@ -108,7 +108,7 @@ def test_stage_recipes_ramp_then_remove_and_rebuild_on_resume() -> None:
 
 
 def test_unfinished_ramp_note_names_the_gate() -> None:
-    from growcockpit.backend.recipes import StageRecipes
+    from growcockpit.backend.loop.recipes import StageRecipes
     from growcockpit.plan.types import Stage
 
     model = tiny_model("gpt2", layers=2)

@@ -13,7 +13,7 @@ import pytest
 import torch
 from grow_fixtures import logits, state_equal, tiny_batch, tiny_model
 
-from growcockpit.backend.forward import StagedForward
+from growcockpit.backend.loop.forward import StagedForward
 from growcockpit.grow import coalesce_model, decoalesce_model, interpolate_model
 
 

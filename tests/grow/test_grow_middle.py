@@ -10,8 +10,8 @@ import pytest
 import torch
 from grow_fixtures import FAMILIES, snapshot, tiny_batch, tiny_model
 
-from growcockpit.backend.forward import StagedForward
-from growcockpit.backend.optim import build_optimizer
+from growcockpit.backend.loop.forward import StagedForward
+from growcockpit.backend.loop.optim import build_optimizer
 from growcockpit.families import spec_for
 from growcockpit.grow import apply_freeze, get_layers, set_train_modes, stack_layers
 from growcockpit.plan import ModelSpec, Plan, Stage, estimate_cost, step_cost

@@ -20,7 +20,7 @@ from grow_fixtures import (
     tiny_model,
 )
 
-from growcockpit.backend.forward import StagedForward
+from growcockpit.backend.loop.forward import StagedForward
 from growcockpit.families import spec_for
 from growcockpit.grow import (
     Grouping,

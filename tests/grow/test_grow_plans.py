@@ -19,7 +19,7 @@ from grow_fixtures import FakeTokenizer, tiny_batch
 from repo_paths import REPO
 from torch import nn
 
-from growcockpit.backend.forward import StagedForward
+from growcockpit.backend.loop.forward import StagedForward
 from growcockpit.backend.model import build_model
 from growcockpit.grow import (
     apply_freeze,

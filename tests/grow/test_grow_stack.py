@@ -7,7 +7,7 @@ import torch
 from grow_fixtures import FAMILIES, snapshot, state_equal, tiny_batch, tiny_model
 from torch import nn
 
-from growcockpit.backend.forward import StagedForward
+from growcockpit.backend.loop.forward import StagedForward
 from growcockpit.families import spec_of
 from growcockpit.grow import decoalesce_model, get_layers, stack_layers
 from growcockpit.grow.model_parts import embedding_modules, head_parameters

@@ -6,8 +6,8 @@ import pytest
 import torch
 from grow_fixtures import logits, snapshot, tiny_batch, tiny_model
 
-from growcockpit.backend.forward import StagedForward
-from growcockpit.backend.optim import build_optimizer
+from growcockpit.backend.loop.forward import StagedForward
+from growcockpit.backend.loop.optim import build_optimizer
 from growcockpit.grow import apply_freeze, carry_optimizer_state, get_layers, stack_layers
 from growcockpit.plan.types import OptimSpec
 

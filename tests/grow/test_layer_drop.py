@@ -8,8 +8,8 @@ import pytest
 import torch
 from grow_fixtures import FAMILIES, tiny_batch, tiny_model
 
-from growcockpit.backend.forward import StagedForward
-from growcockpit.backend.recipes import StageRecipes
+from growcockpit.backend.loop.forward import StagedForward
+from growcockpit.backend.loop.recipes import StageRecipes
 from growcockpit.grow import get_layers, set_layers
 from growcockpit.grow.layer_drop import skipped_blocks
 from growcockpit.plan import ModelSpec, Plan, Stage, estimate_cost

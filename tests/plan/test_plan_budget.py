@@ -252,7 +252,7 @@ def test_show_and_budget_lines() -> None:
 
 
 def test_lr_schedule_follows_the_fitted_total() -> None:
-    from growcockpit.backend.optim import lr_at
+    from growcockpit.backend.loop.optim import lr_at
 
     text = budget_text().replace("[budget]", '[optim]\nschedule = "linear"\nlr = 1.0\n\n[budget]')
     plan = loads_plan(text)

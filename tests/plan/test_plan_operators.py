@@ -36,7 +36,7 @@ def test_table_matches_the_literal_and_the_stage_fields() -> None:
 
 
 def test_backend_dispatch_covers_the_table() -> None:
-    from growcockpit.backend.operators import GROW_FUNCTIONS
+    from growcockpit.backend.loop.operators import GROW_FUNCTIONS
 
     assert set(GROW_FUNCTIONS) == set(OPERATORS)
 

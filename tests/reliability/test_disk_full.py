@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 from run_fixtures import env, growcockpit, of_type, tiny_plan
 
-from growcockpit.backend.checkpoint import DiskFull, is_disk_full, remove_partial
+from growcockpit.backend.state.checkpoint import DiskFull, is_disk_full, remove_partial
 from growcockpit.protocol import read_all, read_status
 from growcockpit.protocol.events import Error, RunFinished, RunStarted, Step, WarningEvent
 

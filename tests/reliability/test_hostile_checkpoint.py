@@ -16,7 +16,7 @@ import pytest
 import torch
 from repo_paths import REPO
 
-from growcockpit.backend.checkpoint import CheckpointError, load_checkpoint
+from growcockpit.backend.state.checkpoint import CheckpointError, load_checkpoint
 from growcockpit.protocol.rundir import RunStatus, write_status
 
 ROOT = REPO
@@ -84,9 +84,9 @@ def test_everything_save_checkpoint_writes_loads_as_data(tmp_path: Path, optim: 
     """Guards the save side: new checkpoint state must stay loadable with weights_only=True."""
     from transformers import BertConfig, BertForMaskedLM
 
-    from growcockpit.backend import rng
-    from growcockpit.backend.checkpoint import TrainerPosition, save_checkpoint
-    from growcockpit.backend.optim import build_optimizer
+    from growcockpit.backend.loop.optim import build_optimizer
+    from growcockpit.backend.state import rng
+    from growcockpit.backend.state.checkpoint import TrainerPosition, save_checkpoint
     from growcockpit.plan.types import OptimSpec
 
     config = BertConfig(

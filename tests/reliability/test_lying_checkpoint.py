@@ -21,8 +21,8 @@ import pytest
 import torch
 from run_fixtures import growcockpit, tiny_plan
 
-from growcockpit.backend.checkpoint import CheckpointError, load_checkpoint
-from growcockpit.backend.checkpoint_checks import check_state
+from growcockpit.backend.state.checkpoint import CheckpointError, load_checkpoint
+from growcockpit.backend.state.checkpoint_checks import check_state
 
 TIMEOUT = 120
 Lie = Callable[[dict[str, Any]], None]

@@ -12,7 +12,7 @@ import pytest
 import torch
 from run_fixtures import make_trainer, of_type, tiny_plan, wait_events
 
-from growcockpit.backend.checkpoint import NonFiniteState, TrainerPosition, save_checkpoint
+from growcockpit.backend.state.checkpoint import NonFiniteState, TrainerPosition, save_checkpoint
 from growcockpit.cli import main
 from growcockpit.protocol import (
     CommandError,

@@ -127,7 +127,7 @@ def test_resume_adopts_the_runs_thread_count(
 
     import torch
 
-    from growcockpit.backend.restore import adopt_threads
+    from growcockpit.backend.state.restore import adopt_threads
 
     before = torch.get_num_threads()
     other = before + 1
@@ -153,7 +153,7 @@ def test_resume_never_adopts_more_threads_than_cores(monkeypatch: pytest.MonkeyP
 
     import torch
 
-    from growcockpit.backend.restore import adopt_threads
+    from growcockpit.backend.state.restore import adopt_threads
 
     before = torch.get_num_threads()
     monkeypatch.delenv("OMP_NUM_THREADS", raising=False)

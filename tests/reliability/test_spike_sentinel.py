@@ -20,7 +20,7 @@ import pytest
 import torch
 from run_fixtures import make_trainer, of_type, tiny_plan, wait_events
 
-from growcockpit.backend.engine import Trainer
+from growcockpit.backend.loop.engine import Trainer
 from growcockpit.cli import main
 from growcockpit.plan import loads_plan
 from growcockpit.protocol import CommandRequest, ControlServer, read_all, send_command

@@ -7,8 +7,8 @@ from pathlib import Path
 import pytest
 from ui_fixtures import write_plan
 
-from growcockpit.backend.corpus import builtin_files
-from growcockpit.backend.data import load_blocks
+from growcockpit.backend.data.blocks import load_blocks
+from growcockpit.backend.data.corpus import builtin_files
 from growcockpit.plan.types import DataSpec
 from growcockpit.protocol.token_index import data_state
 from growcockpit.ui import GrowCockpitApp

@@ -23,15 +23,15 @@ from typing import Protocol
 import torch
 from torch import nn
 
-from growcockpit.backend.checkpoint import TrainerPosition
-from growcockpit.backend.checkpointing import CheckpointCadence, TrainState, write_checkpoint
-from growcockpit.backend.data import TokenBlocks
+from growcockpit.backend.control.reporter import RunReporter
+from growcockpit.backend.data.blocks import TokenBlocks
 from growcockpit.backend.distributed import DistContext
-from growcockpit.backend.evaluation import mean_val_loss
-from growcockpit.backend.operators import LevelSnapshot
-from growcockpit.backend.recipes import StageRecipes
-from growcockpit.backend.reporter import RunReporter
-from growcockpit.backend.step import StepHost, StepOutcome, StepRunner
+from growcockpit.backend.loop.evaluation import mean_val_loss
+from growcockpit.backend.loop.operators import LevelSnapshot
+from growcockpit.backend.loop.recipes import StageRecipes
+from growcockpit.backend.loop.step import StepHost, StepOutcome, StepRunner
+from growcockpit.backend.state.checkpoint import TrainerPosition
+from growcockpit.backend.state.checkpointing import CheckpointCadence, TrainState, write_checkpoint
 from growcockpit.plan.operators import operator_label
 from growcockpit.plan.probe import candidate_stage, with_stage
 from growcockpit.plan.types import Plan, Stage
@@ -41,7 +41,7 @@ PROBE_DIR = "probe"
 
 
 class Trainer(StepHost, Protocol):
-    """The parts of the live trainer (backend/engine.py) a probe drives."""
+    """The parts of the live trainer (backend/loop/engine.py) a probe drives."""
 
     pos: TrainerPosition
     plan: Plan

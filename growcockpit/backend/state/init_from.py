@@ -14,7 +14,7 @@ from pathlib import Path
 from torch import nn
 from transformers import PreTrainedTokenizerBase
 
-from growcockpit.backend.corpus import DataError
+from growcockpit.backend.data.corpus import DataError
 from growcockpit.backend.model import build_model
 from growcockpit.families import spec_for
 from growcockpit.plan.init_from import KEY, SourceError, init_from_problems, read_source

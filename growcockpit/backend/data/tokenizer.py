@@ -15,7 +15,7 @@ from typing import Any, cast
 
 from transformers import PreTrainedTokenizerBase, PreTrainedTokenizerFast
 
-from growcockpit.backend.corpus import Corpus, DataError
+from growcockpit.backend.data.corpus import Corpus, DataError
 from growcockpit.plan.families import family_facts
 from growcockpit.protocol.token_index import cache_root
 

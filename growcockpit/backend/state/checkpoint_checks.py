@@ -12,7 +12,7 @@ and size caps as a plan file) before anything is allocated or adopted:
 - weights (and V-cycle snapshots): exactly the tensors a model of that config has
   (built on the meta device, so a lying config costs nothing), all finite;
 - optimizer, RNG, plateau state: the structure `save_checkpoint` writes, finite, of
-  sane sizes (backend/state_checks.py).
+  sane sizes (backend/state/state_checks.py).
 
 A refusal is a CheckpointError with one line naming the file, what is wrong and
 what to do; for non-finite weights it names the last finite checkpoint.
@@ -28,13 +28,13 @@ from typing import Any
 import torch
 from torch import nn
 
-from growcockpit.backend.checkpoint import (
+from growcockpit.backend.state.checkpoint import (
     CheckpointError,
     TrainerPosition,
     load_checkpoint,
     non_finite_problem,
 )
-from growcockpit.backend.state_checks import (
+from growcockpit.backend.state.state_checks import (
     MAX_STEP,
     brief,
     check_optimizer,
@@ -254,7 +254,7 @@ def check_levels(
     raw: object, plan: Plan, pos: TrainerPosition, family: FamilySpec, file: Path
 ) -> None:
     """The V-cycle snapshots: one per open level, each at the shape its coalesce stage left."""
-    from growcockpit.backend.operators import open_levels_at
+    from growcockpit.backend.loop.operators import open_levels_at
 
     open_levels = open_levels_at(plan, pos.stage_index, pos.stage_entered)
     if not isinstance(raw, list) or len(raw) > len(open_levels):
@@ -322,7 +322,7 @@ def _levels_non_finite(levels: list[dict[str, Any]]) -> str:
 def last_finite_advice(path: Path) -> str:
     """What to resume from instead of a non-finite checkpoint: the newest older one whose
     weights are finite (each looked at through mmap, nothing else loaded)."""
-    from growcockpit.backend.checkpoint_dirs import checkpoint_dirs, step_of
+    from growcockpit.backend.state.checkpoint_dirs import checkpoint_dirs, step_of
 
     run = path.parent.parent
     try:

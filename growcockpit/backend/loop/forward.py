@@ -17,7 +17,7 @@ from dataclasses import dataclass
 import torch
 from torch import nn
 
-from growcockpit.backend.data import Batch
+from growcockpit.backend.data.blocks import Batch
 from growcockpit.families import spec_of
 from growcockpit.grow.model_parts import get_layers
 

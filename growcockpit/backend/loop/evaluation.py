@@ -8,8 +8,8 @@ import math
 import torch
 from torch import nn
 
-from growcockpit.backend.data import Batch
-from growcockpit.backend.forward import StagedForward
+from growcockpit.backend.data.blocks import Batch
+from growcockpit.backend.loop.forward import StagedForward
 from growcockpit.grow import set_train_modes
 from growcockpit.protocol.events import Eval
 

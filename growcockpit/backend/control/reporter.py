@@ -1,19 +1,19 @@
 """The engine's two connections to the outside: events out (a sink), commands in (a source).
 
 The engine calls a handful of intention-revealing methods (`emit`, `warn`,
-`paused`, `command_done`…); the sink decides where events go (backend/sinks.py:
+`paused`, `command_done`…); the sink decides where events go (backend/control/sinks.py:
 events.jsonl, status.json as a fold of the events, the console, mirrors) and the
 source where commands come from (the control socket, or a script in a test). The
-engine decides what a command does (backend/commands.py) and applies it.
+engine decides what a command does (backend/control/commands.py) and applies it.
 """
 
 from __future__ import annotations
 
 import time
 
-from growcockpit.backend.command_source import CommandSource
-from growcockpit.backend.progress import Progress
-from growcockpit.backend.sinks import EventSink
+from growcockpit.backend.control.command_source import CommandSource
+from growcockpit.backend.control.sinks import EventSink
+from growcockpit.backend.loop.progress import Progress
 from growcockpit.protocol.commands import CommandAck, CommandRequest
 from growcockpit.protocol.events import (
     Checkpoint,

@@ -12,8 +12,8 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from growcockpit.backend.sentinel import SpikeSeen
-from growcockpit.backend.step import StepOutcome
+from growcockpit.backend.loop.sentinel import SpikeSeen
+from growcockpit.backend.loop.step import StepOutcome
 from growcockpit.grow import GrowResult
 from growcockpit.plan.types import Stage
 from growcockpit.protocol.events import AwaitingAdvance, Error, Grow, StageStarted
@@ -99,7 +99,7 @@ def non_finite_error(
     run_dir: str = "RUN",
     lr_scale: float = 1.0,
 ) -> Error:
-    """Why the run paused: the loss or the gradient was not finite (backend/step.py skipped it).
+    """Why the run paused: the loss or the gradient was not finite (backend/loop/step.py skipped it).
 
     The skipped update kept the weights finite, but the steps before it may have
     damaged them already (resuming at a lower LR then blows up again), so the
@@ -118,7 +118,7 @@ def non_finite_error(
 def spike_error(
     spike: SpikeSeen, good: int | None = None, run_dir: str = "RUN", lr_scale: float = 1.0
 ) -> Error:
-    """Why the run paused: the sentinel (backend/sentinel.py) saw a spike and skipped it."""
+    """Why the run paused: the sentinel (backend/loop/sentinel.py) saw a spike and skipped it."""
     key = "spike_z" if spike.signal == "loss" else "spike_grad_z"
     more = f" ({spike.count} spiking updates skipped)" if spike.count > 1 else ""
     return Error(

@@ -13,7 +13,7 @@ Two rules make the step cheap on a GPU, where the host must stay ahead of the de
   are guarded by a host check. The run then pauses at the next read
   (`Trainer.after_step`), weights unchanged and finite.
 * **A loss spike skips the update the same way.** The spike sentinel
-  (backend/sentinel.py: a robust z-score of the loss, and of the gradient norm
+  (backend/loop/sentinel.py: a robust z-score of the loss, and of the gradient norm
   if asked, against the last `metrics.spike_window` steps) is judged on the
   device and folded into that flag, so the spiking update never reaches the
   weights and costs no extra read; the first spike of a window is read with it.
@@ -34,14 +34,13 @@ from typing import Protocol, cast
 import torch
 from torch import nn
 
-from growcockpit.backend.checkpoint import TrainerPosition
-from growcockpit.backend.data import Batch
+from growcockpit.backend.control.reporter import RunReporter
+from growcockpit.backend.data.blocks import Batch
 from growcockpit.backend.distributed import DistContext, no_sync
-from growcockpit.backend.optim import guarded_step, set_lr
-from growcockpit.backend.precision import autocast as autocast
-from growcockpit.backend.precision import resolve_precision as resolve_precision
-from growcockpit.backend.reporter import RunReporter
-from growcockpit.backend.sentinel import (
+from growcockpit.backend.loop.optim import guarded_step, set_lr
+from growcockpit.backend.loop.precision import autocast as autocast
+from growcockpit.backend.loop.precision import resolve_precision as resolve_precision
+from growcockpit.backend.loop.sentinel import (
     SpikeCheck,
     SpikeSeen,
     SpikeSentinel,
@@ -49,7 +48,8 @@ from growcockpit.backend.sentinel import (
     spike_row,
     spike_seen,
 )
-from growcockpit.backend.step_timer import StepTimer as StepTimer
+from growcockpit.backend.loop.step_timer import StepTimer as StepTimer
+from growcockpit.backend.state.checkpoint import TrainerPosition
 from growcockpit.grow import get_layers
 from growcockpit.metrics import LayerStatsSampler, LayerTimer
 from growcockpit.plan.types import Plan, Stage
@@ -134,7 +134,7 @@ class StepOutcome:
 
 
 class StepHost(Protocol):
-    """What a step needs of the trainer that runs it (backend/engine.py's `Trainer`)."""
+    """What a step needs of the trainer that runs it (backend/loop/engine.py's `Trainer`)."""
 
     plan: Plan
     pos: TrainerPosition

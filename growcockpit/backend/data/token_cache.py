@@ -22,7 +22,7 @@ from pathlib import Path
 import numpy as np
 from transformers import PreTrainedTokenizerBase
 
-from growcockpit.backend.corpus import Corpus, iter_line_batches
+from growcockpit.backend.data.corpus import Corpus, iter_line_batches
 from growcockpit.plan.families import family_facts
 from growcockpit.protocol.token_index import cache_root
 

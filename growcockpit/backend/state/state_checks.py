@@ -1,5 +1,5 @@
 """The optimizer, RNG and plateau parts of a checkpoint, checked before use
-(backend/checkpoint_checks.py checks the rest and says why).
+(backend/state/checkpoint_checks.py checks the rest and says why).
 
 `load_state_dict` of an optimizer checks neither the shapes nor the values of
 the state it takes, and `torch.set_rng_state` of a wrong-sized tensor raises
@@ -17,7 +17,7 @@ from typing import Any, TypeGuard
 
 import torch
 
-from growcockpit.backend.checkpoint import CheckpointError
+from growcockpit.backend.state.checkpoint import CheckpointError
 from growcockpit.plan.limits import echo
 
 MAX_STEP = 10**15  # a step or token count past this is not a count this tool wrote
@@ -94,9 +94,7 @@ def check_rng(raw: object, file: Path) -> None:
         try:
             random.Random().setstate(raw["python"])
         except (TypeError, ValueError, OverflowError) as exc:
-            raise refusal(
-                file, f"rng.python is not a Python random state ({brief(exc)})"
-            ) from None
+            raise refusal(file, f"rng.python is not a Python random state ({brief(exc)})") from None
 
 
 def _check_cuda(state: object, key: str, file: Path) -> None:

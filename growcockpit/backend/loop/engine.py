@@ -18,37 +18,41 @@ from pathlib import Path
 import torch
 from torch import nn
 
-from growcockpit.backend.checkpoint import TrainerPosition
-from growcockpit.backend.checkpointing import (
-    CheckpointCadence,
-    TrainState,
-    checkpoint_due,
-    write_checkpoint,
-)
-from growcockpit.backend.command_loop import handle_commands
-from growcockpit.backend.data import Batch, BatchPrefetcher, TokenBlocks
+from growcockpit.backend.control.command_loop import handle_commands
+from growcockpit.backend.control.reporter import RunReporter
+from growcockpit.backend.data.blocks import Batch, BatchPrefetcher, TokenBlocks
 from growcockpit.backend.device import release_cached_memory
 from growcockpit.backend.distributed import DistContext
-from growcockpit.backend.evaluation import eval_event, mean_val_loss
-from growcockpit.backend.final import finish_run
-from growcockpit.backend.forward import LossModule, StagedForward
-from growcockpit.backend.init_from import initial_model
-from growcockpit.backend.operators import GrowInput, LevelSnapshot, apply_operator
-from growcockpit.backend.optim import build_optimizer, lr_at
-from growcockpit.backend.plateau import PlateauTrigger, check_event, trigger_for
-from growcockpit.backend.probe import resolve_probe
-from growcockpit.backend.progress import LoopState, Progress
-from growcockpit.backend.recipes import StageRecipes, fresh_state_layers, gated_layer_ids
-from growcockpit.backend.reporter import RunReporter
-from growcockpit.backend.restore import last_checkpoint_step, restore_trainer, rollback_trainer
-from growcockpit.backend.stage_events import (
+from growcockpit.backend.loop.evaluation import eval_event, mean_val_loss
+from growcockpit.backend.loop.forward import LossModule, StagedForward
+from growcockpit.backend.loop.operators import GrowInput, LevelSnapshot, apply_operator
+from growcockpit.backend.loop.optim import build_optimizer, lr_at
+from growcockpit.backend.loop.plateau import PlateauTrigger, check_event, trigger_for
+from growcockpit.backend.loop.probe import resolve_probe
+from growcockpit.backend.loop.progress import LoopState, Progress
+from growcockpit.backend.loop.recipes import StageRecipes, fresh_state_layers, gated_layer_ids
+from growcockpit.backend.loop.stage_events import (
     StageEntry,
     awaiting_advance,
     grown,
     skipped_hold,
     stage_started,
 )
-from growcockpit.backend.step import StepOutcome, StepRunner
+from growcockpit.backend.loop.step import StepOutcome, StepRunner
+from growcockpit.backend.state.checkpoint import TrainerPosition
+from growcockpit.backend.state.checkpointing import (
+    CheckpointCadence,
+    TrainState,
+    checkpoint_due,
+    write_checkpoint,
+)
+from growcockpit.backend.state.final import finish_run
+from growcockpit.backend.state.init_from import initial_model
+from growcockpit.backend.state.restore import (
+    last_checkpoint_step,
+    restore_trainer,
+    rollback_trainer,
+)
 from growcockpit.grow import (
     GrowResult,
     apply_freeze,
@@ -184,11 +188,11 @@ class Trainer:
         )
 
     def handle_commands(self, block: bool) -> None:
-        """Apply queued commands at this step boundary (backend/command_loop.py)."""
+        """Apply queued commands at this step boundary (backend/control/command_loop.py)."""
         handle_commands(self, block)
 
     def train_step(self) -> StepOutcome | None:
-        """One optimizer step (backend/step.py); an outcome on steps that report."""
+        """One optimizer step (backend/loop/step.py); an outcome on steps that report."""
         return self.steps.run(self)
 
     def after_step(self, outcome: StepOutcome | None) -> None:
@@ -213,7 +217,7 @@ class Trainer:
 
     def pause_if_skipped(self, outcome: StepOutcome) -> bool:
         """Pause with an error naming the rollback when a reported window skipped an update:
-        a non-finite loss or gradient, or a spike (backend/step.py, backend/sentinel.py)."""
+        a non-finite loss or gradient, or a spike (backend/loop/step.py, backend/loop/sentinel.py)."""
         if outcome.finite:
             return False
         self.paused = True
@@ -230,7 +234,9 @@ class Trainer:
 
     def enter_stage(self) -> None:
         """Apply the stage's operator, freeze policy and a fresh optimizer."""
-        if self.stage.enter == "probe":  # the best candidate takes its place (backend/probe.py)
+        if (
+            self.stage.enter == "probe"
+        ):  # the best candidate takes its place (backend/loop/probe.py)
             resolve_probe(self)
         index = self.pos.stage_index
         stage = self.stage
@@ -265,7 +271,7 @@ class Trainer:
 
     def apply_operator(self, stage: Stage, depth_before: int) -> GrowResult | None:
         """Turn the previous stage's model into this stage's: the operator table's grow
-        function (backend/operators.py), with the level snapshots the plan walk names."""
+        function (backend/loop/operators.py), with the level snapshots the plan walk names."""
         shape = resolve_shapes(self.plan)[self.pos.stage_index]
         family = self.plan.model.family
         model, result = apply_operator(GrowInput(self.model, stage, shape, family, self.levels))
@@ -370,7 +376,7 @@ class Trainer:
         self.cadence.written(self.pos.step)
 
     def rollback(self, step: int | None, lr_scale: float | None = None) -> str:
-        """Restore an earlier checkpoint in this live run (backend/restore.py); the ack text."""
+        """Restore an earlier checkpoint in this live run (backend/state/restore.py); the ack text."""
         return rollback_trainer(self, step, lr_scale)
 
     def flush_steps(self) -> None:

@@ -17,11 +17,11 @@ from typing import Any
 import torch
 from torch import nn
 
-from growcockpit.backend import rng
-from growcockpit.backend.checkpoint import NonFiniteState, TrainerPosition, save_checkpoint
+from growcockpit.backend.control.reporter import RunReporter
 from growcockpit.backend.distributed import DistContext
-from growcockpit.backend.operators import LevelSnapshot, levels_to_save
-from growcockpit.backend.reporter import RunReporter
+from growcockpit.backend.loop.operators import LevelSnapshot, levels_to_save
+from growcockpit.backend.state import rng
+from growcockpit.backend.state.checkpoint import NonFiniteState, TrainerPosition, save_checkpoint
 from growcockpit.plan import plan_to_dict
 from growcockpit.plan.types import CheckpointSpec, Plan
 from growcockpit.protocol.events import Checkpoint

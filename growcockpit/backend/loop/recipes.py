@@ -19,7 +19,7 @@ from __future__ import annotations
 
 from torch import nn
 
-from growcockpit.backend.forward import StagedForward
+from growcockpit.backend.loop.forward import StagedForward
 from growcockpit.grow.gates import BlockGates, ramp_value
 from growcockpit.grow.layer_drop import skipped_blocks
 from growcockpit.grow.model_parts import get_layers

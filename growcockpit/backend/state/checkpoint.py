@@ -79,7 +79,7 @@ def save_checkpoint(
     loss: float | None = None,
 ) -> Path:
     """`levels`: the V-cycle snapshots a later interpolate needs (config + weights each);
-    `rng_ranks`: every DDP rank's generators (backend/rng.py); `scaler`: fp16 GradScaler state.
+    `rng_ranks`: every DDP rank's generators (backend/state/rng.py); `scaler`: fp16 GradScaler state.
 
     `loss`: the last training loss; a non-finite one (or any non-finite
     weight or optimizer moment) raises NonFiniteState before anything is

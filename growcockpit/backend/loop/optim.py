@@ -9,7 +9,7 @@ from __future__ import annotations
 import torch
 from torch import nn
 
-from growcockpit.backend.lamb import Lamb
+from growcockpit.backend.loop.lamb import Lamb
 from growcockpit.plan.schedule import lr_at as lr_at
 from growcockpit.plan.types import OptimSpec
 
@@ -20,7 +20,7 @@ def build_optimizer(
     """AdamW or LAMB, with no weight decay on biases and LayerNorm weights.
 
     `fused` (the engine sets it on CUDA): AdamW's single-kernel update, which
-    also skips a non-finite step on the device (backend/step.py). LAMB is
+    also skips a non-finite step on the device (backend/loop/step.py). LAMB is
     always multi-tensor (`torch._foreach_*`) and skips on the device too.
     """
     decay, no_decay = trainable_groups(model)

@@ -17,7 +17,7 @@ import zipfile
 from pathlib import Path
 from typing import TYPE_CHECKING, Protocol
 
-from growcockpit.backend.checkpoint_dirs import checkpoint_dirs, step_of
+from growcockpit.backend.state.checkpoint_dirs import checkpoint_dirs, step_of
 from growcockpit.plan.types import Plan, Stage, trainable_layer_ids
 from growcockpit.protocol import safe_fs
 from growcockpit.protocol.events import RolledBack
@@ -27,18 +27,18 @@ if TYPE_CHECKING:  # torch-heavy: choosing a checkpoint must not import them
     import torch
     from torch import nn
 
-    from growcockpit.backend.checkpoint import TrainerPosition
+    from growcockpit.backend.control.reporter import RunReporter
     from growcockpit.backend.distributed import DistContext
-    from growcockpit.backend.operators import LevelSnapshot
-    from growcockpit.backend.reporter import RunReporter
-    from growcockpit.backend.step import StepRunner
+    from growcockpit.backend.loop.operators import LevelSnapshot
+    from growcockpit.backend.loop.step import StepRunner
+    from growcockpit.backend.state.checkpoint import TrainerPosition
     from growcockpit.grow import GrowResult
 
 SET_ASIDE = "rolled-back"
 
 
 class RestoreHost(Protocol):
-    """The parts of a live trainer a checkpoint restores (backend/engine.py's `Trainer`)."""
+    """The parts of a live trainer a checkpoint restores (backend/loop/engine.py's `Trainer`)."""
 
     pos: TrainerPosition
     plan: Plan
@@ -144,16 +144,16 @@ def set_aside_later(root: Path, step: int) -> list[Path]:
 def restore_trainer(trainer: RestoreHost, checkpoint_dir: Path) -> None:
     """Continue from a checkpoint: same weights, optimizer, plan position and RNG.
 
-    Every part is checked (backend/checkpoint_checks.py) and the new model and
+    Every part is checked (backend/state/checkpoint_checks.py) and the new model and
     optimizer state are matched before the trainer changes, so a refused
     checkpoint (CheckpointError) leaves a live run exactly as it was.
     """
-    from growcockpit.backend import rng
-    from growcockpit.backend.checkpoint import load_checkpoint
-    from growcockpit.backend.checkpoint_checks import check_state
+    from growcockpit.backend.loop.operators import levels_from_saved, open_levels_at
     from growcockpit.backend.model import model_from_saved
-    from growcockpit.backend.operators import levels_from_saved, open_levels_at
-    from growcockpit.backend.state_checks import check_optimizer_params
+    from growcockpit.backend.state import rng
+    from growcockpit.backend.state.checkpoint import load_checkpoint
+    from growcockpit.backend.state.checkpoint_checks import check_state
+    from growcockpit.backend.state.state_checks import check_optimizer_params
 
     state = load_checkpoint(checkpoint_dir)
     checked = check_state(state, checkpoint_dir)
@@ -241,7 +241,7 @@ def _optimizer_stage(plan: Plan, pos: TrainerPosition) -> tuple[Stage, list[int]
 
 def _param_groups(model: nn.Module, stage: Stage, trainable: list[int]) -> list[list[torch.Tensor]]:
     """The parameter groups `configure_training` will give the optimizer over `model`."""
-    from growcockpit.backend.optim import trainable_groups
+    from growcockpit.backend.loop.optim import trainable_groups
     from growcockpit.grow.freeze import apply_freeze
 
     apply_freeze(model, trainable, stage.embeddings_trainable(), stage.head_trainable())

@@ -1,6 +1,6 @@
 """The run's numeric precision: what "auto" resolves to, and the autocast around the model.
 
-Out of backend/step.py so that calibration, benchmarks and evaluation share
+Out of backend/loop/step.py so that calibration, benchmarks and evaluation share
 the step's choice without the step itself.
 """
 

@@ -21,9 +21,9 @@ import numpy as np
 import torch
 from transformers import PreTrainedTokenizerBase
 
-from growcockpit.backend.corpus import Corpus, CorpusLines, DataError, resolve_corpus
-from growcockpit.backend.token_cache import TokenShard, tokenize_to_shard
-from growcockpit.backend.tokenizer import build_tokenizer
+from growcockpit.backend.data.corpus import Corpus, CorpusLines, DataError, resolve_corpus
+from growcockpit.backend.data.token_cache import TokenShard, tokenize_to_shard
+from growcockpit.backend.data.tokenizer import build_tokenizer
 from growcockpit.plan.families import family_facts
 from growcockpit.plan.types import DataSpec
 from growcockpit.protocol.token_index import CacheRecord, read_record, record_path, write_record

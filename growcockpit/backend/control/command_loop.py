@@ -3,7 +3,7 @@
 `commands.decide` says what a command means (an intent, or a refusal);
 `apply_intent` is the one place where an intent changes the loop's state.
 Both work on a `CommandHost`, the few parts of the trainer that commands may
-change, so this module needs no Trainer (backend/engine.py is the host).
+change, so this module needs no Trainer (backend/loop/engine.py is the host).
 """
 
 from __future__ import annotations
@@ -13,8 +13,7 @@ from typing import Protocol
 
 import torch
 
-from growcockpit.backend.checkpoint import TrainerPosition
-from growcockpit.backend.commands import (
+from growcockpit.backend.control.commands import (
     Advance,
     Intent,
     Pause,
@@ -27,10 +26,11 @@ from growcockpit.backend.commands import (
     TakeCheckpoint,
     decide,
 )
+from growcockpit.backend.control.reporter import RunReporter
 from growcockpit.backend.distributed import DistContext
-from growcockpit.backend.progress import Progress
-from growcockpit.backend.reporter import RunReporter
-from growcockpit.backend.restore import RestoreError
+from growcockpit.backend.loop.progress import Progress
+from growcockpit.backend.state.checkpoint import TrainerPosition
+from growcockpit.backend.state.restore import RestoreError
 from growcockpit.plan.types import Plan
 from growcockpit.protocol.commands import CommandAck, CommandRequest
 

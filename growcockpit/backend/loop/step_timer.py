@@ -1,6 +1,6 @@
 """Wall time per phase of a training step (fwd / bwd / opt), without costing a sync.
 
-Out of backend/step.py, which runs the step: the timer is measured around the
+Out of backend/loop/step.py, which runs the step: the timer is measured around the
 phases rather than woven through them.
 """
 

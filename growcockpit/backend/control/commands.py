@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from growcockpit.backend.progress import Progress
+from growcockpit.backend.loop.progress import Progress
 from growcockpit.plan import PlanError, parse_stages, replace_remaining_stages
 from growcockpit.plan.types import Plan
 from growcockpit.protocol.commands import CommandRequest, lr_factor_problem, lr_scale_problem

@@ -1,0 +1,1 @@
+"""The training loop: the stage engine, one step, its forward, optimizer and per-stage recipes."""

@@ -1,0 +1,1 @@
+"""What a run keeps: checkpoints, their checks, restoring, RNG, the init model and the final one."""
