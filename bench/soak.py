@@ -32,8 +32,8 @@ REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
 from growcockpit.protocol import ControlError, read_all, read_status  # noqa: E402
-from growcockpit.ui.run_client import RunClient  # noqa: E402
-from growcockpit.ui.run_state import RunState  # noqa: E402
+from growcockpit.session.run_client import RunClient  # noqa: E402
+from growcockpit.session.run_state import RunState  # noqa: E402
 
 PLAN = """name = "soak"
 seed = 0

@@ -33,9 +33,9 @@ sys.path.insert(0, str(ROOT))
 from ui_fixtures import write_long_log  # noqa: E402
 
 from growcockpit.protocol import EventLog, LayerStat, LayerStats, RunPaths, Step  # noqa: E402
+from growcockpit.session.attach_index import INDEX_NAME  # noqa: E402
+from growcockpit.session.index_keeper import IndexKeeper  # noqa: E402
 from growcockpit.ui import GrowCockpitApp  # noqa: E402
-from growcockpit.ui.attach_index import INDEX_NAME  # noqa: E402
-from growcockpit.ui.index_keeper import IndexKeeper  # noqa: E402
 from growcockpit.ui.screens import DashboardScreen  # noqa: E402
 
 KEPT_UNINDEXED = 3_000
@@ -207,7 +207,7 @@ async def stream(
 
 def kept_run(log: Path, run_dir: Path, unindexed: int = KEPT_UNINDEXED) -> Path:
     """`log` as `growcockpit train` leaves it: its index kept by the trainer's keeper
-    (ui/index_keeper.py) up to `unindexed` events before the end (the keeper writes
+    (session/index_keeper.py) up to `unindexed` events before the end (the keeper writes
     every 30 s: 3000 events of a run logging 100 events/s)."""
     lines = log.read_bytes().splitlines(keepends=True)
     events = RunPaths(run_dir).events

@@ -121,7 +121,7 @@ def cmd_train(args: argparse.Namespace) -> int:
             print(f"run directory: {run_dir}", flush=True)
         if args.compile:
             plan.optim.compile = True
-        from growcockpit.ui.index_keeper import index_kept  # the cockpit's cache, kept fresh
+        from growcockpit.session.index_keeper import index_kept  # the cockpit's cache, kept fresh
 
         with index_kept(run_dir, enabled=is_rank_zero()):
             return run_training(plan, plan_text, run_dir, device=args.device)
@@ -183,7 +183,7 @@ def cmd_resume(args: argparse.Namespace) -> int:
                 set_aside_later(RunPaths(run_dir).checkpoints, step)
             print(f"resuming {run_dir} from {ckpt.name}", flush=True)
         from growcockpit.backend.run import run_training
-        from growcockpit.ui.index_keeper import index_kept
+        from growcockpit.session.index_keeper import index_kept
 
         with index_kept(run_dir, enabled=is_rank_zero()):
             return run_training(

@@ -2,28 +2,27 @@
 
 Never imports torch, transformers, datasets or the backend: a cockpit over SSH
 must start in a fraction of a second and never hold training state. What is
-not drawing (`RunSession`, `RunState`, the folds, the catalog) does not import
-Textual either, so scripts and tests can use it headless. Every name here is
-loaded only when asked for: `growcockpit train` imports `ui.index_keeper` and
-must not pay for the folds at start-up.
+not drawing (`RunSession`, `RunState`, the folds, the catalog) lives in
+`growcockpit.session`, which imports no Textual, so scripts and tests can use it
+headless. Every name here is loaded only when asked for.
 """
 
 import importlib
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
+    from growcockpit.session.run_client import RunClient
+    from growcockpit.session.run_session import RunSession
+    from growcockpit.session.run_state import RunState
     from growcockpit.ui.app import GrowCockpitApp
-    from growcockpit.ui.run_client import RunClient
-    from growcockpit.ui.run_state import RunState
-    from growcockpit.ui.session import RunSession
 
 __all__ = ["GrowCockpitApp", "RunClient", "RunSession", "RunState"]
 
 _HOMES = {
     "GrowCockpitApp": "growcockpit.ui.app",
-    "RunClient": "growcockpit.ui.run_client",
-    "RunState": "growcockpit.ui.run_state",
-    "RunSession": "growcockpit.ui.session",
+    "RunClient": "growcockpit.session.run_client",
+    "RunState": "growcockpit.session.run_state",
+    "RunSession": "growcockpit.session.run_session",
 }
 
 

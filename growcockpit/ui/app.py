@@ -15,7 +15,8 @@ from textual.binding import Binding
 from textual.screen import Screen
 
 from growcockpit.resources import themes_dir
-from growcockpit.ui.run_client import LaunchError, RunClient
+from growcockpit.session.run_client import LaunchError, RunClient
+from growcockpit.session.settings import load_settings, save_settings
 from growcockpit.ui.screens import (
     CompareScreen,
     ConfirmScreen,
@@ -24,7 +25,6 @@ from growcockpit.ui.screens import (
     HomeScreen,
     LaunchOptions,
 )
-from growcockpit.ui.settings import load_settings, save_settings
 from growcockpit.ui.themes import (
     DEFAULT_THEME,
     GC_DEFAULTS,

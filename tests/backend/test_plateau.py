@@ -171,7 +171,7 @@ def test_tiny_run_advances_on_plateau(tmp_path: Path) -> None:
 
 def test_cockpit_shows_how_close_the_trigger_is() -> None:
     from growcockpit.protocol.events import PlateauCheck, StageStarted
-    from growcockpit.ui.run_state import RunState
+    from growcockpit.session.run_state import RunState
     from growcockpit.ui.widgets.run_header import header_text
 
     state = RunState()

@@ -96,8 +96,8 @@ def test_the_attach_index_covers_the_whole_log(finished_run: Path) -> None:
     cockpit to attach starts from it; it equals folding the log from scratch."""
     from ui_fixtures import assert_same_state
 
-    from growcockpit.ui.attach_index import state_to_dict
-    from growcockpit.ui.session import RunSession
+    from growcockpit.session.attach_index import state_to_dict
+    from growcockpit.session.run_session import RunSession
 
     lines = (finished_run / "events.jsonl").read_bytes().count(b"\n")
     warm = RunSession(finished_run)

@@ -97,7 +97,7 @@ def test_status_of_a_completed_run_names_its_last_stage(
     assert main(["status", str(run_dir)]) == 0
     out = capsys.readouterr().out
     assert "stage 2/2" in out and "3/2" not in out
-    from growcockpit.ui.catalog import run_entry
+    from growcockpit.session.catalog import run_entry
 
     entry = run_entry(run_dir)
     assert entry is not None and entry.stage == "2/2 grow"

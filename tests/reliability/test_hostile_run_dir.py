@@ -230,7 +230,7 @@ def test_home_lists_a_healthy_run_beside_a_hostile_sibling(run: Path) -> None:
     os.mkfifo(hostile / "status.json")
     os.mkfifo(hostile / "events.jsonl")
     code = (
-        "import sys; from growcockpit.ui.catalog import list_runs; "
+        "import sys; from growcockpit.session.catalog import list_runs; "
         "print(' '.join(e.name for e in list_runs(sys.argv[1])))"
     )
     res = subprocess.run(

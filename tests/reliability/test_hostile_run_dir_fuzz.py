@@ -21,7 +21,7 @@ from hypothesis import strategies as st
 from growcockpit.cli import main
 from growcockpit.protocol.run_safety import check_run_dir
 from growcockpit.protocol.safe_fs import RunDirError
-from growcockpit.ui.catalog import list_runs
+from growcockpit.session.catalog import list_runs
 
 NAMES = (
     "status.json",

@@ -161,7 +161,7 @@ def test_blow_up_pause_rollback_lower_lr_resume(tmp_path: Path) -> None:
 def _cockpit_follows_the_rollback(events: list[Event], back: RolledBack) -> None:
     """The cockpit's fold of this real log: the loss curve goes forward only, and the LR
     scale is the checkpoint's (×1), not the ×1e6 of the abandoned timeline."""
-    from growcockpit.ui.run_state import RunState
+    from growcockpit.session.run_state import RunState
 
     state = RunState()
     state.apply_all(events)

@@ -17,7 +17,7 @@ from growcockpit.cli import main
 from growcockpit.protocol import RunStatus, read_all, read_status, write_status
 from growcockpit.protocol.events import RolledBack, RunStarted, Step
 from growcockpit.protocol.rundir import process_start_time
-from growcockpit.ui.run_state import RunState
+from growcockpit.session.run_state import RunState
 
 
 def _status(**kw: object) -> RunStatus:

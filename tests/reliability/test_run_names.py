@@ -14,7 +14,7 @@ from growcockpit.cli import main
 from growcockpit.plan import PlanError, loads_plan
 from growcockpit.plan.names import MAX_NAME_LEN, name_problem
 from growcockpit.protocol.rundir import RunDirError, inside_runs, new_run_dir
-from growcockpit.ui.run_client import RunClient
+from growcockpit.session.run_client import RunClient
 
 ROOT = REPO
 TINY = (ROOT / "tests" / "plans" / "tiny.toml").read_text()

@@ -21,8 +21,8 @@ from growcockpit.protocol.events import (
     Step,
 )
 from growcockpit.protocol.status_fold import status_from_log
-from growcockpit.ui.catalog import list_runs
-from growcockpit.ui.run_state import RunState
+from growcockpit.session.catalog import list_runs
+from growcockpit.session.run_state import RunState
 from growcockpit.ui.widgets.run_header import header_text
 
 ADVANCED_AT = 11  # `g` pressed at step 11 of stage 1's 40

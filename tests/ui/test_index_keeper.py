@@ -10,9 +10,9 @@ import pytest
 from ui_fixtures import assert_same_state, write_long_log
 
 from growcockpit.protocol import EventLog, RunPaths, Step
-from growcockpit.ui.attach_index import INDEX_NAME, state_to_dict
-from growcockpit.ui.index_keeper import IndexKeeper, index_kept
-from growcockpit.ui.session import RunSession
+from growcockpit.session.attach_index import INDEX_NAME, state_to_dict
+from growcockpit.session.index_keeper import IndexKeeper, index_kept
+from growcockpit.session.run_session import RunSession
 
 
 def _cold(run_dir: Path) -> RunSession:

@@ -11,8 +11,8 @@ from rich.text import Text
 from growcockpit.metrics.system import SystemSampler
 from growcockpit.protocol.events import System, WarningEvent
 from growcockpit.protocol.machine_load import oversubscribed
-from growcockpit.ui.fold.metrics import on_system
-from growcockpit.ui.run_state import RunState
+from growcockpit.session.fold.metrics import on_system
+from growcockpit.session.run_state import RunState
 from growcockpit.ui.widgets.system_panel import machine_text
 
 

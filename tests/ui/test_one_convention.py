@@ -15,8 +15,8 @@ from ui_fixtures import PLAN, settle, write_recorded_run
 from growcockpit.plan import format_plan, plan_from_dict
 from growcockpit.protocol import RunStatus, write_status
 from growcockpit.protocol.status_fold import status_from_log
+from growcockpit.session.catalog import run_entry
 from growcockpit.ui import GrowCockpitApp
-from growcockpit.ui.catalog import run_entry
 from growcockpit.ui.widgets import RunHeader
 
 

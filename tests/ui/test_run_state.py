@@ -9,7 +9,7 @@ from ui_fixtures import PLAN, STAGE_STEPS, T0, loss_at, recorded_events
 from growcockpit.plan import load_plan
 from growcockpit.protocol import Paused, RunStarted, StageStarted, Step, UnknownEvent, WarningEvent
 from growcockpit.resources import sample_plan
-from growcockpit.ui.run_state import RunState, Series, minmax_downsample
+from growcockpit.session.run_state import RunState, Series, minmax_downsample
 
 
 def folded(**kwargs: object) -> RunState:

@@ -18,9 +18,9 @@ from ui_fixtures import notes, recorded_events, screen_text, settle, wait_for, w
 
 from growcockpit.protocol import RunPaths
 from growcockpit.protocol.events import Error, Event, Paused, Resumed, RolledBack
+from growcockpit.session.fold.rollback import blown_up
+from growcockpit.session.run_state import RunState
 from growcockpit.ui import GrowCockpitApp
-from growcockpit.ui.fold.rollback import blown_up
-from growcockpit.ui.run_state import RunState
 from growcockpit.ui.screens import PromptScreen
 from growcockpit.ui.screens.command_text import rollback_scale_problem, suggested_scale
 

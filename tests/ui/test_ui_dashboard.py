@@ -25,9 +25,9 @@ from ui_fixtures import (
 
 from growcockpit.protocol import ControlServer, RunPaths
 from growcockpit.resources import sample_plan
+from growcockpit.session.controller import ControllerLock
+from growcockpit.session.run_client import GLIBC_TUNABLES, backend_command, plan_name
 from growcockpit.ui import GrowCockpitApp, RunClient
-from growcockpit.ui.controller import ControllerLock
-from growcockpit.ui.run_client import GLIBC_TUNABLES, backend_command, plan_name
 from growcockpit.ui.screens import (
     ConfirmScreen,
     DashboardScreen,

@@ -284,7 +284,7 @@ async def test_backend_that_dies_at_start_is_reported(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """The real launcher, with a stand-in interpreter that fails the way a broken install does."""
-    from growcockpit.ui import session
+    from growcockpit.session import run_session as session
 
     monkeypatch.setattr(session, "ALIVE_CHECK_S", 0.05)
     fake_python = tmp_path / "fake-python"

@@ -11,9 +11,9 @@ from ui_fixtures import PLAN, STAGE_STEPS, T0, recorded_events, screen_text, set
 
 from growcockpit.plan import plan_from_dict, plan_to_dict
 from growcockpit.protocol import LayerStat, LayerStats, PlanChanged, RunPaths, StageStarted, Step
+from growcockpit.session.fold.layers import TIMING_WINDOW, LayerRow
+from growcockpit.session.run_state import RunState
 from growcockpit.ui import GrowCockpitApp
-from growcockpit.ui.fold.layers import TIMING_WINDOW, LayerRow
-from growcockpit.ui.run_state import RunState
 from growcockpit.ui.screens import ConfirmScreen
 from growcockpit.ui.widgets import LayerTable
 

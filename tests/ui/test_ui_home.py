@@ -16,10 +16,10 @@ from ui_fixtures import (
 )
 
 from growcockpit.protocol import RunPaths, RunStatus, write_status
+from growcockpit.session.catalog import format_age, list_plans, list_runs
+from growcockpit.session.settings import load_settings, settings_path
 from growcockpit.ui import GrowCockpitApp
-from growcockpit.ui.catalog import format_age, list_plans, list_runs
 from growcockpit.ui.screens import CompareScreen, DashboardScreen, DesignerScreen, HomeScreen
-from growcockpit.ui.settings import load_settings, settings_path
 from growcockpit.ui.themes import load_theme, parse_palette, theme_files
 
 SIZE = (160, 48)

@@ -15,8 +15,8 @@ from ui_fixtures import screen_text
 
 from growcockpit.protocol import read_status
 from growcockpit.resources import sample_plan
+from growcockpit.session.run_client import RunClient
 from growcockpit.ui import GrowCockpitApp
-from growcockpit.ui.run_client import RunClient
 from growcockpit.ui.screens import DashboardScreen, DesignerScreen
 
 TINY_LLAMA = TESTS / "plans" / "tiny-llama.toml"

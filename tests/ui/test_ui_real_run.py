@@ -12,8 +12,8 @@ import pytest
 from repo_paths import TESTS
 
 from growcockpit.protocol import read_status
+from growcockpit.session.run_client import RunClient
 from growcockpit.ui import GrowCockpitApp
-from growcockpit.ui.run_client import RunClient
 from growcockpit.ui.screens import DashboardScreen
 
 pytestmark = pytest.mark.slow

@@ -15,9 +15,9 @@ from ui_fixtures import notes, recorded_events, screen_text, settle, wait_for, w
 
 from growcockpit.protocol import CommandEvent, RunPaths, Step, encode_event, read_all
 from growcockpit.protocol.events import Event, LayerStat, LayerStats, RolledBack
+from growcockpit.session.fold.bulk import fold_lines
+from growcockpit.session.run_state import RunState
 from growcockpit.ui import GrowCockpitApp
-from growcockpit.ui.fold.bulk import fold_lines
-from growcockpit.ui.run_state import RunState
 from growcockpit.ui.screens import PromptScreen
 from growcockpit.ui.screens.command_text import rollback_step_problem
 

@@ -14,9 +14,9 @@ import pytest
 from ui_fixtures import recorded_events, write_events, write_long_log, write_recorded_run
 
 from growcockpit.protocol import EventLog, RunPaths, RunStarted, Step, encode_event, read_all
-from growcockpit.ui.fold.bulk import fold_lines
-from growcockpit.ui.run_state import RunState
-from growcockpit.ui.session import RunSession
+from growcockpit.session.fold.bulk import fold_lines
+from growcockpit.session.run_session import RunSession
+from growcockpit.session.run_state import RunState
 
 SCALARS = [
     "run_id",
@@ -163,7 +163,7 @@ def test_session_tails_folds_and_rebuilds_without_textual(tmp_path: Path) -> Non
 
 def test_session_and_folds_import_without_textual() -> None:
     code = (
-        "import sys, growcockpit.ui.session, growcockpit.ui.run_state, growcockpit.ui.catalog;"
+        "import sys, growcockpit.session.run_session, growcockpit.session.run_state, growcockpit.session.catalog;"
         "print('textual' in sys.modules)"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
@@ -171,7 +171,7 @@ def test_session_and_folds_import_without_textual() -> None:
 
 
 def test_catalog_summarises_a_run_without_status_by_folding_its_tail(tmp_path: Path) -> None:
-    from growcockpit.ui.catalog import run_entry
+    from growcockpit.session.catalog import run_entry
 
     done = tmp_path / "done"
     done.mkdir()
@@ -196,8 +196,8 @@ def test_catalog_summarises_a_run_without_status_by_folding_its_tail(tmp_path: P
 def test_attach_index_resumes_from_where_the_last_session_folded(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    import growcockpit.ui.session as session_mod
-    from growcockpit.ui.attach_index import INDEX_NAME
+    import growcockpit.session.run_session as session_mod
+    from growcockpit.session.attach_index import INDEX_NAME
 
     monkeypatch.setattr(session_mod, "INDEX_EVERY", 1000)
     run_dir = tmp_path / "run"
@@ -228,7 +228,7 @@ def test_attach_index_resumes_from_where_the_last_session_folded(
 def test_attach_index_of_another_log_is_ignored(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    import growcockpit.ui.session as session_mod
+    import growcockpit.session.run_session as session_mod
 
     monkeypatch.setattr(session_mod, "INDEX_EVERY", 100)
     run_dir = tmp_path / "run"

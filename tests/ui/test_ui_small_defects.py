@@ -39,7 +39,7 @@ def test_the_elapsed_clock_goes_on_after_a_resume() -> None:
     from ui_fixtures import PLAN, T0
 
     from growcockpit.protocol.events import RunFinished, RunStarted, StageStarted, Step
-    from growcockpit.ui.run_state import RunState
+    from growcockpit.session.run_state import RunState
 
     state = RunState()
     state.apply_all(
@@ -106,7 +106,7 @@ async def test_save_as_names_the_plan_after_its_new_file(
 ) -> None:
     from growcockpit.plan import load_plan
     from growcockpit.resources import sample_plan
-    from growcockpit.ui.catalog import list_plans
+    from growcockpit.session.catalog import list_plans
     from growcockpit.ui.screens import DesignerScreen, PromptScreen
 
     monkeypatch.chdir(tmp_path)

@@ -12,8 +12,8 @@ from textual.app import App, ComposeResult
 
 from growcockpit.plan import load_plan
 from growcockpit.resources import sample_plan
-from growcockpit.ui.fold.layers import LayerRow
-from growcockpit.ui.run_state import RunState
+from growcockpit.session.fold.layers import LayerRow
+from growcockpit.session.run_state import RunState
 from growcockpit.ui.widgets import LayerTable, StageTable
 from growcockpit.ui.widgets.steady_table import SteadyTable, cell_width
 

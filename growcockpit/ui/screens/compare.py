@@ -17,8 +17,8 @@ from textual.widgets import DataTable, Footer, Label, SelectionList
 from textual_plotext import PlotextPlot
 
 from growcockpit.compare import RunProgress
-from growcockpit.ui.catalog import RunEntry, list_runs
-from growcockpit.ui.compare import (
+from growcockpit.session.catalog import RunEntry, list_runs
+from growcockpit.session.compare_view import (
     Axis,
     Comparison,
     compare,

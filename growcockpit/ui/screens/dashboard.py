@@ -8,7 +8,7 @@ to read the state (no disk I/O in a timer); a plot (or the heatmap) redraws
 only when its data, size or theme changed and only while it is on screen.
 Commands (dashboard_commands.py, its base) go over the control socket in a thread worker, since the backend
 answers at its next step boundary. Only the cockpit holding the run's
-controller role (see `growcockpit.ui.controller`) sends commands; others are
+controller role (see `growcockpit.session.controller`) sends commands; others are
 read-only and say so.
 """
 
@@ -26,11 +26,11 @@ from textual.widget import Widget
 from textual.widgets import Footer, TabbedContent, TabPane
 from textual.worker import get_current_worker
 
-from growcockpit.ui.fold.layers import TIMING_WINDOW
+from growcockpit.session.fold.layers import TIMING_WINDOW
+from growcockpit.session.run_session import RunSession
 from growcockpit.ui.screens.dashboard_commands import DashboardCommands
 from growcockpit.ui.screens.help_texts import DASHBOARD_HELP
 from growcockpit.ui.screens.prompt import HelpScreen, keys_of
-from growcockpit.ui.session import RunSession
 from growcockpit.ui.widgets import (
     EventLogPanel,
     LayerHeatmap,

@@ -21,16 +21,16 @@ from textual.screen import Screen
 
 from growcockpit.protocol import ControlError
 from growcockpit.protocol.commands import CommandAck
-from growcockpit.ui.controller import ControllerLock
-from growcockpit.ui.fold.rollback import blown_up
-from growcockpit.ui.run_client import RunClient
-from growcockpit.ui.run_state import RunState
+from growcockpit.session.controller import ControllerLock
+from growcockpit.session.fold.rollback import blown_up
+from growcockpit.session.run_client import RunClient
+from growcockpit.session.run_session import RunSession
+from growcockpit.session.run_state import RunState
 from growcockpit.ui.screens import command_text as texts
 from growcockpit.ui.screens.command_text import command_outcome
 from growcockpit.ui.screens.command_text import factor_problem as _factor_problem
 from growcockpit.ui.screens.confirm import ConfirmScreen
 from growcockpit.ui.screens.prompt import PromptScreen
-from growcockpit.ui.session import RunSession
 
 
 class DashboardCommands(Screen[None]):

@@ -28,7 +28,13 @@ from growcockpit.plan.budget import apply_fit
 from growcockpit.plan.show import budget_lines
 from growcockpit.plan.types import BudgetSpec, Plan
 from growcockpit.protocol.token_index import data_state
-from growcockpit.ui.plan_drafts import display_path, estimate, new_plan, plan_summary, unique_name
+from growcockpit.session.plan_drafts import (
+    display_path,
+    estimate,
+    new_plan,
+    plan_summary,
+    unique_name,
+)
 from growcockpit.ui.screens import designer_status, plan_edits
 from growcockpit.ui.screens.confirm import ConfirmScreen
 from growcockpit.ui.screens.designer_save import DesignerSaving

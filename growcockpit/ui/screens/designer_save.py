@@ -16,7 +16,7 @@ from textual.screen import Screen
 from growcockpit.plan import PlanError, plan_to_dict, save_plan
 from growcockpit.plan.names import name_problem, suggest_name
 from growcockpit.plan.types import Plan
-from growcockpit.ui.plan_drafts import (
+from growcockpit.session.plan_drafts import (
     display_path,
     estimate,
     is_sample,

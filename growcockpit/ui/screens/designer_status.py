@@ -14,7 +14,7 @@ from pathlib import Path
 
 from growcockpit.plan import PlanError
 from growcockpit.plan.types import Plan
-from growcockpit.ui.plan_drafts import display_path, is_sample
+from growcockpit.session.plan_drafts import display_path, is_sample
 
 _STAGE_KEY = re.compile(r"^stages\[(\d+)\](?:\.(\w+))?")
 

@@ -23,7 +23,7 @@ from growcockpit.plan import PlanError, load_plan
 from growcockpit.plan.init_from import SourceError, grow_plan_from
 from growcockpit.plan.types import Plan
 from growcockpit.protocol.rundir import RunPaths
-from growcockpit.ui.catalog import PlanEntry, RunEntry, format_age, list_plans, list_runs
+from growcockpit.session.catalog import PlanEntry, RunEntry, format_age, list_plans, list_runs
 from growcockpit.ui.screens.prompt import HelpScreen, keys_of
 from growcockpit.ui.type_ahead import hold_keys
 from growcockpit.ui.widgets.steady_table import SteadyTable

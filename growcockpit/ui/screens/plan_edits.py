@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from growcockpit.plan.types import BudgetSpec, Plan
-from growcockpit.ui.plan_drafts import new_plan, next_stage, unique_name
+from growcockpit.session.plan_drafts import new_plan, next_stage, unique_name
 
 STARTED = "That stage has already started: only later stages can change."
 

@@ -6,7 +6,7 @@ from rich.text import Text
 from textual import events
 from textual.widgets import RichLog
 
-from growcockpit.ui.run_state import LogEntry, RunState
+from growcockpit.session.run_state import LogEntry, RunState
 from growcockpit.ui.widgets.run_header import format_duration
 
 MAX_LINES = 1000

@@ -19,7 +19,7 @@ from rich.text import Text
 from textual import events
 from textual.widget import Widget
 
-from growcockpit.ui.run_state import RunState
+from growcockpit.session.run_state import RunState
 from growcockpit.ui.widgets.text_bits import blend, colour
 
 LABEL_W = 4  # "L47 "

@@ -17,8 +17,8 @@ from growcockpit.protocol.layer_health import (
     LayerSample,
     health,
 )
-from growcockpit.ui.fold.layers import LayerRow
-from growcockpit.ui.run_state import RunState
+from growcockpit.session.fold.layers import LayerRow
+from growcockpit.session.run_state import RunState
 from growcockpit.ui.widgets.steady_table import SteadyTable
 from growcockpit.ui.widgets.text_bits import colour, num, spark
 

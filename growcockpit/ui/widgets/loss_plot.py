@@ -7,7 +7,7 @@ from textual import events
 from textual.reactive import reactive
 from textual_plotext import PlotextPlot
 
-from growcockpit.ui.run_state import Marker, RunState
+from growcockpit.session.run_state import Marker, RunState
 from growcockpit.ui.widgets.text_bits import colour, rgb
 
 MARKER_VARS = {

@@ -5,8 +5,8 @@ from __future__ import annotations
 from rich.text import Text
 from textual.widgets import Static
 
-from growcockpit.ui.fold.plateau import plateau_label
-from growcockpit.ui.run_state import RunState
+from growcockpit.session.fold.plateau import plateau_label
+from growcockpit.session.run_state import RunState
 from growcockpit.ui.widgets.text_bits import human_count
 
 STATUS_STYLE = {

@@ -9,7 +9,7 @@ from textual.widgets import Static
 
 from growcockpit.protocol.machine_load import oversubscribed
 from growcockpit.protocol.node import rank_spread
-from growcockpit.ui.run_state import RunState
+from growcockpit.session.run_state import RunState
 from growcockpit.ui.widgets.text_bits import bar, colour, human_bytes, num, spark
 
 

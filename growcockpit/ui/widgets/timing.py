@@ -9,7 +9,7 @@ from textual import events
 from textual.widgets import Static
 from textual_plotext import PlotextPlot
 
-from growcockpit.ui.run_state import RunState
+from growcockpit.session.run_state import RunState
 from growcockpit.ui.widgets.loss_plot import draw_markers
 from growcockpit.ui.widgets.text_bits import colour, num, rgb
 

@@ -23,11 +23,11 @@ from pathlib import Path
 from typing import Any
 
 from growcockpit.protocol.commands import CommandAck
-from growcockpit.ui import attach_index
-from growcockpit.ui.controller import ControllerLock
-from growcockpit.ui.fold.bulk import fold_objects, parse_lines
-from growcockpit.ui.run_client import RunClient
-from growcockpit.ui.run_state import RunState
+from growcockpit.session import attach_index
+from growcockpit.session.controller import ControllerLock
+from growcockpit.session.fold.bulk import fold_objects, parse_lines
+from growcockpit.session.run_client import RunClient
+from growcockpit.session.run_state import RunState
 
 POLL_S = 0.2  # how often the tail loop looks for new lines once caught up
 ALIVE_CHECK_S = 2.0

@@ -27,11 +27,11 @@ from typing import Any
 from growcockpit.protocol import safe_fs
 from growcockpit.protocol.rundir import RunPaths
 from growcockpit.protocol.stage_steps import StageSteps
-from growcockpit.ui.fold.layers import TIMING_WINDOW, LayerRow
-from growcockpit.ui.fold.plan import StageInfo
-from growcockpit.ui.fold.records import HIST, GpuView, LogEntry, StageTiming
-from growcockpit.ui.fold.series import LayerHistory, Marker, Series
-from growcockpit.ui.run_state import RunState
+from growcockpit.session.fold.layers import TIMING_WINDOW, LayerRow
+from growcockpit.session.fold.plan import StageInfo
+from growcockpit.session.fold.records import HIST, GpuView, LogEntry, StageTiming
+from growcockpit.session.fold.series import LayerHistory, Marker, Series
+from growcockpit.session.run_state import RunState
 
 INDEX_NAME = RunPaths.INDEX
 FORMAT = 2  # bump when RunState or a fold changes what a folded state holds

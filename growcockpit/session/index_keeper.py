@@ -51,7 +51,9 @@ class IndexKeeper:
 
     def _run(self) -> None:
         try:
-            from growcockpit.ui.session import RunSession  # off the training's start-up path
+            from growcockpit.session.run_session import (
+                RunSession,  # off the training's start-up path
+            )
 
             events = RunPaths(self.run_dir).events
             session: RunSession | None = None

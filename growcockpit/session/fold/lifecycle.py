@@ -16,14 +16,14 @@ from growcockpit.protocol.events import (
     StageStarted,
 )
 from growcockpit.protocol.rundir import FINAL_STATES
-from growcockpit.ui.fold.layers import LayerRow
-from growcockpit.ui.fold.plan import StageInfo, decode_plan, stages_of
-from growcockpit.ui.fold.plateau import REASON_TEXT
-from growcockpit.ui.fold.records import StageTiming
-from growcockpit.ui.fold.rollback import blow_up_hint
+from growcockpit.session.fold.layers import LayerRow
+from growcockpit.session.fold.plan import StageInfo, decode_plan, stages_of
+from growcockpit.session.fold.plateau import REASON_TEXT
+from growcockpit.session.fold.records import StageTiming
+from growcockpit.session.fold.rollback import blow_up_hint
 
 if TYPE_CHECKING:
-    from growcockpit.ui.fold.state import RunData
+    from growcockpit.session.fold.state import RunData
 
 FINISH_SEVERITY = {"completed": "good", "stopped": "warning", "crashed": "error"}
 

@@ -24,13 +24,13 @@ from typing import TYPE_CHECKING, Any
 
 from growcockpit.protocol.event_codec import event_from_dict
 from growcockpit.protocol.finite_json import NONFINITE
-from growcockpit.ui.fold.layers import LayerRow
-from growcockpit.ui.fold.metrics import EMA_ALPHA, SEC_PER_STEP_ALPHA
-from growcockpit.ui.fold.records import StageTiming
-from growcockpit.ui.fold.series import Series
+from growcockpit.session.fold.layers import LayerRow
+from growcockpit.session.fold.metrics import EMA_ALPHA, SEC_PER_STEP_ALPHA
+from growcockpit.session.fold.records import StageTiming
+from growcockpit.session.fold.series import Series
 
 if TYPE_CHECKING:
-    from growcockpit.ui.run_state import RunState
+    from growcockpit.session.run_state import RunState
 
 
 def _batch_loader() -> Callable[[bytes], Any]:

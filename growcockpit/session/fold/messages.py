@@ -15,7 +15,7 @@ from growcockpit.protocol.events import (
 )
 
 if TYPE_CHECKING:
-    from growcockpit.ui.fold.state import RunData
+    from growcockpit.session.fold.state import RunData
 
 TRACEBACK_LINES = 6
 

@@ -1,7 +1,7 @@
 """Everything the dashboard shows, folded from a run's events.
 
 `RunState` is plain Python (no Textual): feed it events with `apply()` and read
-its fields. What each event type does lives in `growcockpit.ui.fold` (one
+its fields. What each event type does lives in `growcockpit.session.fold` (one
 handler per type, dispatched through `fold.table.FOLDS`); this module holds the
 state itself and what is derived from it. History is bounded: loss series are
 compacted with min/max buckets once they pass `series_cap` points, the event
@@ -15,13 +15,13 @@ from collections.abc import Iterable
 
 from growcockpit.plan.show import layer_ranges
 from growcockpit.protocol.events import Event
-from growcockpit.ui.fold.layers import LayerRow
-from growcockpit.ui.fold.metrics import EMA_ALPHA
-from growcockpit.ui.fold.plan import StageInfo
-from growcockpit.ui.fold.records import GpuView, LogEntry, StageTiming
-from growcockpit.ui.fold.series import LayerHistory, Marker, Series, minmax_downsample
-from growcockpit.ui.fold.state import FINAL_STATUSES, RunData
-from growcockpit.ui.fold.table import FOLDS
+from growcockpit.session.fold.layers import LayerRow
+from growcockpit.session.fold.metrics import EMA_ALPHA
+from growcockpit.session.fold.plan import StageInfo
+from growcockpit.session.fold.records import GpuView, LogEntry, StageTiming
+from growcockpit.session.fold.series import LayerHistory, Marker, Series, minmax_downsample
+from growcockpit.session.fold.state import FINAL_STATUSES, RunData
+from growcockpit.session.fold.table import FOLDS
 
 __all__ = [
     "EMA_ALPHA",

@@ -6,11 +6,11 @@ import math
 from typing import TYPE_CHECKING
 
 from growcockpit.protocol.events import Eval, LayerStats, Step, System
-from growcockpit.ui.fold.layers import LayerRow
-from growcockpit.ui.fold.records import GpuView, StageTiming
+from growcockpit.session.fold.layers import LayerRow
+from growcockpit.session.fold.records import GpuView, StageTiming
 
 if TYPE_CHECKING:
-    from growcockpit.ui.fold.state import RunData
+    from growcockpit.session.fold.state import RunData
 
 EMA_ALPHA = 0.1  # smoothing of the train loss curve (about a 10-step window)
 SEC_PER_STEP_ALPHA = 0.1  # smoothing of wall seconds per step (for ETAs)

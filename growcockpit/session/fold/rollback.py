@@ -24,8 +24,8 @@ from growcockpit.protocol.events import RolledBack
 BLOW_UPS = ("non-finite loss", "loss spike", "gradient norm spike")
 
 if TYPE_CHECKING:
-    from growcockpit.ui.fold.series import Series
-    from growcockpit.ui.fold.state import RunData
+    from growcockpit.session.fold.series import Series
+    from growcockpit.session.fold.state import RunData
 
 
 def _series(state: RunData) -> tuple[Series, ...]:

@@ -10,10 +10,10 @@ from growcockpit.plan import Plan
 from growcockpit.protocol.events import PlateauCheck
 from growcockpit.protocol.rundir import FINAL_STATES
 from growcockpit.protocol.stage_steps import StageSteps
-from growcockpit.ui.fold.layers import LayerRow
-from growcockpit.ui.fold.plan import StageInfo, stages_of
-from growcockpit.ui.fold.records import HIST, GpuView, LogEntry, StageTiming
-from growcockpit.ui.fold.series import LayerHistory, Marker, Series
+from growcockpit.session.fold.layers import LayerRow
+from growcockpit.session.fold.plan import StageInfo, stages_of
+from growcockpit.session.fold.records import HIST, GpuView, LogEntry, StageTiming
+from growcockpit.session.fold.series import LayerHistory, Marker, Series
 
 FINAL_STATUSES = FINAL_STATES  # the run directory's names for a run that is over
 

@@ -27,10 +27,10 @@ from growcockpit.protocol.events import (
     System,
     WarningEvent,
 )
-from growcockpit.ui.fold import lifecycle, messages, metrics, plateau, rollback
+from growcockpit.session.fold import lifecycle, messages, metrics, plateau, rollback
 
 if TYPE_CHECKING:
-    from growcockpit.ui.fold.state import RunData
+    from growcockpit.session.fold.state import RunData
 
 E = TypeVar("E", bound=Event)
 Fold = Callable[["RunData", Any], None]

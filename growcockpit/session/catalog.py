@@ -15,8 +15,8 @@ from pathlib import Path
 from growcockpit.protocol import safe_fs
 from growcockpit.protocol.rundir import RunDirError, RunPaths, pid_alive, read_status
 from growcockpit.resources import sample_plans_dir
-from growcockpit.ui.fold.bulk import fold_lines
-from growcockpit.ui.run_state import RunState
+from growcockpit.session.fold.bulk import fold_lines
+from growcockpit.session.run_state import RunState
 
 TAIL_BYTES = 256 * 1024
 STATUS_WORDS = {

@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING
 from growcockpit.protocol.events import PlateauCheck
 
 if TYPE_CHECKING:
-    from growcockpit.ui.fold.state import RunData
+    from growcockpit.session.fold.state import RunData
 
 # stage_started.reason → what the event log adds after the stage line ("" says nothing new)
 REASON_TEXT = {"plateau": "the previous stage's loss plateaued", "command": "advanced by command"}
