@@ -14,7 +14,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from growcockpit.cli import cockpit, live, plans, race, reports, training
+from growcockpit.cli import cockpit, live, notes, plans, race, reports, training
 from growcockpit.cli.cockpit import add_runs_arg, build_cockpit_parser, cmd_cockpit
 from growcockpit.cli.common import EXIT_FAILED, EXIT_OK, EXIT_USAGE, UserError, run_command
 
@@ -30,7 +30,7 @@ __all__ = [
 ]
 
 # In `growcockpit --help` order.
-GROUPS = (training, cockpit, live, reports, plans, race)
+GROUPS = (training, cockpit, live, notes, reports, plans, race)
 
 
 def build_parser() -> argparse.ArgumentParser:

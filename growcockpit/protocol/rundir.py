@@ -39,11 +39,12 @@ class RunPaths:
     CONTROL = "control.sock"
     LOG = "backend.log"
     INDEX = "cockpit-index.json"
+    NOTES = "notes.json"  # the user's note and tags for the run (written by cockpit and CLI)
     CHECKPOINTS = "checkpoints"
     FINAL = "final"
     TOKENIZER = "tokenizer"
     TENSORBOARD = "tb"
-    FILES = (PLAN, EVENTS, STATUS, LOG, INDEX)  # regular files growcockpit writes
+    FILES = (PLAN, EVENTS, STATUS, LOG, INDEX, NOTES)  # regular files growcockpit writes
     DIRS = (CHECKPOINTS, FINAL, TOKENIZER, TENSORBOARD)
 
     @property
@@ -77,6 +78,10 @@ class RunPaths:
     @property
     def index(self) -> Path:
         return self.root / self.INDEX
+
+    @property
+    def notes(self) -> Path:
+        return self.root / self.NOTES
 
     @property
     def tokenizer(self) -> Path:
