@@ -194,7 +194,16 @@ def method_plans(args: argparse.Namespace, size: Size, seed: int) -> list[tuple[
             methods.insert(0, "baseline")
         methods += [m for m in baseline_rivals(args) if m not in methods]
         budget = Budget(size.steps, size.eval_every)
-        out = [(method_label(m), budget_plan(m, size, seed, budget)) for m in methods]
+        out = [
+            (
+                method_label(m),
+                # `--baseline-schedules wsd` alone: the baseline trains with WSD only
+                budget_plan(
+                    "baseline-wsd" if m == "baseline" and wsd_only(args) else m, size, seed, budget
+                ),
+            )
+            for m in methods
+        ]
     return sorted(out, key=lambda lp: lp[0] != "baseline")
 
 
@@ -204,7 +213,15 @@ def baseline_rivals(args: argparse.Namespace) -> tuple[str, ...]:
     for s in schedules:
         if s not in ("linear", "wsd"):
             raise MethodError(f"--baseline-schedules: unknown {s!r}; of linear, wsd")
+    if wsd_only(args):
+        return ()
     return ("baseline-wsd",) if "wsd" in schedules and not args.same_steps else ()
+
+
+def wsd_only(args: argparse.Namespace) -> bool:
+    """`--baseline-schedules wsd` without linear (budget mode): `baseline` itself is WSD."""
+    schedules = {s.strip() for s in args.baseline_schedules.split(",") if s.strip()}
+    return schedules == {"wsd"} and not args.same_steps
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -283,8 +300,8 @@ def main(argv: list[str] | None = None) -> int:
                 print()
                 print(f"== {family}: LR sweep, median final val loss over the seeds (* = picked):")
                 print("\n".join(sweep_table(sweep)))
-            kind = "wsd" if schedule == "baseline-wsd" else "linear"
-            if baseline_rivals(args):
+            kind = "wsd" if schedule == "baseline-wsd" or wsd_only(args) else "linear"
+            if baseline_rivals(args) or wsd_only(args):
                 print(
                     f"== {family}: the target baseline is {best['baseline'].label} ({kind} schedule)"
                 )

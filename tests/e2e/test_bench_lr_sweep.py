@@ -124,3 +124,19 @@ def test_late_method_plan_and_the_head_bound() -> None:
     assert bound["bound_depth1"] == pytest.approx(1 / bound["one_layer_step"])
     assert cumulative(base, 400) == pytest.approx(400 * cumulative(base, 1))
     assert cumulative(plan, 400, head=False) < cumulative(plan, 400)
+
+
+def test_wsd_only_baseline_schedule_trains_no_linear_baseline() -> None:
+    import time_to_loss
+    from common import TTL_SIZES
+
+    size = TTL_SIZES["cpu"]["gpt2"]
+    args = time_to_loss.parse_args(["--methods", "late", "--baseline-schedules", "wsd"])
+    plans = dict(time_to_loss.method_plans(args, size, 0))
+    assert set(plans) == {"baseline", "late"}  # no linear baseline, no baseline-wsd rival
+    assert plans["baseline"].optim.schedule == "wsd"
+    assert time_to_loss.baseline_rivals(args) == () and time_to_loss.wsd_only(args)
+    both = time_to_loss.parse_args(["--methods", "late", "--baseline-schedules", "linear,wsd"])
+    plans = dict(time_to_loss.method_plans(both, size, 0))
+    assert plans["baseline"].optim.schedule == "linear" and "baseline-wsd" in plans
+    assert not time_to_loss.wsd_only(both)
