@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 import sys
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -140,3 +141,27 @@ def test_wsd_only_baseline_schedule_trains_no_linear_baseline() -> None:
     plans = dict(time_to_loss.method_plans(both, size, 0))
     assert plans["baseline"].optim.schedule == "linear" and "baseline-wsd" in plans
     assert not time_to_loss.wsd_only(both)
+
+
+def test_ttl_merge_reads_seeds_of_two_files_side_by_side(tmp_path: Path) -> None:
+    import json
+
+    import ttl_merge
+
+    src = REPO / "bench/results/time_to_loss-gpt2-late-wsd-2seeds-cpu-2026-12-01.json"
+    data = json.loads(src.read_text())
+    fam = data["families"]["gpt2"]
+    runs = fam["runs"]
+    for part, keep in (("a", 0), ("b", 1)):  # one seed per file
+        one = {**data, "families": {"gpt2": {**fam, "runs": [runs[keep]]}}}
+        (tmp_path / f"{part}.json").write_text(json.dumps(one))
+    _, merged = ttl_merge.merge([tmp_path / "a.json", tmp_path / "b.json"], "gpt2")
+    assert set(merged["late"]) == {0, 1} and merged["late"][1]["file"] == "b.json"
+    split = fam["flops_split"]["methods"]["late"]  # the bench's own medians, recounted per seed
+    alls = [merged["late"][s]["speedup_flops_all"] for s in (0, 1)]
+    blocks = [merged["late"][s]["speedup_flops_blocks"] for s in (0, 1)]
+    assert sum(alls) / 2 == pytest.approx(split["all"], rel=1e-6)
+    assert sum(blocks) / 2 == pytest.approx(split["no_head"], rel=1e-6)
+    assert merged["baseline-linear"][0]["speedup_flops_all"] == 0.0  # never reached
+    rows = ttl_merge.table(merged, "gpt2")
+    assert any(r.startswith("| late | 0,1 | 2/2, 2 |") for r in rows)
