@@ -11,6 +11,7 @@ from growcockpit.compare.progress import (
     StageMark,
     fold_events,
     load_progress,
+    stage_flops_per_token,
 )
 from growcockpit.compare.verdict import Reach, Verdict, first_reach, verdict, verdicts
 
@@ -23,6 +24,7 @@ __all__ = [
     "first_reach",
     "fold_events",
     "load_progress",
+    "stage_flops_per_token",
     "verdict",
     "verdicts",
 ]

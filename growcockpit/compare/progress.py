@@ -98,6 +98,12 @@ def _stage_cost(plan: Plan, ev: StageStarted) -> float:
     )
 
 
+def stage_flops_per_token(plan: Plan, ev: StageStarted) -> float:
+    """Estimated FLOPs per trained token of the stage `ev` started (the cost model's step
+    cost × one block forward's FLOPs per token): what the FLOPs axes of the cockpit price."""
+    return _stage_cost(plan, ev) * _block_fwd_flops_per_token(plan)
+
+
 def _plan_of(data: dict[str, Any] | None) -> Plan | None:
     try:
         return plan_from_dict(dict(data or {}), validate=False)

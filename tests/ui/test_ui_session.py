@@ -48,7 +48,7 @@ SCALARS = [
     "last_step_seen",
     "step_gap",
 ]
-SERIES = "train_loss ema val tok_s step_ms_series fwd_series bwd_series opt_series data_series"
+SERIES = "train_loss ema val tok_s step_ms_series fwd_series bwd_series opt_series data_series tokens_at train_s_at flops_at"
 
 
 def _compare(bulk: RunState, one: RunState) -> None:

@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING, Any
 
 from growcockpit.protocol.event_codec import event_from_dict
 from growcockpit.protocol.finite_json import NONFINITE
+from growcockpit.session.fold import axes
 from growcockpit.session.fold.layers import LayerRow
 from growcockpit.session.fold.metrics import EMA_ALPHA, SEC_PER_STEP_ALPHA
 from growcockpit.session.fold.records import StageTiming
@@ -260,6 +261,7 @@ def fold_steps(state: RunState, rows: list[dict[str, Any]], batch: SeriesBatch) 
         batch.add(series, *_points(steps, col))
     batch.add(state.tok_s, *_points(steps, tps, drop_zero=True))
     batch.add(state.step_ms_series, *_points(steps, step_ms, drop_zero=True))
+    axes.on_steps(state, steps, tokens, step_ms, batch)
 
     for stage, group in groupby(range(len(rows)), key=stages.__getitem__):
         span = list(group)  # consecutive positions

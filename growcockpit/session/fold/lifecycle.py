@@ -16,6 +16,7 @@ from growcockpit.protocol.events import (
     StageStarted,
 )
 from growcockpit.protocol.rundir import FINAL_STATES
+from growcockpit.session.fold import axes
 from growcockpit.session.fold.layers import LayerRow
 from growcockpit.session.fold.plan import StageInfo, decode_plan, stages_of
 from growcockpit.session.fold.plateau import REASON_TEXT
@@ -120,6 +121,7 @@ def on_stage_started(state: RunData, ev: StageStarted) -> None:
     timing = state.stage_timings.setdefault(ev.index, StageTiming(ev.index))
     timing.name, timing.layers, timing.trainable = ev.name, ev.layers, len(trainable)
     state.step_gap = True  # the operator's time is not a step's
+    axes.on_stage_started(state, ev)
     if ev.index > 0 or ev.step > 0:
         state.mark(ev.step, "stage", ev.name, ev.t)
 

@@ -6,6 +6,7 @@ import math
 from typing import TYPE_CHECKING
 
 from growcockpit.protocol.events import Eval, LayerStats, Step, System
+from growcockpit.session.fold import axes
 from growcockpit.session.fold.layers import LayerRow
 from growcockpit.session.fold.records import GpuView, StageTiming
 
@@ -32,6 +33,7 @@ def on_step(state: RunData, ev: Step) -> None:
         state.ema.append(ev.step, state.ema_value)
     if ev.tokens:
         state.tokens = ev.tokens
+    axes.on_step(state, ev.step, ev.tokens, ev.step_ms)
     if ev.fwd_ms is not None:
         state.fwd_ms = ev.fwd_ms
         state.fwd_series.append(ev.step, ev.fwd_ms)

@@ -19,6 +19,7 @@ from pathlib import PurePath
 from typing import TYPE_CHECKING
 
 from growcockpit.protocol.events import RolledBack
+from growcockpit.session.fold import axes
 
 # Paused reasons after which the weights may be damaged: resuming as is blows up again
 BLOW_UPS = ("non-finite loss", "loss spike", "gradient norm spike")
@@ -39,6 +40,9 @@ def _series(state: RunData) -> tuple[Series, ...]:
         state.bwd_series,
         state.opt_series,
         state.data_series,
+        state.tokens_at,
+        state.train_s_at,
+        state.flops_at,
     )
 
 
@@ -78,6 +82,7 @@ def on_rolled_back(state: RunData, ev: RolledBack) -> None:
     for index in [i for i in state.stage_timings if i > ev.stage]:
         del state.stage_timings[index]  # stages the run has not reached again
     state.last_step_seen = ev.step
+    axes.on_rolled_back(state, ev)
     state.step_gap = True  # the restore's time is not a step's
     if ev.checkpoint:
         state.last_checkpoint = ev.checkpoint  # later ones were set aside

@@ -90,6 +90,10 @@ class RunData:
     bwd_series: Series = field(init=False)
     opt_series: Series = field(init=False)
     data_series: Series = field(init=False)
+    # step -> tokens, training seconds, estimated FLOPs so far: the other x axes (fold/axes.py)
+    tokens_at: Series = field(init=False)
+    train_s_at: Series = field(init=False)
+    flops_at: Series = field(init=False)
     heat: LayerHistory = field(init=False)
     markers: deque[Marker] = field(init=False)
     log: deque[LogEntry] = field(init=False)
@@ -99,6 +103,11 @@ class RunData:
     last_step_seen: int = 0
     step_gap: bool = False  # a pause (or replay gap) since the last step: skip its wall time
     log_count: int = 0
+    axes_step: int = 0  # the last step the x-axis maps counted
+    axes_tokens: int = 0
+    train_s_total: float = 0.0
+    flops_total: float = 0.0
+    flops_per_token: float | None = None  # the running stage's (None: its plan is unknown)
 
     def __post_init__(self) -> None:
         self.train_loss = Series(self.series_cap)
@@ -111,6 +120,9 @@ class RunData:
         self.bwd_series = Series(cap)
         self.opt_series = Series(cap)
         self.data_series = Series(cap)
+        self.tokens_at = Series(cap)
+        self.train_s_at = Series(cap)
+        self.flops_at = Series(cap)
         self.heat = LayerHistory(self.heat_cap)
         self.markers = deque(maxlen=self.marker_cap)
         self.log = deque(maxlen=self.log_cap)
