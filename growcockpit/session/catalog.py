@@ -9,10 +9,11 @@ from __future__ import annotations
 
 import os
 import tomllib
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from growcockpit.protocol import safe_fs
+from growcockpit.protocol.run_notes import RunNotes, read_notes_quietly
 from growcockpit.protocol.rundir import RunDirError, RunPaths, pid_alive, read_status
 from growcockpit.resources import sample_plans_dir
 from growcockpit.session.fold.bulk import fold_lines
@@ -53,6 +54,7 @@ class RunEntry:
     total_steps: int = 0
     loss: float | None = None
     updated: float = 0.0  # unix time of the last sign of life (heartbeat or log write)
+    notes: RunNotes = RunNotes()  # the user's note and tags (notes.json)
 
     @property
     def live(self) -> bool:
@@ -178,7 +180,11 @@ def list_runs(runs_root: Path) -> list[RunEntry]:
         dirs = [p for p in Path(runs_root).iterdir() if p.is_dir()]
     except OSError:
         return []
-    out = [e for e in (run_entry(d) for d in dirs) if e is not None]
+    out = [
+        replace(e, notes=read_notes_quietly(e.path))
+        for e in (run_entry(d) for d in dirs)
+        if e is not None
+    ]
     out.sort(key=lambda e: (not e.live, -e.updated, e.name))
     return out
 

@@ -29,6 +29,7 @@ from growcockpit.ui.type_ahead import hold_keys
 from growcockpit.ui.widgets.steady_table import SteadyTable
 
 REFRESH_S = 2.0
+NOTES_WIDTH = 32  # the notes column: tags, then the note, cut
 STATUS_STYLE = {
     "live": "bold green",
     "paused": "bold yellow",
@@ -44,7 +45,12 @@ transformer stage by stage (MSLT, progressive stacking, V-cycles).
 Plans are TOML files: the shipped samples, and yours (*.toml here or in plans/).
 Open one (Enter) to edit its stages, see its cost and launch it. Runs live under
 runs/: each keeps training when you leave the cockpit; open one (Enter or a) to
-watch and steer it, or compare two or more (c)."""
+watch and steer it, or compare two or more (c).
+
+n starts a new plan; g starts one that grows the highlighted finished run's final
+model; r refreshes the runs list (it also refreshes itself every few seconds); q quits.
+The notes column shows each run's tags and note: set them on its dashboard (T, N)
+or with `growcockpit tag RUN a,b` and `growcockpit note RUN "text"`."""
 
 
 def _short(path: Path) -> str:
@@ -117,7 +123,7 @@ class HomeScreen(Screen[None]):
         runs.border_title = (
             f"runs in {_short(self.runs_root)}/ · Enter or a attaches · c compares · g grows"
         )
-        for col in ("run", "status", "plan", "stage", "step", "loss", "age"):
+        for col in ("run", "status", "plan", "stage", "step", "loss", "age", "notes"):
             runs.add_column(col, key=col)
         self.load_plans()
         self.show_runs(list_runs(self.runs_root))
@@ -159,7 +165,8 @@ class HomeScreen(Screen[None]):
     def show_runs(self, runs: list[RunEntry]) -> None:
         now = self._now()
         key = tuple(
-            (r.path, r.status, r.stage, r.step, r.loss, format_age(now - r.updated)) for r in runs
+            (r.path, r.status, r.stage, r.step, r.loss, format_age(now - r.updated), r.notes)
+            for r in runs
         )
         if key == self._runs_key:
             return
@@ -171,12 +178,7 @@ class HomeScreen(Screen[None]):
         if not runs:
             table.add_row(
                 Text("no runs yet: open a plan and launch it (l)", style="dim"),
-                "",
-                "",
-                "",
-                "",
-                "",
-                "",
+                *([""] * 7),
             )
             return
         for i, r in enumerate(runs):
@@ -189,6 +191,7 @@ class HomeScreen(Screen[None]):
                 steps,
                 "–" if r.loss is None else f"{r.loss:.3f}",
                 format_age(now - r.updated) if r.updated else "–",
+                Text(r.notes.summary(NOTES_WIDTH), style="italic"),
                 key=str(i),
             )
         table.move_cursor(row=min(cursor, len(runs) - 1), animate=False)
