@@ -99,6 +99,16 @@ def cmd_train(args: argparse.Namespace) -> int:
         resolve_corpus(plan.data.source)
     except DataError as exc:
         raise UserError(f"{plan_path}: {exc}") from None
+    if plan.model.init_from is not None:  # a source whose tensors lie: before any directory
+        from growcockpit.backend.state.source_weights import (
+            SourceWeightsError,
+            check_source_weights,
+        )
+
+        try:
+            check_source_weights(plan)
+        except SourceWeightsError as exc:
+            raise UserError(f"{plan_path}: {exc}") from None
     run_dir = given or default_run_dir(plan.name, Path("runs"))  # created only now
     forwarded = ["train", str(plan_path), "--run-dir", str(run_dir)] + device_args(args)
     forwarded += [f"--set={item}" for item in args.sets]

@@ -3,7 +3,10 @@
 The source is a real `save_pretrained` directory of a tiny BERT that fits
 tests/plans/tiny.toml; one file is then made to lie: a safetensors header
 whose length or offsets are false, a tokenizer.json nested 20 000 deep, a FIFO
-where config.json goes. `plan validate` and `train` answer in one line, exit 2,
+where config.json goes; or a header that is self-consistent but lies about the
+model (a tensor of another shape, a body weight left out, an extra layer, an int
+weight), named with the shape found and the shape config.json implies. `plan
+validate` (header lies) and `train` (all) answer in one line, exit 2,
 no traceback, well within the timeout, and `train` creates no run directory.
 """
 
@@ -21,6 +24,7 @@ from run_fixtures import growcockpit
 
 from growcockpit.plan.init_from import SourceError, read_source
 from growcockpit.plan.source_files import check_safetensors, json_depth
+from growcockpit.plan.types import Plan
 
 TIMEOUT = 60
 
@@ -146,4 +150,113 @@ def test_train_refuses_before_the_run_directory_exists(
         assert res.returncode == 2, res.stderr
         assert "Traceback" not in res.stderr and "RecursionError" not in res.stderr
         assert res.stderr.count("\n") == 1 and said in res.stderr, res.stderr
+    assert not run.exists() and not (tmp_path / "runs").exists()
+
+
+# A header that is self-consistent but lies about the model: the right names with other
+# shapes, a body weight left out, a layer config.json does not have, a weight stored as ints.
+# Written with safetensors itself, so only the comparison with config.json can tell.
+
+
+def _rewrite(st: Path, change: object) -> None:
+    from safetensors.torch import load_file, save_file
+
+    tensors = load_file(st)
+    change(tensors)  # type: ignore[operator]
+    save_file(tensors, st, metadata={"format": "pt"})
+
+
+def _wider_embedding(t: dict[str, object]) -> None:
+    import torch
+
+    t["bert.embeddings.word_embeddings.weight"] = torch.zeros(2000, 33)
+
+
+def _missing_layer_weight(t: dict[str, object]) -> None:
+    del t["bert.encoder.layer.1.attention.self.query.weight"]
+
+
+def _extra_layer(t: dict[str, object]) -> None:
+    import torch
+
+    t["bert.encoder.layer.2.attention.self.query.weight"] = torch.zeros(32, 32)
+
+
+def _integer_weight(t: dict[str, object]) -> None:
+    import torch
+
+    t["bert.encoder.layer.0.output.dense.weight"] = torch.zeros(32, 64, dtype=torch.int32)
+
+
+WEIGHT_LIES = [
+    ("wider-embedding", _wider_embedding, "has shape [2000, 33] but its config.json implies [2000, 32]"),
+    ("missing-layer-weight", _missing_layer_weight, "no tensor 'bert.encoder.layer.1.attention.self.query.weight' (shape [32, 32])"),
+    ("extra-layer", _extra_layer, "belongs to a layer its config.json does not have"),
+    ("integer-weight", _integer_weight, "is stored as I32"),
+]  # fmt: skip
+
+
+def _loaded(tmp_path: Path, source: Path) -> Plan:
+    from growcockpit.plan import load_plan
+
+    return load_plan(_plan(tmp_path, source))
+
+
+def test_the_true_source_weights_fit(tmp_path: Path, source: Path) -> None:
+    from growcockpit.backend.state.source_weights import check_source_weights
+
+    check_source_weights(_loaded(tmp_path, source))  # raises nothing
+
+
+def test_a_missing_head_weight_starts_fresh_not_refused(tmp_path: Path, source: Path) -> None:
+    from growcockpit.backend.state.source_weights import check_source_weights
+
+    _rewrite(
+        source / "model.safetensors", lambda t: t.pop("cls.predictions.transform.dense.weight")
+    )
+    check_source_weights(_loaded(tmp_path, source))  # a head may start fresh, as before
+
+
+def test_a_base_model_checkout_without_the_prefix_fits(tmp_path: Path, source: Path) -> None:
+    from growcockpit.backend.state.source_weights import check_source_weights
+
+    def strip(t: dict[str, object]) -> None:
+        for name in [n for n in t if n.startswith("bert.")]:
+            t[name.removeprefix("bert.")] = t.pop(name)
+
+    _rewrite(source / "model.safetensors", strip)
+    check_source_weights(_loaded(tmp_path, source))
+
+
+@pytest.mark.parametrize(
+    ("lie", "said"), [c[1:] for c in WEIGHT_LIES], ids=[c[0] for c in WEIGHT_LIES]
+)
+def test_weights_that_lie_about_the_config_are_named(
+    tmp_path: Path, source: Path, lie: object, said: str
+) -> None:
+    from growcockpit.backend.state.source_weights import SourceWeightsError, check_source_weights
+
+    _rewrite(source / "model.safetensors", lie)
+    plan = _loaded(tmp_path, source)  # the header is self-consistent: the plan layer passes it
+    with pytest.raises(SourceWeightsError) as err:
+        check_source_weights(plan)
+    assert "\n" not in str(err.value) and said in str(err.value), err.value
+    assert "model.safetensors" in str(err.value) or str(source) in str(err.value)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("lie", [_wider_embedding, _missing_layer_weight], ids=["wider", "missing"])
+def test_train_refuses_lying_weights_before_the_run_directory_exists(
+    tmp_path: Path, source: Path, gc_cache: Path, lie: object
+) -> None:
+    _rewrite(source / "model.safetensors", lie)
+    plan = _plan(tmp_path, source)
+    run = tmp_path / "runs" / "r"
+    for extra in ([], ["--detach"]):
+        res = growcockpit(
+            "train", str(plan), "--run-dir", str(run), *extra, cache=gc_cache, timeout=TIMEOUT
+        )
+        assert res.returncode == 2, res.stdout + res.stderr
+        assert "Traceback" not in res.stderr and res.stderr.count("\n") == 1, res.stderr
+        assert "model.init_from" in res.stderr and "config.json" in res.stderr, res.stderr
     assert not run.exists() and not (tmp_path / "runs").exists()

@@ -16,6 +16,7 @@ from transformers import PreTrainedTokenizerBase
 
 from growcockpit.backend.data.corpus import DataError
 from growcockpit.backend.model import build_model
+from growcockpit.backend.state.source_weights import SourceWeightsError, check_source_weights
 from growcockpit.families import spec_for
 from growcockpit.plan.init_from import KEY, SourceError, init_from_problems, read_source
 from growcockpit.plan.types import DataSpec, Plan
@@ -48,6 +49,10 @@ def initial_model(plan: Plan, tokenizer: PreTrainedTokenizerBase) -> tuple[nn.Mo
     if problems:
         key, problem = problems[0]
         raise DataError(f"{key}: {problem}")
+    try:  # `train` checked this before the run directory existed; any other caller here
+        check_source_weights(plan)
+    except SourceWeightsError as exc:
+        raise DataError(str(exc)) from None
     try:
         source = read_source(path)
     except SourceError as exc:  # pragma: no cover - init_from_problems saw it first
