@@ -37,3 +37,21 @@ async def test_home_shows_notes_and_follows_changes(tmp_path: Path) -> None:
         assert "notes" in text and "#best warmup too short" in text
         write_notes(runs / "mslt-plain", RunNotes("", ("lr-sweep", "seed1")))
         await wait_for(pilot, lambda: "#lr-sweep #seed1" in screen_text(app), "the new tags")
+
+
+def test_header_shows_notes_in_the_room_left() -> None:
+    from ui_fixtures import recorded_events
+
+    from growcockpit.session.run_state import RunState
+    from growcockpit.ui.widgets.run_header import header_text
+
+    state = RunState()
+    for ev in recorded_events():
+        state.apply(ev)
+    notes = RunNotes("a note long enough to be cut at a narrow width", ("best",))
+    wide = header_text(state, T0, 160, "", notes).plain.splitlines()
+    assert wide[2].endswith("#best a note long enough to be cut at a narrow width")
+    narrow = header_text(state, T0, 80, "controller", notes).plain.splitlines()
+    assert all(len(line) <= 80 for line in narrow) and narrow[2].endswith("…")
+    assert "#best" in narrow[2]
+    assert header_text(state, T0, 160, "", RunNotes()).plain == header_text(state, T0, 160).plain

@@ -19,6 +19,7 @@ from growcockpit.protocol.layer_health import (
 )
 from growcockpit.session.fold.layers import LayerRow
 from growcockpit.session.run_state import RunState
+from growcockpit.session.view_filter import ViewFilter
 from growcockpit.ui.widgets.steady_table import SteadyTable
 from growcockpit.ui.widgets.text_bits import colour, num, spark
 
@@ -39,6 +40,7 @@ class LayerTable(SteadyTable[Text | str]):
         self._rows: dict[int, tuple[str, ...]] = {}
         self._theme = ""
         self._spark = SPARK_WIDTH
+        self.view_filter = ViewFilter()  # the dashboard's `/`: rows it does not match are left out
 
     def layer_cells(self, row: LayerRow, verdict: str = OK) -> tuple[Text | str, ...]:
         state = row.state
@@ -94,6 +96,11 @@ class LayerTable(SteadyTable[Text | str]):
             [LayerSample(r.id, r.trainable, list(r.grad_hist), r.update_ratio) for r in rows],
             HealthThresholds.of_plan(state.plan_dict),
         )
+        total = len(rows)
+        rows = [
+            r for r in rows if self.view_filter.matches_layer(r.id, r.state, verdicts.get(r.id, OK))
+        ]
+        self.border_subtitle = self.view_filter.describe(len(rows), total)
         ids = {r.id for r in rows}
         for gone in [lid for lid in self._rows if lid not in ids]:
             self.remove_row(str(gone))

@@ -5,6 +5,7 @@ from __future__ import annotations
 from rich.text import Text
 from textual.widgets import Static
 
+from growcockpit.protocol.run_notes import RunNotes
 from growcockpit.session.fold.plateau import plateau_label
 from growcockpit.session.run_state import RunState
 from growcockpit.ui.widgets.text_bits import human_count
@@ -45,9 +46,14 @@ def _eta(state: RunState, seconds: float | None) -> str:
 
 
 def header_text(
-    state: RunState, now: float | None = None, width: int = 160, role: str = ""
+    state: RunState,
+    now: float | None = None,
+    width: int = 160,
+    role: str = "",
+    notes: RunNotes | None = None,
 ) -> Text:
-    """Three lines; a pure function of the state, the width, `role` (and `now` while live).
+    """Three lines; a pure function of the state, the width, `role`, the run's `notes`
+    (its tags and note, cut to what the last line leaves) and `now` while live.
 
     Below 120 columns the run id, lr and bar are left out so each line fits 80.
     """
@@ -92,6 +98,10 @@ def header_text(
     if role:
         line.append("  ")
         line.append(role, style="bold reverse" if role.startswith("read-only") else "dim")
+    room = width - len(line.plain.rsplit("\n", 1)[-1]) - 3
+    if notes and room >= 8:
+        line.append("  ")
+        line.append(notes.summary(room), style="italic")
     return line
 
 
@@ -101,9 +111,11 @@ class RunHeader(Static):
     def __init__(self, *, id: str | None = None) -> None:  # noqa: A002 - Textual's name
         super().__init__("", id=id)
         self._last = ""
+        self.notes = RunNotes()  # the run's note and tags (the dashboard reads notes.json)
 
     def show_state(self, state: RunState, now: float | None = None, role: str = "") -> None:
-        text = header_text(state, now, self.size.width or self.app.size.width, role)
+        width = self.size.width or self.app.size.width
+        text = header_text(state, now, width, role, self.notes)
         status = state.display_status()
         for name in ("live", "paused", "completed", "stopped", "crashed"):
             self.set_class(status == name, f"-{name}")
