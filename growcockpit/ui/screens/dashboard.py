@@ -27,6 +27,7 @@ from textual.widgets import Footer, TabbedContent, TabPane
 from textual.worker import get_current_worker
 
 from growcockpit.session.fold.layers import TIMING_WINDOW
+from growcockpit.session.plot_view import next_axis
 from growcockpit.session.run_session import RunSession
 from growcockpit.ui.screens.dashboard_commands import DashboardCommands
 from growcockpit.ui.screens.help_texts import DASHBOARD_HELP
@@ -41,7 +42,7 @@ from growcockpit.ui.widgets import (
     ThroughputPlot,
     TimingPanel,
 )
-from growcockpit.ui.widgets.loss_plot import MARKER_LEGEND
+from growcockpit.ui.widgets.loss_plot import AxisPlot
 
 TEXT_FLUSH_S = 0.25  # ≤ 4 Hz
 PLOT_FLUSH_S = 0.5  # ≤ 2 Hz
@@ -62,6 +63,12 @@ class DashboardScreen(DashboardCommands):
         Binding("q", "leave", "Leave"),
         Binding("question_mark", "help", "Help", key_display="?"),
         Binding("escape", "home", "Home", show=False),
+        Binding("x", "cycle_axis", "X axis"),
+        Binding("left_square_bracket", "zoom(1)", "Zoom in", show=False, key_display="["),
+        Binding("right_square_bracket", "zoom(-1)", "Zoom out", show=False, key_display="]"),
+        Binding("0", "zoom(0)", "Zoom reset", show=False),
+        Binding("less_than_sign", "smoothing(-1)", "Less smoothing", show=False, key_display="<"),
+        Binding("greater_than_sign", "smoothing(1)", "More smoothing", show=False, key_display=">"),
         Binding("1", "tab('overview')", "Overview", show=False),
         Binding("2", "tab('layers')", "Layers", show=False),
         Binding("3", "tab('timing')", "Timing", show=False),
@@ -108,8 +115,6 @@ class DashboardScreen(DashboardCommands):
         yield Footer(compact=True)
 
     def on_mount(self) -> None:
-        self.query_one(LossPlot).border_title = f"loss  {MARKER_LEGEND}"
-        self.query_one("#throughput").border_title = f"tokens/s  {MARKER_LEGEND}"
         for table in self.query(LayerTable):
             table.border_title = LAYERS_TITLE
         self.query_one("#heatmap").border_title = "grad norm: layers × time, by stage"
@@ -174,7 +179,28 @@ class DashboardScreen(DashboardCommands):
     def action_toggle_raw(self) -> None:
         plot = self.query_one(LossPlot)
         plot.raw = not plot.raw
-        self.notify("loss: raw values" if plot.raw else "loss: smoothed (EMA)", timeout=2)
+        self.notify(f"loss: {plot.view.smoothing_text()}", timeout=2)
+        self.flush_plot()
+
+    def action_cycle_axis(self) -> None:
+        """Every plot to the next x axis the run's log can draw (step, tokens, time, FLOPs)."""
+        with self.state_lock:
+            axis = next_axis(self.state, self.query_one(LossPlot).axis)
+        for plot in self.query(AxisPlot):
+            plot.axis = axis
+        self.notify(self.query_one(LossPlot).view.axis_text(), timeout=2)
+        self.flush_plot()
+
+    def action_zoom(self, by: int) -> None:
+        """[ halves the window (the latest half of the x range), ] doubles it, 0 shows all."""
+        for plot in self.query(AxisPlot):
+            plot.zoom = plot.view.zoomed(by).zoom if by else 0
+        self.flush_plot()
+
+    def action_smoothing(self, direction: int) -> None:
+        plot = self.query_one(LossPlot)
+        plot.raw, plot.factor = False, plot.view.smoother(direction).factor
+        self.notify(f"loss: {plot.view.smoothing_text()}", timeout=2)
         self.flush_plot()
 
     def action_help(self) -> None:

@@ -18,8 +18,12 @@ DASHBOARD_HELP = """\
 The live cockpit of one run. Everything here is rebuilt from the run's events.jsonl,
 so leaving (q) or losing SSH never touches training: `growcockpit attach RUN` comes back.
 
-Loss: the train curve is smoothed (EMA) by default; r shows the raw loss. Vertical
-lines mark stage changes, grows, pauses, LR changes and rollbacks on every time axis.
+Loss: the train curve is smoothed by a time-weighted, debiased EMA (TWEMA, as W&B does;
+the factor is in the title, < and > change it) by default; r shows the raw loss. x
+cycles every plot's x axis: step, tokens, training time (pauses and evaluations left
+out), estimated FLOPs (the plan's cost model); [ and ] halve and double the window
+shown (the latest part), 0 shows it all. Vertical lines mark stage changes, grows,
+pauses, LR changes and rollbacks on every axis.
 Layers: one row per layer (trainable, frozen, or new from the last grow): grad norm,
 update ratio ‖Δθ‖/‖θ‖, and fwd/bwd ms as the median of the last n timing samples (they
 restart when the stage or the layer's frozen state changes); and one layers × time

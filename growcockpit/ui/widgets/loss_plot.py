@@ -1,5 +1,7 @@
-"""Loss curve (train: EMA-smoothed or raw; val) with vertical markers at stage changes,
-grows, pauses, LR changes and rollbacks."""
+"""Loss curve (train: TWEMA-smoothed or raw; val) on the chosen x axis (step, tokens,
+training time, estimated FLOPs), zoomed, with vertical markers at stage changes, grows,
+pauses, LR changes and rollbacks. What to draw comes from `growcockpit.session.plot_view`;
+this module only draws it."""
 
 from __future__ import annotations
 
@@ -7,7 +9,10 @@ from textual import events
 from textual.reactive import reactive
 from textual_plotext import PlotextPlot
 
-from growcockpit.session.run_state import Marker, RunState
+from growcockpit.session.fold.axes import Axis
+from growcockpit.session.plot_view import Curves, PlotView, loss_curves
+from growcockpit.session.run_state import RunState
+from growcockpit.session.smoothing import DEFAULT_FACTOR
 from growcockpit.ui.widgets.text_bits import colour, rgb
 
 MARKER_VARS = {
@@ -21,27 +26,30 @@ MARKER_VARS = {
 MARKER_LEGEND = "[$gc-stage]│[/]stage [$gc-grow]│[/]grow [$gc-pause]│[/]pause [$gc-lr]│[/]lr"
 
 
-def draw_markers(plot: PlotextPlot, markers: list[Marker], lo: float, hi: float) -> None:
-    """Vertical lines for markers inside [lo, hi] (x = step)."""
-    for marker in markers:
-        if lo <= marker.step <= hi:
-            plot.plt.vline(marker.step, rgb(colour(plot, MARKER_VARS.get(marker.kind, "primary"))))
+def draw_markers(plot: PlotextPlot, markers: list[tuple[float, str]]) -> None:
+    """Vertical lines at the markers' x (already on the plot's axis and inside its window)."""
+    for x, kind in markers:
+        plot.plt.vline(x, rgb(colour(plot, MARKER_VARS.get(kind, "primary"))))
 
 
-class LossPlot(PlotextPlot):
-    """Redrawn by its screen at most twice a second, and only when the data changed.
+class AxisPlot(PlotextPlot):
+    """A plot of a run's state on a chosen x axis and zoom, redrawn by its screen at most
+    twice a second and only when the data, size, settings or theme changed."""
 
-    Series are downsampled to about twice the plot width (min/max buckets).
-    `raw` switches the train curve between the EMA-smoothed and the raw loss.
-    """
-
-    raw: reactive[bool] = reactive(False)
+    axis: reactive[Axis] = reactive("step")
+    zoom: reactive[int] = reactive(0)
+    TITLE = ""
 
     def __init__(self, *, id: str | None = None) -> None:  # noqa: A002 - Textual's name
         super().__init__(id=id)
         self._key: tuple[object, ...] = ()
         self._state: RunState | None = None
         self.points_plotted = 0
+        self.shown = Curves({}, [], "step")  # what the last replot drew
+
+    @property
+    def view(self) -> PlotView:
+        return PlotView(self.axis, self.zoom)
 
     def on_resize(self, event: events.Resize) -> None:
         """Re-downsample for the new width now: plotext would otherwise stretch stale points."""
@@ -49,37 +57,73 @@ class LossPlot(PlotextPlot):
         if self._state is not None:
             self.show_state(self._state)
 
-    def watch_raw(self) -> None:
+    def on_mount(self) -> None:
+        self.border_title = self.title_text()
+
+    def _settings_changed(self) -> None:
         self._key = ()
+        self.border_title = self.title_text()
+
+    watch_axis = watch_zoom = _settings_changed
+
+    def title_text(self) -> str:
+        return f"{self.TITLE} · {self.view.axis_text()}  {MARKER_LEGEND}"
+
+    def curves(self, state: RunState, max_points: int) -> Curves:
+        raise NotImplementedError  # each plot says what it draws
+
+    def style(self, name: str) -> tuple[str, str]:
+        """(legend label, theme colour variable) of a curve."""
+        return name, "gc-train-line"
 
     def show_state(self, state: RunState) -> bool:
-        """Replot if the plot data, width, mode or theme changed; True if it replotted."""
+        """Replot if the plot data, width, settings or theme changed; True if it replotted."""
         self._state = state
         width = max(10, self.size.width)
-        key = (state.plot_version, width, self.raw, self.app.theme)
+        key = (state.plot_version, width, self.view, self.app.theme)
         if key == self._key:
             return False
         self._key = key
-        max_points = 2 * width
+        shown = self.shown = self.curves(state, 2 * width)
+        self.points_plotted = shown.points
         plt = self.plt
         plt.clear_data()
         plt.clear_figure()
-        plt.xlabel("step")
-        series = state.train_loss if self.raw else state.ema
-        tx, ty = series.downsampled(max_points)
-        vx, vy = state.val.downsampled(max_points)
-        self.points_plotted = len(tx) + len(vx)
-        label = "train (raw)" if self.raw else "train (EMA)"
-        if tx:
+        plt.xlabel(shown.xlabel)
+        for name, curve in shown.curves.items():
+            label, var = self.style(name)
             plt.plot(
-                tx, ty, label=label, marker="braille", color=rgb(colour(self, "gc-train-line"))
+                curve.xs, curve.ys, label=label, marker="braille", color=rgb(colour(self, var))
             )
-        if vx:
-            plt.plot(vx, vy, label="val", marker="braille", color=rgb(colour(self, "gc-val-line")))
-        if tx or vx:
-            xs = tx + vx
-            draw_markers(self, list(state.markers), min(xs), max(xs))
+        if shown.curves:
+            draw_markers(self, shown.markers)
         else:
             plt.title("waiting for the first step")
         self.refresh()
         return True
+
+
+class LossPlot(AxisPlot):
+    """Train loss (TWEMA by default, `raw` for the raw values; the factor in the title)
+    and validation loss."""
+
+    raw: reactive[bool] = reactive(False)
+    factor: reactive[float] = reactive(DEFAULT_FACTOR)
+    TITLE = "loss"
+
+    @property
+    def view(self) -> PlotView:
+        return PlotView(self.axis, self.zoom, self.factor, self.raw)
+
+    watch_raw = watch_factor = AxisPlot._settings_changed
+
+    def title_text(self) -> str:
+        return f"loss ({self.view.smoothing_text()}) · {self.view.axis_text()}  {MARKER_LEGEND}"
+
+    def curves(self, state: RunState, max_points: int) -> Curves:
+        return loss_curves(state, self.view, max_points)
+
+    def style(self, name: str) -> tuple[str, str]:
+        if name == "val":
+            return "val", "gc-val-line"
+        return f"train ({self.view.smoothing_text()})", "gc-train-line"

@@ -1,17 +1,16 @@
 """Where a step's time goes (forward, backward, optimizer, data), tokens/s, and each
 stage's mean step time, so the speedup of freezing layers is visible; plus a plot of
-tokens/s and step time over steps with the same vertical markers as the loss."""
+tokens/s on the dashboard's x axis with the same vertical markers as the loss."""
 
 from __future__ import annotations
 
 from rich.text import Text
-from textual import events
 from textual.widgets import Static
-from textual_plotext import PlotextPlot
 
+from growcockpit.session.plot_view import Curves, series_curve
 from growcockpit.session.run_state import RunState
-from growcockpit.ui.widgets.loss_plot import draw_markers
-from growcockpit.ui.widgets.text_bits import colour, num, rgb
+from growcockpit.ui.widgets.loss_plot import AxisPlot
+from growcockpit.ui.widgets.text_bits import colour, num
 
 PARTS = (
     ("fwd", "fwd_ms", "gc-train-line"),
@@ -75,38 +74,10 @@ class TimingPanel(Static):
             self.update(text)
 
 
-class ThroughputPlot(PlotextPlot):
-    """tokens/s over steps, markers as on the loss plot. Replotted ≤ 2 Hz, on change only."""
+class ThroughputPlot(AxisPlot):
+    """tokens/s on the dashboard's x axis and zoom, markers as on the loss plot."""
 
-    def __init__(self, *, id: str | None = None) -> None:  # noqa: A002 - Textual's name
-        super().__init__(id=id)
-        self._key: tuple[object, ...] = ()
-        self._state: RunState | None = None
+    TITLE = "tokens/s"
 
-    def on_resize(self, event: events.Resize) -> None:
-        """Redraw for the new size now, from the last state shown."""
-        self._key = ()
-        if self._state is not None:
-            self.show_state(self._state)
-
-    def show_state(self, state: RunState) -> bool:
-        self._state = state
-        width = max(10, self.size.width)
-        key = (state.plot_version, width, self.app.theme)
-        if key == self._key:
-            return False
-        self._key = key
-        plt = self.plt
-        plt.clear_data()
-        plt.clear_figure()
-        plt.xlabel("step")
-        xs, ys = state.tok_s.downsampled(2 * width)
-        if xs:
-            plt.plot(
-                xs, ys, label="tokens/s", marker="braille", color=rgb(colour(self, "gc-train-line"))
-            )
-            draw_markers(self, list(state.markers), min(xs), max(xs))
-        else:
-            plt.title("waiting for the first step")
-        self.refresh()
-        return True
+    def curves(self, state: RunState, max_points: int) -> Curves:
+        return series_curve(state, state.tok_s, "tokens/s", self.view, max_points)
