@@ -12,6 +12,7 @@ full-width block forward over the step's tokens.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -44,6 +45,19 @@ class EvalPoint:
     wall_s: float
     flops: float | None  # None when the run's plan is unknown
     val_loss: float
+    tokens: int = 0  # trained so far
+
+
+@dataclass(frozen=True, slots=True)
+class TrainPoint:
+    """One step event: where the run stood (step, tokens, training seconds, FLOPs) and
+    its train loss, for the compare screen's train-loss overlay on any x axis."""
+
+    step: int
+    tokens: int
+    wall_s: float
+    flops: float | None
+    loss: float
 
 
 @dataclass(frozen=True)
@@ -53,6 +67,7 @@ class StageMark:
     step: int
     wall_s: float
     flops: float | None
+    tokens: int = 0
 
 
 @dataclass
@@ -69,6 +84,8 @@ class RunProgress:
     status: str = "running"  # running | completed | stopped | crashed
     stages: list[StageMark] = field(default_factory=list)  # each later stage's start
     plan_stages: int = 0  # stages in the run's plan (0: no plan in the log)
+    train: list[TrainPoint] = field(default_factory=list)  # each step event's train loss
+    plan: dict[str, Any] = field(default_factory=dict)  # as launched (for a config diff)
 
     @property
     def final_val_loss(self) -> float | None:
@@ -120,13 +137,14 @@ def fold_events(name: str, events: Iterable[Event]) -> RunProgress:
     wall_ms = 0.0
     flops = 0.0
     tokens = 0
-    at_step: dict[int, tuple[float, float]] = {0: (0.0, 0.0)}
+    at_step: dict[int, tuple[float, float, int]] = {0: (0.0, 0.0, 0)}
     last_step = 0  # a step event's step_ms is the mean of the steps since the previous one
     ran = StageSteps()  # a stage that ended early (advance) counts the steps it ran
     for ev in events:
         if isinstance(ev, RunStarted | PlanChanged):
             if isinstance(ev, RunStarted):
                 run.plan_name = str((ev.plan or {}).get("name", ""))
+                run.plan = dict(ev.plan or {})
             changed = _plan_of(ev.plan)
             if changed is not None or isinstance(ev, RunStarted):
                 plan = changed
@@ -135,23 +153,28 @@ def fold_events(name: str, events: Iterable[Event]) -> RunProgress:
         elif isinstance(ev, RolledBack):
             ran.rolled_back(ev.stage)
             last_step = ev.step
+            run.train = [p for p in run.train if p.step <= ev.step]  # the abandoned timeline
         elif isinstance(ev, StageStarted):
             ran.started(ev.index, ev.step)
             wall_ms += 1e3 * max(0.0, ev.op_seconds)
             if plan is not None:
                 cost = _stage_cost(plan, ev)
             if ev.index > 0:
-                run.stages.append(StageMark(ev.step, wall_ms / 1e3, flops if plan else None))
+                mark = StageMark(ev.step, wall_ms / 1e3, flops if plan else None, tokens)
+                run.stages.append(mark)
         elif isinstance(ev, Step):
             wall_ms += max(0.0, ev.step_ms) * max(1, ev.step - last_step)  # log_every_steps
             last_step = ev.step
             flops += cost * per_token * max(0, ev.tokens - tokens)
             tokens = ev.tokens
             run.step = ev.step
-            at_step[ev.step] = (wall_ms / 1e3, flops)
+            at_step[ev.step] = (wall_ms / 1e3, flops, tokens)
+            if isinstance(ev.loss, int | float) and math.isfinite(ev.loss):
+                point = TrainPoint(ev.step, tokens, wall_ms / 1e3, flops if plan else None, ev.loss)
+                run.train.append(point)
         elif isinstance(ev, Eval) and ev.step in at_step:
-            wall, fl = at_step[ev.step]
-            run.evals.append(EvalPoint(ev.step, wall, fl if plan else None, ev.val_loss))
+            wall, fl, tok = at_step[ev.step]
+            run.evals.append(EvalPoint(ev.step, wall, fl if plan else None, ev.val_loss, tok))
         elif isinstance(ev, RunFinished):
             run.status = ev.status
     if plan is not None:

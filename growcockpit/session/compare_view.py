@@ -1,19 +1,30 @@
-"""What the compare screen draws, without Textual: runs' validation-loss curves and verdicts.
+"""What the compare screen draws, without Textual: runs' train and validation loss curves
+on one x axis, their colours and verdicts.
 
 The curves and the verdict come from `growcockpit.compare` (the same code as the
-headless `growcockpit compare`); this module only picks the default target run
-and shapes the series for the two plots.
+headless `growcockpit compare`); this module picks the default target run, gives each
+run its colour and shapes the curves for the two plots (`plot_view.shape`: the same
+axes, units, zoom and smoothing as the dashboard).
 """
 
 from __future__ import annotations
 
+import zlib
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Literal
 
-from growcockpit.compare import RunProgress, Verdict, load_progress, verdicts
-
-Axis = Literal["wall", "flops"]
+from growcockpit.compare import (
+    EvalPoint,
+    RunProgress,
+    StageMark,
+    TrainPoint,
+    Verdict,
+    load_progress,
+    verdicts,
+)
+from growcockpit.session.fold.axes import AXES, Axis
+from growcockpit.session.plot_view import Curves, PlotView, shape
+from growcockpit.session.smoothing import twema
 
 
 @dataclass
@@ -88,28 +99,78 @@ def next_target(comparison: Comparison) -> int | None:
     return None
 
 
-FLOP_UNITS = (("PFLOPs", 1e15), ("TFLOPs", 1e12), ("GFLOPs", 1e9), ("MFLOPs", 1e6))
+def run_has_axis(run: RunProgress, axis: Axis) -> bool:
+    """Whether a run can be drawn against `axis` (FLOPs need a plan the cost model prices)."""
+    return axis != "flops" or run.flops is not None
 
 
-def flop_unit(runs: list[RunProgress]) -> tuple[str, float]:
-    """The largest unit that the biggest run's FLOPs reach at least once."""
-    top = max((r.flops or 0.0 for r in runs), default=0.0)
-    return next(((n, s) for n, s in FLOP_UNITS if top >= s), FLOP_UNITS[-1])
+def next_compare_axis(runs: list[RunProgress], axis: Axis) -> Axis:
+    """The next axis after `axis` that some selected run can be drawn against."""
+    i = AXES.index(axis)
+    for k in range(1, len(AXES) + 1):
+        candidate = AXES[(i + k) % len(AXES)]
+        if any(run_has_axis(r, candidate) for r in runs) or not runs:
+            return candidate
+    return "step"
 
 
-def series(
-    run: RunProgress, axis: Axis, scale: float = 1e15
-) -> tuple[list[float], list[float], list[float]]:
-    """(x, val loss, stage starts) of a run: x in training seconds or in FLOPs / `scale`."""
-    if axis == "wall":
-        return (
-            [p.wall_s for p in run.evals],
-            [p.val_loss for p in run.evals],
-            [m.wall_s for m in run.stages],
-        )
-    pts = [p for p in run.evals if p.flops is not None]
-    return (
-        [(p.flops or 0.0) / scale for p in pts],
-        [p.val_loss for p in pts],
-        [(m.flops or 0.0) / scale for m in run.stages if m.flops is not None],
-    )
+def _x(point: EvalPoint | TrainPoint | StageMark, axis: Axis) -> float | None:
+    if axis == "step":
+        return float(point.step)
+    if axis == "tokens":
+        return float(point.tokens)
+    if axis == "time":
+        return point.wall_s
+    return point.flops
+
+
+def _xy(
+    points: list[EvalPoint] | list[TrainPoint], axis: Axis, value: str
+) -> tuple[list[float], list[float]]:
+    xs: list[float] = []
+    ys: list[float] = []
+    for p in points:
+        x = _x(p, axis)
+        if x is not None:
+            xs.append(x)
+            ys.append(getattr(p, value))
+    return xs, ys
+
+
+def compare_curves(runs: list[RunProgress], view: PlotView, max_points: int) -> Curves:
+    """Every run's train loss (TWEMA on the axis, or raw) and val loss, keyed "train:<i>" and
+    "val:<i>" for run i, on one x axis, unit and zoom window; markers are the runs' later
+    stage starts, their kind the run's index."""
+    raw: dict[str, tuple[list[float], list[float]]] = {}
+    marks: list[tuple[float, str]] = []
+    for i, run in enumerate(runs):
+        if not run_has_axis(run, view.axis):
+            continue
+        tx, ty = _xy(run.train, view.axis, "loss")
+        raw[f"train:{i}"] = (tx, ty if view.raw else twema(tx, ty, view.factor))
+        raw[f"val:{i}"] = _xy(run.evals, view.axis, "val_loss")
+        for m in run.stages:
+            x = _x(m, view.axis)
+            if x is not None:
+                marks.append((x, str(i)))
+    return shape(raw, marks, view.axis, view.zoom, max_points)
+
+
+def run_colours(names: list[str], palette: int) -> dict[str, int]:
+    """A palette index per run name: a hash of the name (crc32: the same in every session),
+    moved to the next free index when another of these runs holds it. Runs are placed
+    in name order, so a run keeps its colour whatever order it was selected in."""
+    taken: set[int] = set()
+    out: dict[str, int] = {}
+    for name in sorted(set(names)):
+        index = zlib.crc32(name.encode("utf-8")) % palette
+        for k in range(palette):
+            if (index + k) % palette not in taken:
+                index = (index + k) % palette
+                break
+        out[name] = index
+        if len(taken) < palette - 1:
+            taken.add(index)
+        else:
+            taken.clear()  # every colour used: start sharing
+    return out

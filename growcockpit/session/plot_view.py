@@ -91,6 +91,7 @@ class Curves:
     curves: dict[str, Curve]
     markers: list[tuple[float, str]]
     xlabel: str
+    span: tuple[float, float] | None = None  # the window shown, in the label's unit
 
     @property
     def points(self) -> int:
@@ -132,7 +133,7 @@ def shape(
             curves[name] = Curve([x / scale for x in dx], dy)
     low = first if lo is None else lo
     markers = [(x / scale, kind) for x, kind in marks if low <= x <= last]
-    return Curves(curves, markers, label)
+    return Curves(curves, markers, label, (low / scale, last / scale))
 
 
 def loss_curves(state: RunData, view: PlotView, max_points: int) -> Curves:

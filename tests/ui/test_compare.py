@@ -257,7 +257,12 @@ async def test_compare_screen_plots_and_verdicts(tmp_path: Path) -> None:
         await wait_for(pilot, lambda: len(screen.comparison.runs) == 2)
         assert screen.comparison.runs[screen.comparison.target or 0].name == "baseline"
         text = screen_text(app)
-        assert "val loss vs training time" in text and "val loss vs estimated FLOPs" in text
+        assert "train loss (TWEMA 0.9) vs training time" in text
+        assert "val loss vs training time" in text and "baseline (target)" in text
+        await pilot.press("x")
+        await pilot.pause()
+        text = screen_text(app)
+        assert "val loss vs estimated FLOPs" in text and "estimated GFLOPs" in text
         assert "target: baseline" in text
         assert "2.0× sooner (wall)" in text
         await pilot.press("g")

@@ -1,6 +1,9 @@
-"""Compare runs: validation loss against training time and against estimated FLOPs, the
-target line (one run's final validation loss) and each run's verdict — how much sooner
-it reached the target, or how far it still is (the same verdict as `growcockpit compare`)."""
+"""Compare runs: their train and validation loss overlaid on one x axis (step, tokens,
+training time or estimated FLOPs; x cycles), each run in its own stable colour and the
+target run (the baseline by default) drawn thicker; the target line (its final
+validation loss), each run's verdict — how much sooner it reached the target, or how far
+it still is (the same verdict as `growcockpit compare`) — and, on d, the plan keys that
+differ between the runs."""
 
 from __future__ import annotations
 
@@ -17,33 +20,36 @@ from textual.widgets import DataTable, Footer, Label, SelectionList
 from textual_plotext import PlotextPlot
 
 from growcockpit.compare import RunProgress
+from growcockpit.compare.config_diff import config_diff
 from growcockpit.session.catalog import RunEntry, list_runs
 from growcockpit.session.compare_view import (
-    Axis,
     Comparison,
     compare,
-    flop_unit,
+    compare_curves,
     load_runs,
+    next_compare_axis,
     next_target,
-    series,
+    run_colours,
     short_verdict,
 )
+from growcockpit.session.plot_view import AXIS_NAMES, Curves, PlotView
 from growcockpit.ui.screens.prompt import HelpScreen, keys_of
 from growcockpit.ui.widgets.steady_table import SteadyTable
 
 CURVE_COLOURS = ("cyan", "magenta", "green", "yellow", "red", "blue", "white", "orange")
 HELP = """\
-Pick two or more runs on the left (space toggles one). The plots overlay their
-validation loss against training time (evaluations and pauses left out) and against
-the estimated FLOPs of the steps they trained (the plan's cost model); vertical
-lines mark stage changes. The horizontal line is the target: the final validation
-loss of the target run (a baseline by default; g picks the next run). The table says
-how much sooner each run reached it, in time and in FLOPs, or, if it has not, how
-many more steps the current slope needs."""
-PLOTS: tuple[tuple[str, Axis, str], ...] = (
-    ("#compare-time", "wall", "val loss vs training time"),
-    ("#compare-flops", "flops", "val loss vs estimated FLOPs"),
-)
+Pick two or more runs on the left (space toggles one). The plots overlay their train
+loss (smoothed by a time-weighted, debiased EMA as W&B does; < and > change the factor,
+r shows the raw loss) and their validation loss, each run in its own colour (the same
+every time), the target run drawn thicker. x cycles the x axis: step, tokens, training
+time (evaluations and pauses left out) and the estimated FLOPs of the steps trained
+(the plan's cost model); [ and ] halve and double the window shown, 0 shows it all.
+Vertical lines mark stage changes. The horizontal line is the target: the final
+validation loss of the target run (a baseline by default; g picks the next run). The
+table says how much sooner each run reached it, in time and in FLOPs, or, if it has
+not, how many more steps the current slope needs; d shows instead the plan keys whose
+values differ between the selected runs."""
+TARGET_MARKER = "hd"  # half blocks: thicker than the others' braille
 
 
 SIDE_MIN = 26  # the run list's width: at least this, the longest name + SIDE_EXTRA
@@ -66,6 +72,14 @@ class CompareScreen(Screen[None]):
     BINDINGS = [
         Binding("escape", "back", "Back"),
         Binding("g", "next_target", "Target run"),
+        Binding("x", "cycle_axis", "X axis"),
+        Binding("d", "toggle_diff", "Config diff"),
+        Binding("r", "toggle_raw", "Raw/EMA", show=False),
+        Binding("left_square_bracket", "zoom(1)", "Zoom in", show=False, key_display="["),
+        Binding("right_square_bracket", "zoom(-1)", "Zoom out", show=False, key_display="]"),
+        Binding("0", "zoom(0)", "Zoom reset", show=False),
+        Binding("less_than_sign", "smoothing(-1)", "Less smoothing", show=False, key_display="<"),
+        Binding("greater_than_sign", "smoothing(1)", "More smoothing", show=False, key_display=">"),
         Binding("question_mark", "help", "Help", key_display="?"),
     ]
 
@@ -82,6 +96,9 @@ class CompareScreen(Screen[None]):
         self.target_name: str | None = None
         self.entries: list[RunEntry] = []
         self.name_room = SIDE_MIN - SIDE_EXTRA
+        self.view = PlotView(axis="time")  # the verdict's own axis first
+        self.show_diff = False
+        self.colours: dict[str, int] = {}
 
     def compose(self) -> ComposeResult:
         with Horizontal(id="compare-body"):
@@ -89,8 +106,8 @@ class CompareScreen(Screen[None]):
                 yield SelectionList[str](id="compare-runs")
                 yield Label("", id="compare-target")
             with Vertical(id="compare-main"):
-                yield PlotextPlot(id="compare-time")
-                yield PlotextPlot(id="compare-flops")
+                yield PlotextPlot(id="compare-train")
+                yield PlotextPlot(id="compare-val")
                 yield SteadyTable[str | Text](id="compare-table", cursor_type="none")
         yield Footer(compact=True)
 
@@ -105,17 +122,13 @@ class CompareScreen(Screen[None]):
                     break
                 chosen.add(r.path.resolve())
         self.entries = runs
+        self.colours = run_colours([r.name for r in runs], len(CURVE_COLOURS))
         for r in runs:
             sel.add_option((r.name, str(r.path), r.path.resolve() in chosen))
         longest = max((len(r.name) for r in runs), default=0)  # names whole where they fit
         side_w = max(SIDE_MIN, min(longest + SIDE_EXTRA, self.size.width * 2 // 5))
         self.query_one("#compare-side").styles.width = side_w
         self.name_room = side_w - SIDE_EXTRA
-        for wid, _, title in PLOTS:
-            self.query_one(wid).border_title = title
-        table = self.query_one("#compare-table", DataTable)
-        for col in ("run", "final val", "verdict", "plan"):
-            table.add_column(col, key=col)
         self._mark_selected()
         self.load()
 
@@ -126,11 +139,16 @@ class CompareScreen(Screen[None]):
     def _mark_selected(self) -> None:
         """A selected run reads in its curve's colour and bold, an unselected one dim."""
         sel = self.query_one(SelectionList)
-        order = [str(p) for p in sel.selected]
+        chosen = {str(p) for p in sel.selected}
         for i, r in enumerate(self.entries):
-            key = str(r.path)
-            colour = CURVE_COLOURS[order.index(key) % len(CURVE_COLOURS)] if key in order else None
+            colour = self.colour_of(r.name) if str(r.path) in chosen else None
             sel.replace_option_prompt_at_index(i, run_prompt(r.name, colour, self.name_room))
+
+    def colour_of(self, name: str) -> str:
+        """The run's stable colour (one not listed, e.g. unreadable, hashes on its own)."""
+        if name not in self.colours:
+            self.colours.update(run_colours([name], len(CURVE_COLOURS)))
+        return CURVE_COLOURS[self.colours[name]]
 
     def load(self) -> None:
         self._load_worker([Path(p) for p in self.query_one(SelectionList).selected])
@@ -161,42 +179,109 @@ class CompareScreen(Screen[None]):
         self.redraw()
 
     def redraw(self) -> None:
-        runs = self.comparison.runs
-        unit, scale = flop_unit(runs)
-        for wid, axis, _ in PLOTS:
-            plot = self.query_one(wid, PlotextPlot)
-            plt = plot.plt
-            plt.clear_data()
-            plt.clear_figure()
-            plt.xlabel("training seconds" if axis == "wall" else f"estimated {unit}")
-            drawn = False
-            for i, run in enumerate(runs):
-                xs, ys, marks = series(run, axis, scale)
-                if not xs:
-                    continue
-                drawn = True
-                colour = CURVE_COLOURS[i % len(CURVE_COLOURS)]
-                plt.plot(xs, ys, label=run.name[-28:], marker="braille", color=colour)
-                for x in marks:
-                    plt.vline(x, colour)
-            if drawn and self.comparison.target_loss is not None:
-                plt.hline(self.comparison.target_loss, "gray")
-            if not drawn:
-                plt.title("select runs that have evaluated to compare")
-            plot.refresh()
+        width = max(10, self.query_one("#compare-val").size.width)
+        shown = compare_curves(self.comparison.runs, self.view, 2 * width)
+        axis = AXIS_NAMES[self.view.axis]
+        zoom = f" · zoom ×{2**self.view.zoom}" if self.view.zoom else ""
+        smoothing = self.view.smoothing_text()
+        titles = {
+            "train": f"train loss ({smoothing}) vs {axis}{zoom}",
+            "val": f"val loss vs {axis}{zoom}",
+        }
+        for kind, title in titles.items():
+            plot = self.query_one(f"#compare-{kind}", PlotextPlot)
+            plot.border_title = title
+            self._plot(plot, kind, shown)
         self._table()
+
+    def _plot(self, plot: PlotextPlot, kind: str, shown: Curves) -> None:
+        runs, target = self.comparison.runs, self.comparison.target
+        plt = plot.plt
+        plt.clear_data()
+        plt.clear_figure()
+        plt.xlabel(shown.xlabel)
+        if shown.span is not None and shown.span[1] > shown.span[0]:
+            plt.xlim(*shown.span)  # both plots show one window: runs line up across them
+        drawn = False
+        for i, run in enumerate(runs):
+            curve = shown.curves.get(f"{kind}:{i}")
+            if curve is None:
+                continue
+            drawn = True
+            label = run.name[-28:] + (" (target)" if i == target else "")
+            marker = TARGET_MARKER if i == target else "braille"
+            colour = self.colour_of(run.name)
+            plt.plot(curve.xs, curve.ys, label=label, marker=marker, color=colour)
+        if drawn:
+            for x, index in shown.markers:
+                plt.vline(x, self.colour_of(runs[int(index)].name))
+        goal = self.comparison.target_loss
+        if drawn and goal is not None and kind == "val":
+            plt.hline(goal, "gray")
+        if not drawn:
+            what = "evaluated" if kind == "val" else "trained"
+            plt.title(f"select runs that have {what} to compare")
+        plot.refresh()
 
     def _table(self) -> None:
         table = self.query_one("#compare-table", DataTable)
-        table.clear()
+        table.clear(columns=True)
         c = self.comparison
+        if self.show_diff:
+            self._diff_table(table)
+            return
+        table.border_title = "verdicts (d: config diff)"
+        for col in ("run", "final val", "verdict", "plan"):
+            table.add_column(col, key=col)
         for i, (run, v) in enumerate(zip(c.runs, c.verdicts, strict=False)):
             table.add_row(
-                Text(run.name, style=CURVE_COLOURS[i % len(CURVE_COLOURS)]),
+                Text(run.name, style=self.colour_of(run.name) + (" bold" if i == c.target else "")),
                 "–" if run.final_val_loss is None else f"{run.final_val_loss:.3f}",
                 short_verdict(v),
                 run.plan_name,
             )
+
+    def _diff_table(self, table: DataTable[str | Text]) -> None:
+        """The plan keys whose values differ between the selected runs, one column a run."""
+        runs = self.comparison.runs
+        rows = config_diff([r.plan for r in runs])
+        table.border_title = "config diff: plan keys that differ (d: verdicts)"
+        table.add_column("key", key="key")
+        for i, run in enumerate(runs):
+            table.add_column(Text(run.name, style=self.colour_of(run.name)), key=f"run{i}")
+        for key, values in rows:
+            table.add_row(key, *values)
+        if not rows:
+            note = "the selected runs' plans are the same" if len(runs) > 1 else "select two runs"
+            table.add_row(Text(note, style="dim"), *([""] * len(runs)))
+
+    # ---- view keys ----------------------------------------------------------
+    def _set_view(self, view: PlotView, note: str = "") -> None:
+        self.view = view
+        if note:
+            self.notify(note, timeout=2)
+        self.redraw()
+
+    def action_cycle_axis(self) -> None:
+        axis = next_compare_axis(self.comparison.runs, self.view.axis)
+        self._set_view(PlotView(axis, self.view.zoom, self.view.factor, self.view.raw))
+        self.notify(f"x: {AXIS_NAMES[axis]}", timeout=2)
+
+    def action_zoom(self, by: int) -> None:
+        self._set_view(self.view.zoomed(by) if by else self.view.zoomed(-self.view.zoom))
+
+    def action_smoothing(self, direction: int) -> None:
+        view = self.view.smoother(direction)
+        view = PlotView(view.axis, view.zoom, view.factor, False)
+        self._set_view(view, f"train loss: {view.smoothing_text()}")
+
+    def action_toggle_raw(self) -> None:
+        view = PlotView(self.view.axis, self.view.zoom, self.view.factor, not self.view.raw)
+        self._set_view(view, f"train loss: {view.smoothing_text()}")
+
+    def action_toggle_diff(self) -> None:
+        self.show_diff = not self.show_diff
+        self._table()
 
     def action_back(self) -> None:
         self.dismiss(None)
