@@ -7,7 +7,9 @@ reported against the `--set` that made it (`--set optim.lrr=1: unknown key "lrr"
 did you mean "lr"? …`), not against a file line it has none.
 
 Values are TOML values (`2e-3`, `true`, `"top"`, `[1, 2]`); a bare word that is no
-TOML value is a string, so `optim.schedule=cosine` needs no quotes. Stdlib only.
+TOML value is a string, so `optim.schedule=cosine` needs no quotes. A step-count key
+also takes a duration (`stages.0.steps=1e6tok`, `=100ba`, `=0.5dur`: plan/durations.py),
+converted with the plan's own batch, sequence length and total steps. Stdlib only.
 """
 
 from __future__ import annotations
@@ -20,6 +22,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from growcockpit.plan.durations import (
+    FORMS,
+    DurationError,
+    duration_steps,
+    is_step_key,
+    parse_duration,
+)
 from growcockpit.plan.errors import PlanError
 from growcockpit.plan.load import SECTIONS, TOP_KEYS, unknown_key_problem
 from growcockpit.plan.types import BudgetSpec, Plan, Stage
@@ -103,10 +112,46 @@ def parse_override(text: str) -> Override:
     return Override(text, key, key_path(key, where), parse_value(raw))
 
 
-def apply_overrides(data: dict[str, Any], overrides: Iterable[Override]) -> dict[str, Any]:
-    """A copy of the raw plan tables `data` with each override set, in order."""
-    out = copy.deepcopy(data)
+def _is_duration(ov: Override) -> bool:
+    return isinstance(ov.value, str) and is_step_key(ov.key)
+
+
+def resolve_durations(data: dict[str, Any], overrides: Sequence[Override]) -> list[Override]:
+    """`overrides` with every duration on a step-count key turned into its steps, sized by
+    the plan with the other overrides applied; a PlanError naming the `--set` otherwise."""
+    timed = [ov for ov in overrides if _is_duration(ov)]
+    if not timed:
+        return list(overrides)
+    from growcockpit.plan.load import plan_from_dict
+
+    plain = [ov for ov in overrides if not _is_duration(ov)]
+    try:
+        base = plan_from_dict(apply_overrides(data, plain))
+    except PlanError as exc:
+        raise _blame(exc, plain) from None
+    o = base.optim
+    tokens = o.batch_size * o.grad_accum_steps * base.data.seq_len
+    out = []
     for ov in overrides:
+        if not _is_duration(ov):
+            out.append(ov)
+            continue
+        d = parse_duration(str(ov.value))
+        if d is None:
+            raise _fail(ov.where, f"{ov.key} is a step count: {FORMS}")
+        try:
+            steps = duration_steps(d, tokens_per_step=tokens, total_steps=base.total_steps)
+        except DurationError as exc:
+            raise _fail(ov.where, str(exc)) from None
+        out.append(dataclasses.replace(ov, value=steps))
+    return out
+
+
+def apply_overrides(data: dict[str, Any], overrides: Iterable[Override]) -> dict[str, Any]:
+    """A copy of the raw plan tables `data` with each override set, in order (durations
+    on step-count keys converted first: `resolve_durations`)."""
+    out = copy.deepcopy(data)
+    for ov in resolve_durations(data, list(overrides)):
         if ov.path[0] == "stages":
             stages = out.get("stages")
             index = ov.path[1]
