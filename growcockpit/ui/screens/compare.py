@@ -78,8 +78,8 @@ class CompareScreen(Screen[None]):
         Binding("left_square_bracket", "zoom(1)", "Zoom in", show=False, key_display="["),
         Binding("right_square_bracket", "zoom(-1)", "Zoom out", show=False, key_display="]"),
         Binding("0", "zoom(0)", "Zoom reset", show=False),
-        Binding("less_than_sign", "smoothing(-1)", "Less smoothing", show=False, key_display="<"),
-        Binding("greater_than_sign", "smoothing(1)", "More smoothing", show=False, key_display=">"),
+        Binding("<", "smoothing(-1)", "Less smoothing", show=False),
+        Binding(">", "smoothing(1)", "More smoothing", show=False),
         Binding("question_mark", "help", "Help", key_display="?"),
     ]
 
