@@ -10,7 +10,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from rich.text import Text
-from textual import work
+from textual import events, work
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, Vertical
@@ -177,6 +177,10 @@ class CompareScreen(Screen[None]):
             else "target: no run has evaluated yet"
         )
         self.redraw()
+
+    def on_resize(self, event: events.Resize) -> None:
+        """Re-downsample for the new width (plotext would stretch the old points)."""
+        self.call_after_refresh(self.redraw)
 
     def redraw(self) -> None:
         width = max(10, self.query_one("#compare-val").size.width)
