@@ -34,6 +34,7 @@ from growcockpit.backend.data.corpus import DataError
 from growcockpit.backend.device import prepare_device
 from growcockpit.backend.distributed import DistContext
 from growcockpit.backend.loop.engine import Trainer
+from growcockpit.backend.loop.layer_checks import TrainableSetError
 from growcockpit.backend.state.checkpoint import (
     CheckpointError,
     DiskFull,
@@ -198,7 +199,7 @@ def run_training(
             _safely(reporter.emit, RunFinished(status=state, message=f"resume refused: {exc}"))
         print(f"growcockpit: {exc}", file=sys.stderr)
         return 2
-    except DataError as exc:
+    except (DataError, TrainableSetError) as exc:  # one line, exit 2: the message says why
         _crash(reporter, trainer, paths, status, exc)
         print(f"growcockpit: {exc}", file=sys.stderr)
         return 2

@@ -25,6 +25,7 @@ from growcockpit.backend.device import release_cached_memory
 from growcockpit.backend.distributed import DistContext
 from growcockpit.backend.loop.evaluation import eval_event, mean_val_loss
 from growcockpit.backend.loop.forward import LossModule, StagedForward
+from growcockpit.backend.loop.layer_checks import LayerHealth
 from growcockpit.backend.loop.operators import GrowInput, LevelSnapshot, apply_operator
 from growcockpit.backend.loop.optim import build_optimizer, lr_at
 from growcockpit.backend.loop.plateau import PlateauTrigger, check_event, trigger_for
@@ -96,6 +97,7 @@ class Trainer:
         self.forward = StagedForward(0, True)
         self.train_module: nn.Module = LossModule(self.model, self.forward)
         self.stats = LayerStatsSampler(self.model)
+        self.health = LayerHealth(reporter)  # backend/loop/layer_checks.py
         self.timer = LayerTimer(device)
         self.prefetch = BatchPrefetcher(
             data, plan.optim.batch_size, stride=self.dist.world_size, pin=device.type == "cuda"
@@ -127,6 +129,7 @@ class Trainer:
                 continue
             self.pos.enter_reason = ended
             self.flush_steps()  # steps not yet reported (advance or stop mid-window)
+            self.health.stage_ended(self.model, self.pos.step)  # frozen layers that moved
             if self.stopping:
                 break
             self.pos.stage_index += 1
@@ -234,9 +237,7 @@ class Trainer:
 
     def enter_stage(self) -> None:
         """Apply the stage's operator, freeze policy and a fresh optimizer."""
-        if (
-            self.stage.enter == "probe"
-        ):  # the best candidate takes its place (backend/loop/probe.py)
+        if self.stage.enter == "probe":  # the best candidate takes its place (loop/probe.py)
             resolve_probe(self)
         index = self.pos.stage_index
         stage = self.stage
@@ -300,6 +301,7 @@ class Trainer:
             fresh = fresh_state_layers(stage, grow)
             carry_optimizer_state(previous, self.optimizer, self.model, grow, fresh)
         self.stats = LayerStatsSampler(self.model)
+        self.health.configure(self.model, self.optimizer, trainable, self.pos.stage_index, stage)
         self.recipes.install(
             self.model,
             stage,

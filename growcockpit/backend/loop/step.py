@@ -37,6 +37,7 @@ from torch import nn
 from growcockpit.backend.control.reporter import RunReporter
 from growcockpit.backend.data.blocks import Batch
 from growcockpit.backend.distributed import DistContext, no_sync
+from growcockpit.backend.loop.layer_checks import LayerHealth
 from growcockpit.backend.loop.optim import guarded_step, set_lr
 from growcockpit.backend.loop.precision import autocast as autocast
 from growcockpit.backend.loop.precision import resolve_precision as resolve_precision
@@ -144,6 +145,7 @@ class StepHost(Protocol):
     train_module: nn.Module
     optimizer: torch.optim.Optimizer | None
     stats: LayerStatsSampler
+    health: LayerHealth
     timer: LayerTimer
     layer_ms: tuple[list[float | None], list[float | None]]
 
@@ -276,6 +278,7 @@ class StepRunner:
             t.layer_ms = ([], [])  # each timing sample is reported once, never again stale
             layers = t.stats.collect(grad_norms, fwd_ms, bwd_ms)
             t.report.emit(LayerStats(step=t.pos.step, stage=t.pos.stage_index, layers=layers))
+            t.health.observe(layers, t.plan.metrics, t.stage, t.pos.stage_index, t.pos.step)
         return outcome
 
     def read(self, last_step: int) -> StepOutcome:
