@@ -20,6 +20,7 @@ from growcockpit.ui.screens.designer import DesignerScreen
 from growcockpit.ui.screens.home import HomeScreen
 from growcockpit.ui.screens.launch import LaunchScreen
 from growcockpit.ui.screens.prompt import HelpScreen, PromptScreen
+from growcockpit.ui.screens.race import RaceScreen
 
 SCREENS: dict[str, type] = {
     "everywhere": GrowCockpitApp,
@@ -28,6 +29,7 @@ SCREENS: dict[str, type] = {
     "Launch dialog": LaunchScreen,
     "Dashboard": DashboardScreen,
     "Compare": CompareScreen,
+    "Race": RaceScreen,
     "Confirm dialog": ConfirmScreen,
     "Prompt": PromptScreen,
     "Help": HelpScreen,
@@ -41,6 +43,13 @@ NAMES = {
     "left_square_bracket": "[",
     "right_square_bracket": "]",
     "slash": "/",
+    "less_than_sign": "<",
+    "greater_than_sign": ">",
+    "comma": ",",
+    "full_stop": ".",
+    "minus": "-",
+    "plus": "+",
+    "equals_sign": "=",
 }
 
 
