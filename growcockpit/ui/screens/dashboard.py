@@ -1,4 +1,5 @@
-"""The live view of one run: header, tabs (overview, layers, timing, system, events), commands.
+"""The live view of one run: header, tabs (overview, layers, timing, system, events,
+console), commands.
 
 The screen is a view of a `RunSession` (plain Python): a thread worker runs
 the session's tail loop, which reads the run directory and folds events into
@@ -9,7 +10,8 @@ only when its data, size or theme changed and only while it is on screen.
 Commands (dashboard_commands.py, its base) go over the control socket in a thread worker, since the backend
 answers at its next step boundary. Only the cockpit holding the run's
 controller role (see `growcockpit.session.controller`) sends commands; others are
-read-only and say so.
+read-only and say so. The view keys that change no training (the `/` filter, the
+run's note and tags) are dashboard_views.py's, the base above the commands.
 """
 
 from __future__ import annotations
@@ -26,10 +28,11 @@ from textual.widget import Widget
 from textual.widgets import Footer, TabbedContent, TabPane
 from textual.worker import get_current_worker
 
+from growcockpit.session.console_tail import ConsoleTail
 from growcockpit.session.fold.layers import TIMING_WINDOW
 from growcockpit.session.plot_view import next_axis
 from growcockpit.session.run_session import RunSession
-from growcockpit.ui.screens.dashboard_commands import DashboardCommands
+from growcockpit.ui.screens.dashboard_views import DashboardViews
 from growcockpit.ui.screens.help_texts import DASHBOARD_HELP
 from growcockpit.ui.screens.prompt import HelpScreen, keys_of
 from growcockpit.ui.widgets import (
@@ -42,15 +45,16 @@ from growcockpit.ui.widgets import (
     ThroughputPlot,
     TimingPanel,
 )
+from growcockpit.ui.widgets.console import ConsolePanel
 from growcockpit.ui.widgets.loss_plot import AxisPlot
 
 TEXT_FLUSH_S = 0.25  # ≤ 4 Hz
 PLOT_FLUSH_S = 0.5  # ≤ 2 Hz
-TABS = ("overview", "layers", "timing", "system", "events")
+TABS = ("overview", "layers", "timing", "system", "events", "console")
 LAYERS_TITLE = f"layers · ms: median of the last n ≤ {TIMING_WINDOW} samples"
 
 
-class DashboardScreen(DashboardCommands):
+class DashboardScreen(DashboardViews):
     BINDINGS = [
         Binding("p", "pause_resume", "Pause"),
         Binding("g", "advance", "Advance"),
@@ -74,6 +78,10 @@ class DashboardScreen(DashboardCommands):
         Binding("3", "tab('timing')", "Timing", show=False),
         Binding("4", "tab('system')", "System", show=False),
         Binding("5", "tab('events')", "Events", show=False),
+        Binding("6", "tab('console')", "Console", show=False),
+        Binding("slash", "filter", "Filter", show=False, key_display="/"),
+        Binding("N", "note", "Note", show=False),
+        Binding("T", "tags", "Tags", show=False),
     ]
 
     def __init__(
@@ -112,6 +120,8 @@ class DashboardScreen(DashboardCommands):
                 yield SystemPanel(id="system-panel")
             with TabPane("5 Events", id="events"):
                 yield EventLogPanel(id="event-log-full")
+            with TabPane("6 Console", id="console"):
+                yield ConsolePanel(ConsoleTail(self.session.client.paths.log), id="console-log")
         yield Footer(compact=True)
 
     def on_mount(self) -> None:
@@ -125,6 +135,7 @@ class DashboardScreen(DashboardCommands):
         self.query_one("#timing-panel").border_title = "time per step"
         self.session.claim_control()
         self._tail()
+        self.watch_notes()
         self.set_interval(TEXT_FLUSH_S, self.flush_text)
         self.set_interval(PLOT_FLUSH_S, self.flush_plot)
 
@@ -207,6 +218,8 @@ class DashboardScreen(DashboardCommands):
         self.app.push_screen(HelpScreen("Run dashboard", DASHBOARD_HELP, keys_of(self)))
 
     def action_home(self) -> None:
+        if self.clear_filter():  # Esc clears an active filter before it leaves
+            return
         go_home = getattr(self.app, "action_home", None)
         if go_home is not None:
             go_home()

@@ -12,7 +12,11 @@ fields under the table edit the highlighted stage. Tab moves between fields, Esc
 goes back to the table. Problems show under each field as you type (the same checks
 as `growcockpit plan validate`). The timeline draws each stage's depth: trainable,
 new and frozen layers in different colours. The cost estimate compares the plan's
-compute with training the final model at full depth for as many steps."""
+compute with training the final model at full depth for as many steps.
+Stages: add one after the highlighted row (a), duplicate it (d), remove it (x or
+Delete), move it up or down ([ and ]). ctrl+s saves the plan (editing a live run's remaining
+stages, ctrl+s sends them to the run instead), S saves it as a new file, l launches it;
+Esc goes back (asking first when there are unsaved changes)."""
 
 DASHBOARD_HELP = """\
 The live cockpit of one run. Everything here is rebuilt from the run's events.jsonl,
@@ -28,6 +32,11 @@ Layers: one row per layer (trainable, frozen, or new from the last grow): grad n
 update ratio ‖Δθ‖/‖θ‖, and fwd/bwd ms as the median of the last n timing samples (they
 restart when the stage or the layer's frozen state changes); and one layers × time
 heatmap of grad norms, grouped by stage.
-Commands wait for the backend's answer at its next step and show it (accepted or
-why refused). Only one cockpit at a time controls a run; others are read-only.
-b rolls back to a checkpoint (asks; empty: the latest), dropping the plots past it (↶)."""
+Tabs 1–6; the console (6) follows backend.log, the backend's stdout and stderr (its last
+lines). / filters the layer rows, the event logs and the console by a regular expression;
+Esc clears it (else goes Home). N and T set the run's note and tags (notes.json; shown in
+the header and on Home). Commands (p pause/resume, g advance, c checkpoint, s stop,
+e edit the remaining stages, l scale the LR) wait for the backend's answer at its next
+step and show it. b rolls back to a checkpoint (asks; empty: the latest), dropping the
+plots past it (↶); after a NaN or spike pause it offers the last good one at a lower LR
+scale. Only one cockpit at a time controls a run; others are read-only."""

@@ -91,7 +91,8 @@ class HelpScreen(ModalScreen[None]):
         with Vertical(id="help-box", classes="dialog"):
             yield Static(self._title, classes="dialog-title")
             with VerticalScroll(id="help-scroll"):
-                yield Static(reflow(self._intro), id="help-intro", classes="dialog-body")
+                intro = reflow(self._intro)  # plain text: "[ and ]" are keys, not markup
+                yield Static(intro, id="help-intro", classes="dialog-body", markup=False)
                 yield Static(table, id="help-keys")
             yield Static("Esc or ? closes · ctrl+p lists every action", classes="dialog-hint")
 
