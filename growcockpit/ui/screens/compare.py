@@ -48,7 +48,7 @@ Vertical lines mark stage changes. The horizontal line is the target: the final
 validation loss of the target run (a baseline by default; g picks the next run). The
 table says how much sooner each run reached it, in time and in FLOPs, or, if it has
 not, how many more steps the current slope needs; d shows instead the plan keys whose
-values differ between the selected runs."""
+values differ between the selected runs. Esc goes back."""
 TARGET_MARKER = "hd"  # half blocks: thicker than the others' braille
 
 
