@@ -484,7 +484,7 @@ async def settle(pilot: Any, timeout: float = 10.0) -> Any:
     return screen
 
 
-async def wait_for(pilot: Any, cond: Any, timeout: float = 5.0) -> None:
+async def wait_for(pilot: Any, cond: Any, timeout: float = 15.0) -> None:
     deadline = time.monotonic() + timeout
     while not cond():
         assert time.monotonic() < deadline, "condition not met in time"

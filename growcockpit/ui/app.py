@@ -4,6 +4,7 @@ action in the command palette (ctrl+p)."""
 
 from __future__ import annotations
 
+import asyncio
 import time
 from collections.abc import Callable, Iterable
 from functools import partial
@@ -40,6 +41,10 @@ Launcher = Callable[[Path, Path, LaunchOptions], Path]
 
 def default_launcher(plan_path: Path, runs_root: Path, options: LaunchOptions) -> Path:
     return RunClient.launch(plan_path, runs_root, device=options.device, nproc=options.nproc)
+
+
+REPLAY_WAIT_MAX_S = 1.0  # the longest a replayed key waits for the one before it
+_REPLAYED = "_growcockpit_replayed"  # marks a key the type-ahead replays: never held again
 
 
 class GrowCockpitApp(App[None]):
@@ -160,9 +165,9 @@ class GrowCockpitApp(App[None]):
 
     # ---- type-ahead: keys pressed while a screen opens go to it (ui/type_ahead.py) -----
     async def on_event(self, event: events.Event) -> None:
-        if isinstance(event, events.Key) and not event.is_forwarded:
-            if not self.type_ahead.holding and not self.screen.is_mounted:
-                self._hold(None)  # pushed, not mounted yet: hold for it
+        if isinstance(event, events.Key) and not event.is_forwarded and self._may_hold(event):
+            if not self.type_ahead.holding and (not self.screen.is_mounted or self._busy()):
+                self._hold(None)  # pushed, not mounted yet, or the key before is not handled
             if self.type_ahead.offer(event):
                 return
         await super().on_event(event)
@@ -170,11 +175,22 @@ class GrowCockpitApp(App[None]):
     def on_key(self, event: events.Key) -> None:
         """A key that no widget took bubbles up here for the screen's bindings (Textual's
         App._on_key, which runs after this unless prevented): one that was forwarded to the
-        old screen before a new one was asked for is held for the new one."""
-        if not self.type_ahead.holding and not self.screen.is_mounted:
+        old screen before a new one was asked for is held for the new one. A key that was
+        handed on before a hold for keys typed too fast began is not: its turn came."""
+        if not self._may_hold(event):
+            return
+        if self.type_ahead.origin is None and self.screen.is_mounted:
+            return
+        if not self.type_ahead.holding:
             self._hold(None)
         if self.type_ahead.offer(event):
             event.prevent_default()
+
+    def _may_hold(self, event: events.Key) -> bool:
+        """Not a key being replayed, and not an answer to a question already on screen."""
+        if getattr(event, _REPLAYED, False):
+            return False
+        return not (isinstance(self.screen, ConfirmScreen) and self.screen.is_mounted)
 
     def hold_keys(self) -> None:
         """Hold the keys pressed from now until the next screen is mounted, then replay them."""
@@ -189,16 +205,45 @@ class GrowCockpitApp(App[None]):
     def _watch_type_ahead(self) -> None:
         top = self.screen
         if self.type_ahead.ready(top, top.is_mounted, time.monotonic()):
-            self.call_after_refresh(self._replay_keys)  # after its on_mount moved the focus
+            self.run_worker(self._replay_keys(), group="type-ahead", exit_on_error=False)
         else:
             self.set_timer(0.02, self._watch_type_ahead)
 
-    def _replay_keys(self) -> None:
-        keys = self.type_ahead.release()
-        if isinstance(self.screen, ConfirmScreen):
-            return  # a question is answered by a key pressed after it was seen, never ahead
-        for key in keys:
-            self.post_message(events.Key(key.key, key.character))
+    async def _replay_keys(self) -> None:
+        """Replay the held keys in order, one per turn: each waits until the app is idle
+        after the one before (and the new screen's on_mount has moved the focus), as a
+        person's next key would. A confirmation dialog on top drops what is left: a
+        question is answered by a key pressed after it was seen, never ahead of it."""
+        while True:
+            await self._handled()
+            top = self.screen
+            if not self.type_ahead.ready(top, top.is_mounted, time.monotonic()):
+                continue  # a replayed key is opening a screen: its keys wait for it
+            if isinstance(top, ConfirmScreen):
+                self.type_ahead.release()
+                return
+            key = self.type_ahead.take()
+            if key is None:
+                return
+            replay = events.Key(key.key, key.character)
+            setattr(replay, _REPLAYED, True)
+            self.post_message(replay)
+
+    def _busy(self) -> bool:
+        """A message is still queued in the app or its screen: a key arriving now (a burst
+        on a loaded machine, read in one go) would be forwarded to the focus as it is now,
+        before the key ahead of it (a Tab) has moved it, so it waits its turn."""
+        screen = self.screen
+        return any(p.message_queue_size for p in (self, screen, *screen.walk_children()))
+
+    async def _handled(self) -> None:
+        """Until every message queue of the app and its screen is empty on two looks in a
+        row (the key before has been handled, bubbled and bound), or REPLAY_WAIT_MAX_S."""
+        deadline = time.monotonic() + REPLAY_WAIT_MAX_S
+        quiet = 0
+        while quiet < 2 and time.monotonic() < deadline:
+            await asyncio.sleep(0.005)
+            quiet = 0 if self._busy() else quiet + 1
 
     # ---- themes -------------------------------------------------------------------
     def action_cycle_theme(self) -> None:

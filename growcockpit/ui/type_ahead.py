@@ -11,7 +11,9 @@ until the new screen is mounted and focused, then replays them to it in order.
 Replaying is the type-ahead a shell gives, and safe because every irreversible
 action still asks first, with one exception handled here: keys held for a
 confirmation dialog are dropped, never replayed (a question must be seen before
-it is answered). A hold that no screen follows (the open failed) ends after
+it is answered). Held keys are replayed one at a time, each once the app is idle after
+the one before (a burst would reach the new focus before a Tab had moved it). A hold
+that no screen follows (the open failed) ends after
 `HOLD_MAX_S`, and its keys go where they would have gone; a screen that came is
 waited for while it mounts (up to `MOUNT_MAX_S` more, however loaded the machine).
 
@@ -41,8 +43,12 @@ class TypeAhead(Generic[K]):
         return self._until is not None
 
     def hold(self, origin: object | None, now: float) -> None:
-        """Hold keys from now until a screen other than `origin` is ready (or HOLD_MAX_S)."""
-        if self._until is None:
+        """Hold keys from now until a screen other than `origin` is ready (or HOLD_MAX_S).
+
+        A hold without an origin (a screen changed, or keys came faster than they were
+        handled) takes the origin of a screen that asks later, so its keys wait for the
+        screen it is opening too."""
+        if self._until is None or self.origin is None:
             self.origin = origin
         self._until = now + HOLD_MAX_S
 
@@ -62,6 +68,17 @@ class TypeAhead(Generic[K]):
         if top is not self.origin:
             return top_mounted or now >= self._until + MOUNT_MAX_S
         return now >= self._until
+
+    def take(self) -> K | None:
+        """The next key to replay, one at a time; None (and the hold ends) when none is left.
+
+        Replaying one key per turn, each once the app has handled the one before, keeps a
+        Tab's focus move ahead of the characters typed after it; keys pressed meanwhile
+        join the queue behind the held ones instead of overtaking them."""
+        if self.keys:
+            return self.keys.pop(0)
+        self.release()
+        return None
 
     def release(self) -> list[K]:
         """Stop holding; the keys to replay, in order."""

@@ -93,6 +93,18 @@ def step_on(screen: str) -> int:
     return int(match.group(1)) if match else -1
 
 
+def wait_for_status(
+    run_dir: Path, check: Callable[[dict[str, object]], bool], timeout: float = 60.0
+) -> dict[str, object]:
+    """status.json once `check` holds (or as it is at the timeout)."""
+    deadline = time.time() + timeout
+    while True:
+        status: dict[str, object] = json.loads((run_dir / "status.json").read_text())
+        if check(status) or time.time() > deadline:
+            return status
+        time.sleep(0.2)
+
+
 def only_run(runs: Path) -> Path:
     dirs = [p for p in runs.iterdir() if p.is_dir()]
     assert len(dirs) == 1, dirs
@@ -140,10 +152,13 @@ def test_design_launch_pause_advance_leave_attach_stop(tmp_path: Path, gc_cache:
         cockpit.keys("C-s")
         cockpit.wait_for(lambda s: "Save the plan as" in s, "the save-as prompt", 10)
         cockpit.keys("Enter")
+        saved_file = tmp_path / "my-plan.toml"
         cockpit.wait_for(
-            lambda s: "my-plan.toml" in s and "modified" not in s, "the saved plan", 10
+            lambda s: "my-plan.toml" in s and "modified" not in s and saved_file.exists(),
+            "the saved plan",
+            20,
         )
-        saved = (tmp_path / "my-plan.toml").read_text()
+        saved = saved_file.read_text()
         assert 'train = "top:2"' in saved and saved.count("[[stages]]") == 3
 
         cockpit.keys("l")
@@ -166,7 +181,7 @@ def test_design_launch_pause_advance_leave_attach_stop(tmp_path: Path, gc_cache:
 
         cockpit.keys("q")
         cockpit.wait_for(lambda s: "my-plan" not in s, "the cockpit to close", 20)
-        status = json.loads((run_dir / "status.json").read_text())
+        status = wait_for_status(run_dir, lambda s: s["stage"] == 1)  # the grow may still run
         assert (status["state"], status["stage"]) == ("paused", 1)
         assert pid_alive(status["pid"]), "training must survive leaving the cockpit"
 
@@ -181,13 +196,7 @@ def test_design_launch_pause_advance_leave_attach_stop(tmp_path: Path, gc_cache:
         viewer.wait_for(lambda s: "Stop (y)" in s, "the stop confirmation")
         viewer.keys("y")
         viewer.wait_for(lambda s: "stopped" in s, "stopped status")
-        deadline = time.time() + 60
-        while (
-            time.time() < deadline
-            and json.loads((run_dir / "status.json").read_text())["state"] != "stopped"
-        ):
-            time.sleep(0.2)
-        assert json.loads((run_dir / "status.json").read_text())["state"] == "stopped"
+        assert wait_for_status(run_dir, lambda s: s["state"] == "stopped")["state"] == "stopped"
         assert (run_dir / "final" / "config.json").exists()
     finally:
         cockpit.kill()

@@ -38,6 +38,7 @@ async def test_enter_then_keys_on_home_reach_the_designer(tmp_path: Path) -> Non
         assert isinstance(app.screen, HomeScreen)
         burst(app, "enter", "down", "l")  # open the plan, the second stage, Launch
         await wait_for(pilot, lambda: isinstance(app.screen, LaunchScreen))
+        await wait_for(pilot, lambda: not app.type_ahead.holding)
         designer = app.screen_stack[-2]
         assert isinstance(designer, DesignerScreen) and designer.plan is not None
         assert designer.selected == 1  # `down` moved the stage table, once
@@ -51,6 +52,7 @@ async def test_typed_ahead_edits_land_in_order(tmp_path: Path) -> None:
         await pilot.pause()
         burst(app, "enter", "down", "down", "x", "d")  # open, last stage, remove, duplicate
         await wait_for(pilot, lambda: isinstance(app.screen, DesignerScreen))
+        await wait_for(pilot, lambda: not app.type_ahead.holding)
         await settled(pilot)
         designer = app.screen
         assert isinstance(designer, DesignerScreen) and designer.plan is not None
@@ -66,6 +68,7 @@ async def test_keys_after_attach_reach_the_dashboard(tmp_path: Path) -> None:
         await pilot.pause()
         burst(app, "a", "2")  # attach, then the Layers tab
         await wait_for(pilot, lambda: isinstance(app.screen, DashboardScreen))
+        await wait_for(pilot, lambda: not app.type_ahead.holding)
         await settled(pilot)
         assert app.screen.query_one("#dash-tabs").active == "layers"  # type: ignore[attr-defined]
 
