@@ -176,11 +176,11 @@ def cmd_resume(args: argparse.Namespace) -> int:
     from growcockpit.backend.state.checkpoint import CheckpointError, load_checkpoint
     from growcockpit.backend.state.checkpoint_checks import check_state
 
-    try:  # a hostile pickle, or contents that lie, refused before anything is touched
-        check_state(load_checkpoint(ckpt, mmap=True), ckpt)
+    plan = load_plan_or_fail(RunPaths(run_dir).plan, resuming=True)
+    try:  # a hostile pickle, contents that lie, or a planted giant: before anything is touched
+        check_state(load_checkpoint(ckpt, mmap=True, plan=plan), ckpt)
     except CheckpointError as exc:
         raise UserError(str(exc)) from None
-    plan = load_plan_or_fail(RunPaths(run_dir).plan, resuming=True)
     from growcockpit.backend import startup
 
     before = _status_bytes(run_dir)  # put back if the backend refuses the checkpoint

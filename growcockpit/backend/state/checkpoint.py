@@ -25,7 +25,9 @@ from typing import Any
 import torch
 from torch import nn
 
+from growcockpit.backend.state.checkpoint_cap import cap_problem
 from growcockpit.metrics.cuda import cuda_initialized
+from growcockpit.plan.types import Plan
 from growcockpit.protocol import safe_fs
 
 
@@ -183,8 +185,9 @@ class CheckpointError(Exception):
     """A checkpoint that cannot be used; the message names the file and what to do."""
 
 
-def load_checkpoint(path: Path, mmap: bool = False) -> dict[str, Any]:
-    """Load `path/state.pt` as data only.
+def load_checkpoint(path: Path, mmap: bool = False, *, plan: Plan | None = None) -> dict[str, Any]:
+    """Load `path/state.pt` as data only; with `plan`, a file larger than any checkpoint
+    of that plan's model could be is refused before a byte of it is read (checkpoint_cap.py).
 
     `weights_only=True` refuses any pickle that would build objects other than
     tensors and plain containers, so a checkpoint copied from someone else can
@@ -197,6 +200,10 @@ def load_checkpoint(path: Path, mmap: bool = False) -> dict[str, Any]:
         safe_fs.check_file(file)  # a FIFO would block torch.load, a link read elsewhere
     except safe_fs.UnsafePath as exc:
         raise CheckpointError(str(exc)) from None
+    if plan is not None and os.path.lexists(file):
+        too_big = cap_problem(os.lstat(file).st_size, plan)
+        if too_big is not None:
+            raise CheckpointError(f"{file}: {too_big}")
     try:
         state = torch.load(file, map_location="cpu", weights_only=True, mmap=mmap)
     except pickle.UnpicklingError:
@@ -207,7 +214,7 @@ def load_checkpoint(path: Path, mmap: bool = False) -> dict[str, Any]:
         ) from None
     except (RuntimeError, EOFError, zipfile.BadZipFile, OSError) as exc:
         if mmap and "mmap" in str(exc):  # torch's older, non-zip format: check it the slow way
-            return load_checkpoint(path, mmap=False)
+            return load_checkpoint(path, mmap=False, plan=plan)
         reason = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
         raise CheckpointError(
             f"{file}: cannot be read ({reason}); resume from an earlier checkpoint"

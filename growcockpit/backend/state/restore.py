@@ -155,7 +155,7 @@ def restore_trainer(trainer: RestoreHost, checkpoint_dir: Path) -> None:
     from growcockpit.backend.state.checkpoint_checks import check_state
     from growcockpit.backend.state.state_checks import check_optimizer_params
 
-    state = load_checkpoint(checkpoint_dir)
+    state = load_checkpoint(checkpoint_dir, plan=trainer.plan)  # a planted giant: unread
     checked = check_state(state, checkpoint_dir)
     pos, plan = checked.pos, checked.plan
     model_cls, config_cls = checked.family.model_class, checked.family.config_class
