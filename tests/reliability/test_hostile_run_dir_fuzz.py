@@ -2,7 +2,10 @@
 
 `status`, `resume` (up to where it refuses), Home's catalog and attach's check
 must each answer in bounded time with at most one line, exit 0 or 2, never a
-traceback, and never change the file a planted link points to.
+traceback, and never change the file a planted link points to. `plan.toml` is at
+times a valid plan and `state.pt` a real torch archive of random plain data (the
+keys a checkpoint has, values of any type), so `resume` gets past the plan and
+the archive check into the checkpoint's content checks.
 """
 
 from __future__ import annotations
@@ -17,6 +20,7 @@ from pathlib import Path
 
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from repo_paths import TINY_TOML
 
 from growcockpit.cli import main
 from growcockpit.protocol.run_safety import check_run_dir
@@ -35,6 +39,7 @@ NAMES = (
     "checkpoints/step-3/state.pt",
 )
 VICTIM = b"the user's own file\n"
+POSITION_KEYS = ("step", "stage_index", "stage_entered", "plan", "cpu_threads", "lr_scale", "x")
 
 status_like = st.one_of(
     st.binary(max_size=200),
@@ -53,6 +58,47 @@ entry = st.one_of(
     st.just(("dir", b"")),
 )
 
+plain = st.recursive(
+    st.one_of(
+        st.none(),
+        st.booleans(),
+        st.integers(-(1 << 70), 1 << 70),
+        st.floats(allow_nan=True, allow_infinity=True),
+        st.text(max_size=8),
+    ),
+    lambda inner: st.one_of(
+        st.lists(inner, max_size=4), st.dictionaries(st.text(max_size=6), inner, max_size=4)
+    ),
+    max_leaves=12,
+)
+tensor = st.lists(st.floats(allow_nan=True, allow_infinity=True, width=32), max_size=6)
+checkpoint_data = st.fixed_dictionaries(
+    {
+        "config": plain,
+        "model": st.one_of(plain, st.dictionaries(st.text(max_size=8), tensor, max_size=4)),
+        "position": st.one_of(plain, st.dictionaries(st.sampled_from(POSITION_KEYS), plain)),
+        "rng": plain,
+    },
+    optional={"optimizer": plain, "levels": plain},
+)
+ENTRIES = {
+    "plan.toml": st.one_of(entry, st.just(("file", TINY_TOML.read_bytes()))),
+    "checkpoints/step-3/state.pt": st.one_of(
+        entry, st.builds(lambda data: ("torch", data), checkpoint_data)
+    ),
+}
+
+
+def _torch_save(path: Path, data: dict[str, object]) -> None:
+    import torch
+
+    if isinstance(data["model"], dict):
+        data["model"] = {
+            k: torch.tensor(v, dtype=torch.float32) if isinstance(v, list) else v
+            for k, v in data["model"].items()
+        }
+    torch.save(data, path)
+
 
 def _build(root: Path, victim: Path, layout: dict[str, tuple[str, bytes]]) -> None:
     for name in NAMES:
@@ -62,6 +108,8 @@ def _build(root: Path, victim: Path, layout: dict[str, tuple[str, bytes]]) -> No
             continue  # its directory is not a real one here
         if kind == "file":
             path.write_bytes(data)
+        elif kind == "torch":
+            _torch_save(path, data)  # type: ignore[arg-type]
         elif kind == "fifo":
             os.mkfifo(path)
         elif kind == "link":
@@ -92,7 +140,7 @@ def _bounded(fn, seconds: float = 20.0):  # type: ignore[no-untyped-def]
 
 
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(layout=st.fixed_dictionaries({name: entry for name in NAMES}))
+@given(layout=st.fixed_dictionaries({name: ENTRIES.get(name, entry) for name in NAMES}))
 def test_random_run_dirs_never_hang_or_trace(layout: dict[str, tuple[str, bytes]]) -> None:
     top = Path(tempfile.mkdtemp(prefix="gc-fuzz-"))
     try:
