@@ -1,7 +1,7 @@
 """Fit a plan to its `[budget]`: the `fill` stage's steps make the cost equal the budget.
 
 Growth plans are compared with the full-depth baseline at equal *compute*,
-not equal steps (methods.md §9): a growth stage's step is cheaper, so with
+not equal steps: a growth stage's step is cheaper, so with
 the baseline's step count a growth plan would get only part of its budget.
 The budget is in the cost model's units (`cost.estimate_cost`, defaults:
 refined, r = 2, the default head cost):

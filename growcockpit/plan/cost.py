@@ -1,6 +1,6 @@
 """Estimated compute of a plan vs. training the final model at full depth.
 
-The cost model of methods.md §6, in units of one transformer block's forward
+The cost model, in units of one transformer block's forward
 pass at full width (f = 1), per training step:
 
 - r: backward/forward cost ratio (default 2).
@@ -16,9 +16,9 @@ pass at full width (f = 1), per training step:
   input gradient, no weight gradient): (1 + r/2)(L_s − k) + (1 + r)k + (1 + r)h.
 - Frozen blocks *above* the lowest trainable one (`source = "middle"`,
   `train = "new"`: the trainable blocks sit in the middle) pass an input
-  gradient down to it: 1 + r/2 each (methods.md §8), whatever the embeddings.
+  gradient down to it: 1 + r/2 each, whatever the embeddings.
 - `layer_drop = p`: every block cost is multiplied by the expected fraction
-  of blocks run, 1 − p·(L_s − 2)/L_s (methods.md §8).
+  of blocks run, 1 − p·(L_s − 2)/L_s.
 - Head: (1 + r)h when it trains; when frozen, (1 + r/2)h if anything below it
   needs a gradient, else h (forward only).
 - Width w < hidden size d (coalesced levels): block costs scale by (w/d)²,
@@ -41,7 +41,7 @@ prediction by 10-40 % for small models (bench/README.md):
   embeddings trainable it is (1 + r)·h. With nothing trainable, h.
 - With the embeddings frozen, nothing below the lowest trainable block needs a
   gradient, so that block skips its input gradient: 1 + r/2 instead of 1 + r
-  (methods.md §6, "Refinement").
+  (the refinement of the plain block count).
 - Frozen blocks run in eval mode (no dropout; on CPU SDPA then takes its fused
   kernel instead of the dropout-capable math path), so their forward costs
   `frozen_fwd` × a training forward (measured: 0.75 at 12 × 256 on CPU;
@@ -170,7 +170,7 @@ def step_cost(
 
     `frozen_above`: how many of the frozen blocks sit above the lowest
     trainable one (`source = "middle"` with `train = "new"`); they pass an
-    input gradient down, so each costs 1 + r/2 (methods.md §8).
+    input gradient down, so each costs 1 + r/2.
     `layer_drop`: each block but the first and last is skipped with this
     probability, so the blocks cost `expected_depth_fraction` of a full step's.
     """

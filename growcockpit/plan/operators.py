@@ -11,7 +11,7 @@ A new operator goes here (an `OperatorSpec` with its shape rule), in
 `types.Operator`, in `grow/` (the function that transforms the model) and in
 `backend/loop/operators.py` (one line calling it), each with its tests.
 
-Shape rules (methods.md §1-§3), each `ShapeInput → ShapeStep`:
+Shape rules, each `ShapeInput → ShapeStep`:
 
 - ``init``: builds the model at `layers`, full width (model.hidden_size).
 - ``continue``: keeps the shape.

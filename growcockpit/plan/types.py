@@ -2,7 +2,7 @@
 
 A plan is pure data: it knows nothing of torch or Textual, so the cockpit can
 load, edit, validate and cost it without importing the training stack.
-Field names match the keys of the TOML plan file (see DESIGN.md).
+Field names match the keys a user writes in the TOML plan file.
 """
 
 from __future__ import annotations
@@ -184,8 +184,8 @@ class Stage:
     transformer layers get gradients: "all", "new" (the ones this stage's
     operator added), "top:K", "layers:I,J,…" (those indices, 0 = the bottom; what a race's
     `--control` trains), or "none". `embeddings`/`head` default per
-    methods.md: embeddings train only when every layer trains; the head trains.
-    Growth recipes (methods.md §8): `ramp_steps` gates the blocks the operator
+    By default embeddings train only when every layer trains; the head trains.
+    Growth recipes: `ramp_steps` gates the blocks the operator
     adds, y = x + m·(block(x) − x) with m rising 0 → 1 over that many steps;
     `init = "zero"` (stack, GPT-2) zeroes the new blocks' output projections;
     `source = "middle"` inserts the copies after the middle blocks;
@@ -283,7 +283,7 @@ def trainable_layer_ids(stage: Stage, previous_layers: int) -> list[int]:
 
 
 def middle_insert_ids(depth: int, k: int) -> list[int]:
-    """Where `source = "middle"` puts its k copies in a depth-L stack (methods.md §8).
+    """Where `source = "middle"` puts its k copies in a depth-L stack.
 
     The k blocks centred on the middle, ⌊(L−k)/2⌋ … +k−1, are copied and the
     copies inserted right after them, so the copies land at ⌊(L−k)/2⌋+k … +2k−1.
@@ -296,7 +296,7 @@ def stage_warmup(stage: Stage, index: int, optim_warmup: int) -> int:
     """Steps of linear LR warm-up at the start of stage `index`.
 
     The first stage: its `warmup_steps`, else `optim.warmup_steps`. A later
-    stage re-warms after its operator (methods.md §8): `rewarmup_steps` (or
+    stage re-warms after its operator: `rewarmup_steps` (or
     its older spelling `warmup_steps`), else min(optim.warmup_steps, steps/10).
     0 means the stage starts at the full (scheduled) LR, as MSG does.
     """

@@ -1,5 +1,5 @@
 """Races: candidate plans trained on a short prefix of their budget, cut by successive
-halving at equal compute, the winner continued to the full budget (issue 21 §1).
+halving at equal compute, the winner continued to the full budget.
 
 Knows plan, protocol and compare, and Optuna for the shared study; never torch or
 Textual: candidates train as `python -m growcockpit` subprocesses.

@@ -122,7 +122,7 @@ GROW_FUNCTIONS: dict[str, GrowFn] = {
 
 
 def apply_operator(x: GrowInput) -> tuple[nn.Module, GrowResult | None]:
-    """Run the stage's operator (methods.md §1-§2); afterwards `x.levels` holds exactly
+    """Run the stage's operator; afterwards `x.levels` holds exactly
     the levels the plan walk says are open."""
     grow = GROW_FUNCTIONS.get(x.stage.enter)
     if grow is None:

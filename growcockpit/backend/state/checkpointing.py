@@ -1,6 +1,6 @@
 """When the engine checkpoints, and how a checkpoint of a live trainer is written.
 
-Checkpoints are on by default (issue 11 §5): every `checkpoint.every_minutes`
+Checkpoints are on by default: every `checkpoint.every_minutes`
 of wall clock, at every stage start (before the operator, so a failed or
 regretted grow can be undone), and every `every_steps` steps when set. A state
 that is not finite is never written: the engine warns and keeps the last good
