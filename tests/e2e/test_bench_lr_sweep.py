@@ -165,3 +165,16 @@ def test_ttl_merge_reads_seeds_of_two_files_side_by_side(tmp_path: Path) -> None
     assert merged["baseline-linear"][0]["speedup_flops_all"] == 0.0  # never reached
     rows = ttl_merge.table(merged, "gpt2")
     assert any(r.startswith("| late | 0,1 | 2/2, 2 |") for r in rows)
+
+
+def test_ttl_against_checks_runs_only_up_to_where_the_plans_part() -> None:
+    from common import TTL_SIZES
+    from ttl_against import first_diverging_step
+    from ttl_plans import Budget, budget_plan
+
+    size = TTL_SIZES["cpu"]["gpt2"]
+    budget = Budget(400, 10)
+    late, copy, early = (budget_plan(m, size, 0, budget) for m in ("late", "late-copy", "late-0.7"))
+    assert first_diverging_step(copy, late) == late.stages[0].steps  # same 1-layer stage
+    assert first_diverging_step(late, late) == late.total_steps
+    assert first_diverging_step(early, late) == 0
