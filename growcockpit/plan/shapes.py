@@ -12,7 +12,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from growcockpit.plan.operators import OPERATORS, Level, Shape, ShapeInput, ShapeStep, asked_shape
+from growcockpit.plan.operators import OPERATORS
+from growcockpit.plan.shape_rules import Level, Shape, ShapeInput, ShapeStep, asked_shape
 from growcockpit.plan.types import Plan, trainable_layer_ids
 
 
