@@ -1,17 +1,22 @@
-"""Soak: a live run watched by three cockpits and steered every second, for N minutes.
+"""Soak: a live run with a cockpit attached, watched by three viewers and steered every second.
 
-    python bench/soak.py --minutes 10 [--threads 1] [--attach-every 3]
+    python bench/soak.py --minutes 30 [--threads 1] [--attach-every 3] [--json OUT.json]
 
-A tiny model trains with metrics on every step. Three viewers follow it the
-way the cockpit does (`RunClient` tails events.jsonl, `RunState` folds them;
-no Textual): two stay attached, the third detaches and re-attaches every
-`--attach-every` seconds. A command goes to the backend every second
-(pause, resume, set_lr ×1, a refused advance, every tenth a checkpoint).
+A tiny model trains with metrics on every step. The real cockpit (the Textual app,
+headless, `bench/soak_cockpit.py`) attaches in its own process and stays attached to the
+end. Three more viewers follow the run the way the cockpit's session layer does
+(`RunClient` tails events.jsonl, `RunState` folds them; no Textual) inside this process:
+two stay attached, the third detaches and re-attaches every `--attach-every` seconds. A
+command goes to the backend every second (pause, resume, set_lr ×1, a refused advance,
+every tenth a checkpoint).
 
-Reports the memory slope (MB per minute, least squares over the second half
-of the soak, after warm-up) of the backend and of this cockpit process, and
-checks that `seq` is contiguous in events.jsonl and in every viewer's stream.
-Exit code 1 when `seq` has a gap or a command went unanswered.
+Prints, for the backend and for the cockpit: RSS, threads and open fds at the start, at
+5 minutes and at the end; events/s; `seq` gaps in events.jsonl and in every viewer's
+stream; and the cockpit's RSS growth over the last 20 minutes (the mean of the first 30 s
+of that window against the mean of its last 30 s; on a soak shorter than 25 minutes, over
+its last two thirds, and the 5 MB verdict is not given). Exit code 1 when `seq` has a gap,
+a command went unanswered, the cockpit fell behind, or (30-minute class soaks) the
+cockpit's RSS grew 5 MB or more in the late window.
 """
 
 from __future__ import annotations
@@ -19,6 +24,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import subprocess
 import sys
 import tempfile
 import threading
@@ -113,17 +119,71 @@ class Viewer:
         self.events += len(new)
 
 
-def slope_mb_per_min(samples: list[tuple[float, int]]) -> float:
+LATE_WINDOW_S = 20 * 60
+FULL_SOAK_MIN = 25.0
+GROWTH_LIMIT_MB = 5.0
+MARK_S = 5 * 60
+
+
+@dataclass
+class Sample:
+    """One second of one process: RSS in bytes, threads, open fds."""
+
+    t: float
+    rss: int
+    threads: int
+    fds: int
+
+
+def sample(proc: psutil.Process, t: float) -> Sample:
+    with proc.oneshot():
+        return Sample(t, proc.memory_info().rss, proc.num_threads(), proc.num_fds())
+
+
+def slope_mb_per_min(samples: list[Sample]) -> float:
     """Least-squares slope of RSS over time, second half only (after warm-up)."""
     half = samples[len(samples) // 2 :]
     if len(half) < 3:
         return float("nan")
     n = len(half)
-    mt = sum(t for t, _ in half) / n
-    mr = sum(r for _, r in half) / n
-    var = sum((t - mt) ** 2 for t, _ in half)
-    cov = sum((t - mt) * (r - mr) for t, r in half)
+    mt = sum(s.t for s in half) / n
+    mr = sum(s.rss for s in half) / n
+    var = sum((s.t - mt) ** 2 for s in half)
+    cov = sum((s.t - mt) * (s.rss - mr) for s in half)
     return cov / var * 60 / 2**20 if var else float("nan")
+
+
+def at(samples: list[Sample], t: float) -> Sample:
+    """The first sample at or after `t` (the last one when the soak was shorter)."""
+    return next((s for s in samples if s.t >= t), samples[-1])
+
+
+def late_growth_mb(samples: list[Sample], full: bool) -> tuple[float, float]:
+    """RSS growth over the late window: mean of its first 30 s against mean of its last 30 s.
+
+    Means rather than two single samples, so one garbage-collection swing at either edge
+    does not decide the verdict. The window is the last 20 minutes of a full soak, the last
+    two thirds of a shorter one. Returns (growth in MB, window length in s)."""
+    end = samples[-1].t
+    window = LATE_WINDOW_S if full else end * 2 / 3
+    inside = [s for s in samples if s.t >= end - window]
+    edge = max(1, min(30, len(inside) // 4))
+    first = sum(s.rss for s in inside[:edge]) / edge
+    last = sum(s.rss for s in inside[-edge:]) / edge
+    return (last - first) / 2**20, inside[-1].t - inside[0].t
+
+
+def marks(samples: list[Sample]) -> dict[str, dict[str, float]]:
+    points = {"start": samples[0], "5min": at(samples, MARK_S), "end": samples[-1]}
+    return {
+        name: {
+            "t_s": round(s.t),
+            "rss_mb": round(s.rss / 2**20, 1),
+            "threads": s.threads,
+            "fds": s.fds,
+        }
+        for name, s in points.items()
+    }
 
 
 def wait_first_step(run_dir: Path, timeout: float) -> int:
@@ -137,13 +197,38 @@ def wait_first_step(run_dir: Path, timeout: float) -> int:
     raise SystemExit(f"soak: the backend did not start training in {timeout:.0f} s\n{log[-2000:]}")
 
 
+def start_cockpit(run_dir: Path, stop_file: Path, out: Path) -> subprocess.Popen[bytes]:
+    """The real cockpit in its own process; returns once its dashboard is up.
+
+    Its output goes to a file, not a pipe: nobody reads a pipe for 30 minutes, and a full
+    one would stall the cockpit being measured."""
+    with out.open("wb") as fh:
+        proc = subprocess.Popen(
+            [sys.executable, str(REPO / "bench" / "soak_cockpit.py"), str(run_dir), str(stop_file)],
+            stdout=fh,
+            stderr=subprocess.STDOUT,
+        )
+    deadline = time.monotonic() + 300
+    while time.monotonic() < deadline and proc.poll() is None:
+        if out.read_text().startswith("cockpit: attached"):
+            return proc
+        time.sleep(0.2)
+    proc.kill()
+    raise SystemExit(f"soak: the cockpit did not attach:\n{out.read_text()[-2000:]}")
+
+
 def soak(minutes: float, attach_every: float, runs_root: Path) -> dict[str, object]:
     plan = runs_root / "soak.toml"
     plan.write_text(PLAN)
     run_dir = RunClient.launch(plan, runs_root)
     pid = wait_first_step(run_dir, timeout=300)
+    stop_file = runs_root / "soak-cockpit.stop"
+    stop_file.unlink(missing_ok=True)
+    cockpit_out = runs_root / "soak-cockpit.out"
+    cockpit_proc = start_cockpit(run_dir, stop_file, cockpit_out)
     backend = psutil.Process(pid)
-    cockpit = psutil.Process(os.getpid())
+    cockpit = psutil.Process(cockpit_proc.pid)
+    own = psutil.Process(os.getpid())
     viewers = [Viewer(run_dir) for _ in range(3)]
     stop = threading.Event()
 
@@ -160,8 +245,9 @@ def soak(minutes: float, attach_every: float, runs_root: Path) -> dict[str, obje
     watcher = threading.Thread(target=watch, daemon=True)
     watcher.start()
     commander = RunClient(run_dir)
-    mem_backend: list[tuple[float, int]] = []
-    mem_cockpit: list[tuple[float, int]] = []
+    mem_backend: list[Sample] = []
+    mem_cockpit: list[Sample] = []
+    mem_viewers: list[Sample] = []
     acked = unanswered = 0
     t0 = time.monotonic()
     i = 0
@@ -173,10 +259,12 @@ def soak(minutes: float, attach_every: float, runs_root: Path) -> dict[str, obje
         except ControlError:
             unanswered += 1
         now = time.monotonic() - t0
-        mem_backend.append((now, backend.memory_info().rss))
-        mem_cockpit.append((now, cockpit.memory_info().rss))
+        mem_backend.append(sample(backend, now))
+        mem_cockpit.append(sample(cockpit, now))
+        mem_viewers.append(sample(own, now))
         i += 1
         time.sleep(max(0.0, t0 + i - time.monotonic()))
+    soak_s = time.monotonic() - t0
     commander.send("resume", timeout=30)  # refused unless the last command paused it
     commander.send("stop", timeout=120)
     backend.wait(timeout=120)
@@ -184,35 +272,58 @@ def soak(minutes: float, attach_every: float, runs_root: Path) -> dict[str, obje
     watcher.join(timeout=10)
     for v in viewers:
         v.poll()
+    stop_file.touch()
+    cockpit_proc.wait(timeout=120)
+    out = cockpit_out.read_text().strip().splitlines()
+    cockpit_view = json.loads(out[-1]) if cockpit_proc.returncode == 0 and out else {}
     events = read_all(run_dir / "events.jsonl")
     seqs = [e.seq for e in events]
+    log_gaps = sum(1 for a, b in zip(seqs, seqs[1:], strict=False) if b != a + 1)
     steps = [e for e in events if e.type == "step"]
+    full = minutes >= FULL_SOAK_MIN
+    growth, window = late_growth_mb(mem_cockpit, full)
     return {
         "run_dir": str(run_dir),
-        "seconds": round(time.monotonic() - t0, 1),
+        "seconds": round(soak_s, 1),
         "steps": len(steps),
         "events": len(events),
-        "seq_contiguous": seqs == list(range(1, len(seqs) + 1)),
+        "events_per_s": round(len(events) / soak_s, 1),
+        "seq_contiguous": seqs == list(range(1, len(seqs) + 1)) and log_gaps == 0,
+        "seq_gaps_log": log_gaps,
         "viewer_gaps": sum(v.gaps for v in viewers),
         "viewer_steps": [v.state.step for v in viewers],
+        "cockpit_step": cockpit_view.get("cockpit_step"),
+        "cockpit_rc": cockpit_proc.returncode,
         "attaches": viewers[2].attaches,
         "commands_acked": acked,
         "commands_unanswered": unanswered,
-        "backend_rss_mb": round(mem_backend[-1][1] / 2**20, 1),
+        "backend": marks(mem_backend),
+        "cockpit": marks(mem_cockpit),
+        "viewers_process": marks(mem_viewers),
+        "backend_rss_mb": round(mem_backend[-1].rss / 2**20, 1),
         "backend_slope_mb_per_min": round(slope_mb_per_min(mem_backend), 3),
-        "cockpit_rss_mb": round(mem_cockpit[-1][1] / 2**20, 1),
+        "cockpit_rss_mb": round(mem_cockpit[-1].rss / 2**20, 1),
         "cockpit_slope_mb_per_min": round(slope_mb_per_min(mem_cockpit), 3),
+        "cockpit_late_growth_mb": round(growth, 2),
+        "cockpit_late_window_s": round(window),
+        "cockpit_levels_off": growth < GROWTH_LIMIT_MB if full else None,
         "final_state": read_status(run_dir).state,
     }
 
 
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--minutes", type=float, default=10.0)
+    ap.add_argument("--minutes", type=float, default=30.0)
     ap.add_argument("--attach-every", type=float, default=3.0, help="seconds")
     ap.add_argument("--threads", type=int, default=1, help="the backend's OMP_NUM_THREADS")
     ap.add_argument("--runs", type=Path, help="runs root (default: a temp dir)")
-    ap.add_argument("--json", action="store_true", help="print the report as JSON")
+    ap.add_argument(
+        "--json",
+        nargs="?",
+        const="-",
+        metavar="OUT",
+        help="print the report as one JSON line, or with a path also write it there",
+    )
     args = ap.parse_args()
     os.environ["OMP_NUM_THREADS"] = str(args.threads)
     os.environ["PYTHONPATH"] = os.pathsep.join(
@@ -221,7 +332,9 @@ def main() -> int:
     root = args.runs or Path(tempfile.mkdtemp(prefix="gc-soak-"))
     root.mkdir(parents=True, exist_ok=True)
     report = soak(args.minutes, args.attach_every, root)
-    if args.json:
+    if args.json is not None:
+        if args.json != "-":
+            Path(args.json).write_text(json.dumps(report, indent=1) + "\n")
         print(json.dumps(report))
     else:
         for key, value in report.items():
@@ -230,6 +343,9 @@ def main() -> int:
         report["seq_contiguous"]
         and report["viewer_gaps"] == 0
         and report["commands_unanswered"] == 0
+        and report["cockpit_rc"] == 0
+        and report["cockpit_step"] == report["steps"]
+        and report["cockpit_levels_off"] is not False
         and report["final_state"] == "stopped"
     )
     return 0 if ok else 1
