@@ -53,6 +53,12 @@ def add_parsers(sub: Subparsers) -> None:
     r.add_argument(
         "--join", action="store_true", help="join the race in --race-dir as one more worker"
     )
+    r.add_argument(
+        "--continue-winner",
+        action="store_true",
+        help="finish the race in --race-dir if need be, then continue its winner(s) to the "
+        "full budget (also for a race started with --no-finish)",
+    )
     r.set_defaults(func=cmd_race)
 
 
@@ -101,9 +107,13 @@ def _spec(args: argparse.Namespace, race_dir: Path) -> object:
 
 
 def cmd_race(args: argparse.Namespace) -> int:
+    import dataclasses
+
     from growcockpit.race.candidates import RaceSpec
+    from growcockpit.race.presence import RaceStopped, clear_stop
     from growcockpit.race.report import format_result, race_result
     from growcockpit.race.study import open_study, work
+    from growcockpit.race.trust import caveat
 
     race_dir: Path | None = args.race_dir
     if race_dir is None:
@@ -112,16 +122,20 @@ def cmd_race(args: argparse.Namespace) -> int:
         race_dir = Path("races") / f"{args.plans[0].stem}-{time.strftime('%Y%m%d-%H%M%S')}"
     spec = _spec(args, race_dir)
     assert isinstance(spec, RaceSpec)
+    if args.continue_winner:  # the stored race is unchanged: a re-run goes on as it was
+        spec = dataclasses.replace(spec, finish=True)
+    if not args.join:
+        clear_stop(race_dir)  # running the race again goes on where a stop left it
     print(f"race directory: {race_dir} ({len(spec.candidates)} candidates, "
           f"{len(spec.rungs)} rungs)", flush=True)  # fmt: skip
-    helpers = [
-        subprocess.Popen(
-            [sys.executable, "-m", "growcockpit", "race", "--join", "--race-dir", str(race_dir)]
-        )  # fmt: skip
-        for _ in range(args.workers - 1)
-    ]
+    join = [sys.executable, "-m", "growcockpit", "race", "--join", "--race-dir", str(race_dir)]
+    join += ["--continue-winner"] if args.continue_winner else []
+    helpers = [subprocess.Popen(join) for _ in range(args.workers - 1)]
+    stopped = False
     try:
         work(spec, race_dir, say=lambda line: print(line, flush=True))
+    except RaceStopped:
+        stopped = True
     finally:
         for proc in helpers:
             proc.wait()
@@ -129,6 +143,11 @@ def cmd_race(args: argparse.Namespace) -> int:
         return EXIT_OK
     result = race_result(spec, open_study(race_dir))
     print(format_result(result))
+    warning = caveat(spec.budget_fraction)
+    if warning is not None and result.winner is not None:
+        print(warning)
+    if stopped:
+        print(f"race stopped; `growcockpit race --race-dir {race_dir}` goes on where it stopped")
     if args.json is not None:
         args.json.write_text(result.to_json() + "\n")
     failed = any(r.state == "failed" for r in result.rows)

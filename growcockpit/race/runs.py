@@ -15,6 +15,7 @@ from __future__ import annotations
 import contextlib
 import shutil
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -95,9 +96,15 @@ def _log_path(run_dir: Path) -> Path:
     return logs / f"{run_dir.name}.log"
 
 
-def advance_run(run_dir: Path, plan_file: Path, target: float | None) -> RunState:
+def advance_run(
+    run_dir: Path,
+    plan_file: Path,
+    target: float | None,
+    stopping: Callable[[], bool] | None = None,
+) -> RunState:
     """Train `run_dir` (from `plan_file` the first time) until it has been evaluated at or
-    past `target` FLOPs, or to its plan's end when `target` is None; its state then."""
+    past `target` FLOPs, or to its plan's end when `target` is None; its state then.
+    Once `stopping()` says so (the race was asked to stop), the run is sent `stop` too."""
     state = run_state(run_dir)
     if _done(state, target):
         return state
@@ -111,7 +118,16 @@ def advance_run(run_dir: Path, plan_file: Path, target: float | None) -> RunStat
         wait = POLL_S
         while proc.poll() is None:
             time.sleep(wait)
-            if stop_sent or target is None:
+            if stop_sent:
+                continue
+            if stopping is not None and stopping():
+                try:
+                    send_command(run_dir, CommandRequest("stop"), timeout=60)
+                    stop_sent = True
+                except ControlError:  # a run still starting does not listen yet: next poll
+                    pass
+                continue
+            if target is None:
                 continue
             began = time.monotonic()
             now = run_state(run_dir)

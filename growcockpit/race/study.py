@@ -30,6 +30,7 @@ from optuna.trial import FrozenTrial, TrialState
 
 from growcockpit.race.candidates import Candidate, RaceSpec
 from growcockpit.race.halving import cut, value_at
+from growcockpit.race.presence import RaceStopped, stop_requested, worker_presence
 from growcockpit.race.runs import RunState, advance_run, run_state
 
 STUDY_FILE = "study.journal"
@@ -90,11 +91,16 @@ def _rung_value(c: Candidate, states: list[RunState], compute: float) -> float:
     return sum(v for v in values if v is not None) / len(values)
 
 
-def _train(spec: RaceSpec, c: Candidate, target: float | None) -> list[RunState]:
-    return [
-        advance_run(Path(run), Path(plan), target)
-        for run, plan in zip(c.runs, c.plan_files, strict=True)
-    ]
+def _train(spec: RaceSpec, c: Candidate, target: float | None, race_dir: Path) -> list[RunState]:
+    """Every seed's run to `target`; RaceStopped, nothing reported, if a stop was asked."""
+    states = []
+    for run, plan in zip(c.runs, c.plan_files, strict=True):
+        if stop_requested(race_dir):
+            raise RaceStopped(c.key)
+        states.append(advance_run(Path(run), Path(plan), target, lambda: stop_requested(race_dir)))
+    if stop_requested(race_dir):  # a run stopped short of its rung: not a measurement
+        raise RaceStopped(c.key)
+    return states
 
 
 def live_at(spec: RaceSpec, study: optuna.Study, rung: int) -> list[str]:
@@ -135,6 +141,8 @@ def _claim_loop(
     all the rest are taken by other workers, wait for them (or for their locks to free)."""
     by_key = {c.key: c for c in spec.candidates}
     while True:
+        if stop_requested(race_dir):
+            raise RaceStopped()
         trials = trials_by_key(study)
         pending = [k for k in keys if not done(trials[k])]
         if not pending:
@@ -154,14 +162,21 @@ def _claim_loop(
 
 
 def work(spec: RaceSpec, race_dir: Path, say: Say = print) -> None:
-    """One worker's share of the race: every rung, then the winners to the full budget."""
+    """One worker's share of the race: every rung, then the winners to the full budget.
+    RaceStopped once the race is asked to stop (presence.py); the worker is seen in the
+    race (presence.race_live) while it works."""
+    with worker_presence(race_dir):
+        _work(spec, race_dir, say)
+
+
+def _work(spec: RaceSpec, race_dir: Path, say: Say) -> None:
     study = open_study(race_dir)
     ensure_trials(study, spec, race_dir)
     for rung, compute in enumerate(spec.rungs):
         live = live_at(spec, study, rung)
 
         def report(c: Candidate, trial: optuna.trial.Trial, rung: int = rung) -> None:
-            states = _train(spec, c, spec.rungs[rung])
+            states = _train(spec, c, spec.rungs[rung], race_dir)
             value = _rung_value(c, states, spec.rungs[rung])
             trial.set_user_attr(f"flops_{rung}", sum(s.flops for s in states))
             trial.report(value, step=rung)
@@ -180,7 +195,7 @@ def work(spec: RaceSpec, race_dir: Path, say: Say = print) -> None:
     winners = _apply_cut(study, spec, len(spec.rungs) - 1, race_dir)
 
     def finish(c: Candidate, trial: optuna.trial.Trial) -> None:
-        states = _train(spec, c, None)
+        states = _train(spec, c, None, race_dir)
         finals = [s.points[-1].loss if s.points else math.nan for s in states]
         say(f"full budget  {c.key}: final val loss {sum(finals) / len(finals):.4f}")
         if all(s.completed for s in states):

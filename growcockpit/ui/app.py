@@ -26,6 +26,7 @@ from growcockpit.ui.screens import (
     HomeScreen,
     LaunchOptions,
 )
+from growcockpit.ui.screens.race import RaceScreen
 from growcockpit.ui.themes import (
     DEFAULT_THEME,
     GC_DEFAULTS,
@@ -35,6 +36,7 @@ from growcockpit.ui.themes import (
     theme_files,
 )
 from growcockpit.ui.type_ahead import TypeAhead
+from growcockpit.ui.widgets.race_list import RaceList
 
 Launcher = Callable[[Path, Path, LaunchOptions], Path]
 
@@ -139,6 +141,9 @@ class GrowCockpitApp(App[None]):
 
     def on_home_screen_open_compare(self, message: HomeScreen.OpenCompare) -> None:
         self.push_screen(CompareScreen(self.runs_root, message.paths))
+
+    def on_race_list_open_race(self, message: RaceList.OpenRace) -> None:
+        self.push_screen(RaceScreen(message.path))
 
     def on_designer_screen_launch_requested(self, message: DesignerScreen.LaunchRequested) -> None:
         try:

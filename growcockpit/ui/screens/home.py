@@ -24,8 +24,10 @@ from growcockpit.plan.init_from import SourceError, grow_plan_from
 from growcockpit.plan.types import Plan
 from growcockpit.protocol.rundir import RunPaths
 from growcockpit.session.catalog import PlanEntry, RunEntry, format_age, list_plans, list_runs
+from growcockpit.session.race_view import RACES_DIR
 from growcockpit.ui.screens.prompt import HelpScreen, keys_of
 from growcockpit.ui.type_ahead import hold_keys
+from growcockpit.ui.widgets.race_list import RaceList
 from growcockpit.ui.widgets.steady_table import SteadyTable
 
 REFRESH_S = 2.0
@@ -45,7 +47,8 @@ transformer stage by stage (MSLT, progressive stacking, V-cycles).
 Plans are TOML files: the shipped samples, and yours (*.toml here or in plans/).
 Open one (Enter) to edit its stages, see its cost and launch it. Runs live under
 runs/: each keeps training when you leave the cockpit; open one (Enter or a) to
-watch and steer it, or compare two or more (c).
+watch and steer it, or compare two or more (c). Races (growcockpit race) in
+races/ are listed below the runs once there are any: Enter opens one.
 
 n starts a new plan; g starts one that grows the highlighted finished run's final
 model; r refreshes the runs list (it also refreshes itself every few seconds); q quits.
@@ -112,6 +115,7 @@ class HomeScreen(Screen[None]):
         with Vertical(id="home-body"):
             yield SteadyTable[str | Text](id="plans-table", cursor_type="row", zebra_stripes=True)
             yield SteadyTable[str | Text](id="runs-table", cursor_type="row", zebra_stripes=True)
+            yield RaceList(self.runs_root.parent / RACES_DIR)  # shown once there are races
         yield Footer(compact=True)
 
     def on_mount(self) -> None:
@@ -208,6 +212,9 @@ class HomeScreen(Screen[None]):
         return self.runs[min(table.cursor_row, len(self.runs) - 1)]
 
     def action_open(self) -> None:
+        if isinstance(self.focused, RaceList):
+            self.focused.open_selected()
+            return
         if self.focused is self.query_one("#runs-table"):
             self.action_attach()
             return
