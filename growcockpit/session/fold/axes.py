@@ -26,8 +26,7 @@ from growcockpit.protocol.events import RolledBack, StageStarted
 from growcockpit.session.fold.plan import decode_plan
 
 if TYPE_CHECKING:
-    from growcockpit.session.fold.bulk import SeriesBatch
-    from growcockpit.session.fold.series import Series
+    from growcockpit.session.fold.series import Series, SeriesBatch
     from growcockpit.session.fold.state import RunData
 
 Axis = Literal["step", "tokens", "time", "flops"]

@@ -28,7 +28,7 @@ from growcockpit.session.fold import axes
 from growcockpit.session.fold.layers import LayerRow
 from growcockpit.session.fold.metrics import EMA_ALPHA, SEC_PER_STEP_ALPHA
 from growcockpit.session.fold.records import StageTiming
-from growcockpit.session.fold.series import Series
+from growcockpit.session.fold.series import SeriesBatch
 
 if TYPE_CHECKING:
     from growcockpit.session.run_state import RunState
@@ -51,29 +51,6 @@ _NUMBER = (int, float)
 _INT: frozenset[type] = frozenset((int,))
 _NUM: frozenset[type] = frozenset(_NUMBER)
 _NUM_OR_NONE: frozenset[type] = frozenset((int, float, type(None)))
-
-
-class SeriesBatch:
-    """Points for several series, added at the end of a batch: one compaction per series
-    per batch rather than one per `cap / 2` points (only steps write these series)."""
-
-    def __init__(self) -> None:
-        self._pending: dict[int, tuple[Series, list[float], list[float]]] = {}
-
-    def add(self, series: Series, xs: list[float], ys: list[float]) -> None:
-        if not xs:
-            return
-        entry = self._pending.get(id(series))
-        if entry is None:
-            self._pending[id(series)] = (series, list(xs), list(ys))
-        else:
-            entry[1].extend(xs)
-            entry[2].extend(ys)
-
-    def flush(self) -> None:
-        for series, xs, ys in self._pending.values():
-            series.extend(xs, ys)
-        self._pending.clear()
 
 
 def parse_lines(lines: list[bytes]) -> tuple[list[dict[str, Any]], int]:

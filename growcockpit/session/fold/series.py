@@ -179,3 +179,26 @@ class LayerHistory:
             out_g.append(self.stages[lo])
             out_c.append(merged)
         return out_s, out_g, out_c
+
+
+class SeriesBatch:
+    """Points for several series, added at the end of a batch: one compaction per series
+    per batch rather than one per `cap / 2` points (only steps write these series)."""
+
+    def __init__(self) -> None:
+        self._pending: dict[int, tuple[Series, list[float], list[float]]] = {}
+
+    def add(self, series: Series, xs: list[float], ys: list[float]) -> None:
+        if not xs:
+            return
+        entry = self._pending.get(id(series))
+        if entry is None:
+            self._pending[id(series)] = (series, list(xs), list(ys))
+        else:
+            entry[1].extend(xs)
+            entry[2].extend(ys)
+
+    def flush(self) -> None:
+        for series, xs, ys in self._pending.values():
+            series.extend(xs, ys)
+        self._pending.clear()
