@@ -27,34 +27,57 @@ SAFE_TAU = 0.6
 
 @dataclass(frozen=True)
 class Trust:
-    """One measured fraction of the budget, pooled over families and seeds."""
+    """One family at one measured fraction of the budget, over its seeds."""
 
+    family: str
     fraction: float
-    races: int
+    races: int  # one per seed
     winner_rate: float  # the race's winner was the true winner
     kendall: float  # mean Kendall τ-b, early order against final order
     spearman: float  # mean Spearman ρ
     regret: float  # mean final-loss gap between the true winner and the race's
 
 
-SCALE = "(measured on the shipped GPT-2 and Llama CPU recipes at 0.2× their steps, 5 seeds)"
-MEASURED: tuple[Trust, ...] = ()
-SAFE_FRACTION: float | None = None
+SCALE = (
+    "(GPT-2: 6 candidates, Llama: 3; the shipped CPU recipes at 0.2× their steps, batch "
+    "8 × 64, 5 seeds; bench/results/race_trust.md)"
+)
+MEASURED: tuple[Trust, ...] = (
+    Trust("gpt2", 0.05, 5, 1.00, 0.31, 0.34, 0.000),
+    Trust("gpt2", 0.1, 5, 1.00, 0.33, 0.36, 0.000),
+    Trust("gpt2", 0.25, 5, 1.00, 0.65, 0.76, 0.000),
+    Trust("gpt2", 0.5, 5, 1.00, 0.87, 0.93, 0.000),
+    Trust("llama", 0.05, 5, 1.00, 1.00, 1.00, 0.000),
+    Trust("llama", 0.1, 5, 1.00, 1.00, 1.00, 0.000),
+    Trust("llama", 0.25, 5, 1.00, 1.00, 1.00, 0.000),
+    Trust("llama", 0.5, 5, 1.00, 1.00, 1.00, 0.000),
+)
 
 
 def safe_fraction(
     table: Sequence[Trust], rate: float = SAFE_RATE, tau: float = SAFE_TAU
 ) -> float | None:
-    """The smallest measured fraction whose winner rate and mean τ reach `rate` and `tau`."""
-    good = [t.fraction for t in table if t.winner_rate >= rate and t.kendall >= tau]
-    return min(good) if good else None
+    """The smallest measured fraction at which every family reaches `rate` and `tau` (and
+    does at every larger fraction measured); None when some family never does."""
+    fractions = sorted({t.fraction for t in table})
+    ok = {f: all(t.winner_rate >= rate and t.kendall >= tau for t in table if t.fraction == f)
+          for f in fractions}  # fmt: skip
+    safe = [f for i, f in enumerate(fractions) if all(ok[g] for g in fractions[i:])]
+    return safe[0] if safe else None
 
 
-def nearest(table: Sequence[Trust], fraction: float) -> Trust | None:
-    """The measured row at or just below `fraction` (the smallest row below them all)."""
-    rows = sorted(table, key=lambda t: t.fraction)
-    below = [t for t in rows if t.fraction <= fraction + 1e-12]
-    return below[-1] if below else (rows[0] if rows else None)
+SAFE_FRACTION: float | None = safe_fraction(MEASURED)
+
+
+def nearest(table: Sequence[Trust], fraction: float) -> list[Trust]:
+    """The measured rows (one per family) at the fraction at or just below `fraction`
+    (the smallest measured one when `fraction` is below them all)."""
+    fractions = sorted({t.fraction for t in table})
+    if not fractions:
+        return []
+    below = [f for f in fractions if f <= fraction + 1e-12]
+    at = below[-1] if below else fractions[0]
+    return [t for t in table if t.fraction == at]
 
 
 def caveat(
@@ -63,16 +86,21 @@ def caveat(
     """The line a race picking at `fraction` prints: None at or above the safe point."""
     if not table or (safe is not None and fraction >= safe - 1e-12):
         return None
-    row = nearest(table, fraction)
-    assert row is not None
+    rows = nearest(table, fraction)
+    races = sum(t.races for t in rows)
+    right = sum(t.winner_rate * t.races for t in rows) / races
     where = (
         f"below the measured safe point {safe:g}"
         if safe is not None
         else f"and no measured fraction up to {max(t.fraction for t in table):g} was safe"
     )
+    taus = ", ".join(f"{t.family} {t.kendall:.2f}" for t in rows)
+    at = f"{rows[0].fraction:.0%}" + (
+        " (the least measured)" if fraction < rows[0].fraction else ""
+    )
     return (
-        f"caveat: --budget-fraction {fraction:g} {where}: picking at {row.fraction:.0%} of "
-        f"the budget, a race picked the true winner in {row.winner_rate:.0%} of "
-        f"{row.races} measured races (Kendall τ {row.kendall:.2f} between that order and "
-        f"the final one) {SCALE}"
+        f"caveat: --budget-fraction {fraction:g} {where}: picking at {at} of the budget, a "
+        f"race picked the true winner in {right:.0%} of {races} measured races; its order "
+        f"there against the final one: Kendall τ {taus} (safe: the right winner in "
+        f"{SAFE_RATE:.0%} and τ ≥ {SAFE_TAU:g} in every family) {SCALE}"
     )
