@@ -1,4 +1,7 @@
-"""Growth recipes through real tiny training runs: events, resume, weights."""
+"""Growth recipes through real tiny training runs: events, resume, weights.
+
+Each run is a real `growcockpit train` / `resume` process, forked warm (run_fixtures.warm_growcockpit).
+"""
 
 from __future__ import annotations
 
@@ -7,7 +10,7 @@ from pathlib import Path
 
 import pytest
 from repo_paths import TESTS
-from run_fixtures import growcockpit, of_type
+from run_fixtures import of_type, warm_growcockpit
 
 from growcockpit.protocol import read_all
 from growcockpit.protocol.events import Grow, RunStarted, StageStarted, Step
@@ -65,7 +68,7 @@ def train(tmp_path: Path, cache: Path, name: str, text: str) -> Path:
     plan = tmp_path / f"{name}.toml"
     plan.write_text(text)
     run_dir = tmp_path / name
-    res = growcockpit("train", str(plan), "--run-dir", str(run_dir), cache=cache)
+    res = warm_growcockpit("train", str(plan), "--run-dir", str(run_dir), cache=cache)
     assert res.returncode == 0, res.stderr
     return run_dir
 
@@ -77,7 +80,7 @@ def resume_replays(tmp_path: Path, cache: Path, full: Path, from_step: int) -> N
     for ck in (cut / "checkpoints").glob("step-*"):
         if int(ck.name[5:]) > from_step:
             shutil.rmtree(ck)
-    res = growcockpit("resume", str(cut), "--force", cache=cache)
+    res = warm_growcockpit("resume", str(cut), "--force", cache=cache)
     assert res.returncode == 0, res.stderr
     reference = {e.step: e.loss for e in of_type(read_all(full / "events.jsonl"), Step)}
     events = read_all(cut / "events.jsonl")
