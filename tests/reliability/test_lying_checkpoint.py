@@ -19,7 +19,7 @@ from typing import Any
 
 import pytest
 import torch
-from run_fixtures import growcockpit, tiny_plan
+from run_fixtures import tiny_plan, warm_growcockpit
 
 from growcockpit.backend.state.checkpoint import CheckpointError, load_checkpoint
 from growcockpit.backend.state.checkpoint_checks import check_state
@@ -34,7 +34,7 @@ def trained(tmp_path_factory: pytest.TempPathFactory, gc_cache: Path) -> Path:
     top = tmp_path_factory.mktemp("lying")
     plan = top / "plan.toml"
     plan.write_text(tiny_plan(steps=(2, 2), every_steps=2))
-    res = growcockpit("train", str(plan), "--run-dir", str(top / "run"), cache=gc_cache)
+    res = warm_growcockpit("train", str(plan), "--run-dir", str(top / "run"), cache=gc_cache)
     assert res.returncode == 0, res.stderr
     return top / "run"
 
@@ -154,7 +154,7 @@ def test_every_checkpoint_of_a_real_run_passes(trained: Path) -> None:
 
 def _refused_resume(run: Path, gc_cache: Path) -> str:
     before = (run / "status.json").read_bytes()
-    res = growcockpit("resume", str(run), "--force", cache=gc_cache, timeout=TIMEOUT)
+    res = warm_growcockpit("resume", str(run), "--force", cache=gc_cache, timeout=TIMEOUT)
     assert res.returncode == 2, res.stderr
     assert "Traceback" not in res.stderr
     lines = [line for line in res.stderr.splitlines() if line.startswith("growcockpit:")]
