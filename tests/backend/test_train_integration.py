@@ -1,7 +1,10 @@
 """Real training through `growcockpit train`: a tiny BERT grown 2 → 4 layers on CPU.
 
 These tests drive the actual command in a subprocess and judge it only by
-what a user can see: events.jsonl, status.json, checkpoints and final/.
+what a user can see: events.jsonl, status.json, checkpoints and final/. The
+pause test starts it cold (`python -m growcockpit`, as a user does); the other
+runs fork it warm (run_fixtures.warm_growcockpit: the same command, without
+importing torch again).
 """
 
 from __future__ import annotations
@@ -14,7 +17,7 @@ from pathlib import Path
 
 import pytest
 from repo_paths import REPO
-from run_fixtures import env, growcockpit, of_type
+from run_fixtures import env, growcockpit, of_type, warm_growcockpit
 
 from growcockpit.protocol import read_all, read_status
 from growcockpit.protocol.events import (
@@ -40,7 +43,7 @@ TINY = ROOT / "tests" / "plans" / "tiny.toml"
 @pytest.fixture(scope="module")
 def finished_run(tmp_path_factory: pytest.TempPathFactory, gc_cache: Path) -> Path:
     run_dir = tmp_path_factory.mktemp("runs") / "tiny"
-    res = growcockpit("train", str(TINY), "--run-dir", str(run_dir), cache=gc_cache)
+    res = warm_growcockpit("train", str(TINY), "--run-dir", str(run_dir), cache=gc_cache)
     assert res.returncode == 0, res.stderr
     return run_dir
 
@@ -281,12 +284,14 @@ def test_resume_mid_stage_is_bit_for_bit(tmp_path: Path, gc_cache: Path) -> None
     plan = tmp_path / "ck.toml"
     plan.write_text(TINY.read_text().replace("every_steps = 20", "every_steps = 10"))
     full = tmp_path / "full"
-    assert growcockpit("train", str(plan), "--run-dir", str(full), cache=gc_cache).returncode == 0
+    assert (
+        warm_growcockpit("train", str(plan), "--run-dir", str(full), cache=gc_cache).returncode == 0
+    )
     cut = tmp_path / "cut"
     shutil.copytree(full, cut)
     shutil.rmtree(cut / "checkpoints" / "step-40")
     # A fresh tokenizer cache, as on another machine: the run's own tokenizer/ must be used.
-    res = growcockpit("resume", str(cut), "--force", cache=tmp_path / "empty-cache")
+    res = warm_growcockpit("resume", str(cut), "--force", cache=tmp_path / "empty-cache")
     assert res.returncode == 0, res.stderr
     assert "step-30" in res.stdout
     assert (cut / "tokenizer" / "tokenizer.json").exists()
@@ -310,7 +315,7 @@ def test_vcycle_runs_and_resumes_with_its_level_snapshot(tmp_path: Path, gc_cach
     import shutil
 
     full = tmp_path / "full"
-    res = growcockpit("train", str(TINY_VCYCLE), "--run-dir", str(full), cache=gc_cache)
+    res = warm_growcockpit("train", str(TINY_VCYCLE), "--run-dir", str(full), cache=gc_cache)
     assert res.returncode == 0, res.stderr
     events = read_all(full / "events.jsonl")
     stages = of_type(events, StageStarted)
@@ -330,7 +335,7 @@ def test_vcycle_runs_and_resumes_with_its_level_snapshot(tmp_path: Path, gc_cach
     shutil.copytree(full, cut)
     shutil.rmtree(cut / "checkpoints" / "step-30")
     shutil.rmtree(cut / "checkpoints" / "step-20")  # the interpolate stage's start checkpoint
-    res = growcockpit("resume", str(cut), "--force", cache=gc_cache)
+    res = warm_growcockpit("resume", str(cut), "--force", cache=gc_cache)
     assert res.returncode == 0, res.stderr
     reference = {e.step: e.loss for e in of_type(events, Step)}
     resumed_events = read_all(cut / "events.jsonl")
