@@ -33,8 +33,8 @@ pytestmark = [pytest.mark.slow, pytest.mark.usefixtures("gc_cache")]
 PLANS = sorted((REPO / "sample_plans").glob("cpu-*.toml"))
 # One plan per trap the checks could trip on: a ramp's gate near 0, middle stacking, layer
 # drop, a V-cycle (width and depth change twice), Llama's identity blocks after one late
-# expansion, MSLT's frozen bottom (the best shipped GPT-2 recipe). GROWCOCKPIT_ALL_SAMPLE_PLANS=1 runs every shipped plan
-# (21, ≈ 5 minutes on 2 quiet cores).
+# expansion, MSLT's frozen bottom (the best shipped GPT-2 recipe).
+# GROWCOCKPIT_ALL_SAMPLE_PLANS=1 runs all 21 shipped plans.
 COVERING = (
     "cpu-bert-ramp",
     "cpu-gpt2-middle",
