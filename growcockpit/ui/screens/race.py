@@ -52,7 +52,8 @@ was cut (cut candidates are grey, the leader starred). The plots overlay the
 candidates' curves (their first seed) against compute, with the rungs as vertical
 lines, and against training time. s asks the race to stop (the run in training
 checkpoints; nothing is lost); c goes on with it in the background: the rungs still
-missing, then the winner to the full budget."""
+missing, then the winner to the full budget. r reads the race directory again now (it
+is re-read every 2 s anyway); Esc goes back."""
 
 
 def colour_of(i: int, c: CandidateView) -> str:
