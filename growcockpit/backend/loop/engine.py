@@ -282,7 +282,8 @@ class Trainer:
     def configure_training(
         self, stage: Stage, trainable: list[int], grow: GrowResult | None = None
     ) -> None:
-        """requires_grad first, then the optimizer over exactly that set (DESIGN.md, Distributed)."""
+        """requires_grad first, then the optimizer over exactly that set (each DDP rank
+        builds the same one, so their parameter groups agree)."""
         result = apply_freeze(
             self.model, trainable, stage.embeddings_trainable(), stage.head_trainable()
         )
