@@ -164,7 +164,8 @@ fi
 
 echo "== 3/4 equal-budget time-to-loss (bench/time_to_loss.py)"
 if [ "$TINY" = 1 ]; then
-  TTL=(--quick --family bert --methods "$TTL_METHODS" --seeds 0 --threads 1 --timeout-s 120)
+  # the two runs side by side (one thread each): the smoke test waits for one, not two
+  TTL=(--quick --family bert --methods "$TTL_METHODS" --seeds 0 --threads 1 --parallel 2 --timeout-s 120)
 else
   TTL=(--scale base --family bert --methods "$TTL_METHODS" --budget "$TTL_BUDGET" --seeds 0 --timeout-s 70)
 fi
