@@ -70,6 +70,8 @@ def test_lr_blow_up_then_one_ctl_line_trains_on_finite(
         assert named is not None, error.message
         target = int(named.group(1))  # a checkpoint (every 5 steps) before the blow-up
         assert target % 5 == 0 and 0 < target < (error.step or 0), error.message
+        raised = trainer.lr_raised_at
+        assert raised is not None and target <= raised, "a checkpoint from before the ×1000"
         capsys.readouterr()
         assert main(["ctl", str(run), "rollback", "--lr-scale", "1"]) == 0  # the one line
         assert "accepted" in capsys.readouterr().out

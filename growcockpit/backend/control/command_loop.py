@@ -41,6 +41,7 @@ class CommandHost(Protocol):
     device: torch.device
     report: RunReporter
     paused: bool
+    lr_raised_at: int | None
     advance_now: bool
     stopping: bool
     stop_requested: bool
@@ -115,6 +116,8 @@ def apply_intent(host: CommandHost, intent: Intent) -> tuple[bool, str]:
             return True, "stopping: checkpoint, then end"
         case ScaleLr(factor):
             host.pos.lr_scale *= factor
+            if factor > 1:
+                host.lr_raised_at = host.pos.step
             return True, f"LR scale now {host.pos.lr_scale:g} (lr {host.current_lr():.3g})"
         case ReplaceStages(plan, started, count):
             host.replan(plan, started)

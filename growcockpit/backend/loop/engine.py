@@ -106,6 +106,7 @@ class Trainer:
         self.steps = StepRunner(plan.optim.precision, device)
         self.last_loss: float | None = None
         self.paused = False
+        self.lr_raised_at: int | None = None  # later checkpoints may hold ruined weights
         self.waiting = False
         self.advance_now = False
         self.stopping = False
@@ -220,11 +221,17 @@ class Trainer:
 
     def pause_if_skipped(self, outcome: StepOutcome) -> bool:
         """Pause with an error naming the rollback when a reported window skipped an update:
-        a non-finite loss or gradient, or a spike (backend/loop/step.py, backend/loop/sentinel.py)."""
+        a non-finite loss or gradient, or a spike (backend/loop/step.py, backend/loop/sentinel.py).
+        The rollback named is the newest checkpoint from before the LR was last raised, when
+        there is one: those after it were trained at the raised LR and may be ruined though
+        finite."""
         if outcome.finite:
             return False
         self.paused = True
-        good = last_checkpoint_step(RunPaths(self.run_dir).checkpoints, self.pos.step)
+        root = RunPaths(self.run_dir).checkpoints
+        raised = self.lr_raised_at
+        before = None if raised is None else last_checkpoint_step(root, raised)
+        good = before if before is not None else last_checkpoint_step(root, self.pos.step)
         hold = skipped_hold(outcome, self.pos.step, good, str(self.run_dir), self.pos.lr_scale)
         self.report.emit(hold.error)
         self.report.paused(self.progress(), reason=hold.reason)
@@ -380,7 +387,9 @@ class Trainer:
 
     def rollback(self, step: int | None, lr_scale: float | None = None) -> str:
         """Restore an earlier checkpoint in this live run (backend/state/restore.py); the ack text."""
-        return rollback_trainer(self, step, lr_scale)
+        done = rollback_trainer(self, step, lr_scale)
+        self.lr_raised_at = None
+        return done
 
     def flush_steps(self) -> None:
         outcome = self.steps.flush(self)
