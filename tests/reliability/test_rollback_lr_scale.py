@@ -88,6 +88,7 @@ def test_lr_blow_up_then_one_ctl_line_trains_on_finite(
     after = [s for s in of_type(read_events(run), Step) if s.seq > back.seq]
     assert len(after) >= 6 and all(math.isfinite(s.loss) for s in after)
     assert back.lr_scale == 1.0, "the rolled_back event carries the chosen scale"
+    assert back.step == target, "no step given while paused: the advised checkpoint"
 
 
 def read_events(run: Path) -> list[object]:

@@ -386,7 +386,11 @@ class Trainer:
         self.cadence.written(self.pos.step)
 
     def rollback(self, step: int | None, lr_scale: float | None = None) -> str:
-        """Restore an earlier checkpoint in this live run (backend/state/restore.py); the ack text."""
+        """Restore an earlier checkpoint in this live run (backend/state/restore.py); the ack
+        text. No step while paused after an LR raise: the newest checkpoint from before it,
+        as a blow-up's advice names (the cockpit's one-key rollback sends no step)."""
+        if step is None and self.paused and self.lr_raised_at is not None:
+            step = last_checkpoint_step(RunPaths(self.run_dir).checkpoints, self.lr_raised_at)
         done = rollback_trainer(self, step, lr_scale)
         self.lr_raised_at = None
         return done
