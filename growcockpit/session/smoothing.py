@@ -37,8 +37,9 @@ def twema(xs: Sequence[float], ys: Sequence[float], factor: float) -> list[float
         return list(ys)
     weight = min(math.sqrt(factor), MAX_WEIGHT)
     span = xs[-1] - xs[0]
-    # log of the weight per unit of x; a series at a single x averages all its points
-    per_x = math.log(weight) * VIEWPORT_SCALE / span if span > 0 else 0.0
+    # log of the weight per thousandth of the x range (dx is divided by the span first, so
+    # a span near zero cannot overflow it); a series at a single x averages all its points
+    per_unit = math.log(weight) * VIEWPORT_SCALE
     out: list[float] = []
     total = 0.0
     norm = 0.0
@@ -49,7 +50,7 @@ def twema(xs: Sequence[float], ys: Sequence[float], factor: float) -> list[float
         if not isfinite(y):
             out.append(y)
             continue
-        decay = exp(per_x * (x - prev))
+        decay = exp(per_unit * ((x - prev) / span)) if span > 0 else 1.0
         total = total * decay + y
         norm = norm * decay + 1.0
         out.append(total / norm)
