@@ -42,7 +42,7 @@ def add_parsers(sub: Subparsers) -> None:
     t.add_argument(
         "--compile",
         action="store_true",
-        help="torch.compile each stage's step (as [optim] compile = true)",
+        help="torch.compile each block's forward (as [optim] compile = true)",
     )
     t.add_argument(
         "--detach", action="store_true", help="start in the background (own session) and return"

@@ -24,6 +24,7 @@ StackInit = Literal["copy", "zero"]
 Schedule = Literal["constant", "linear", "cosine", "wsd"]
 OptimizerName = Literal["adamw", "lamb"]
 Precision = Literal["auto", "fp32", "bf16", "fp16"]
+CompileBackend = Literal["inductor", "aot_eager", "eager"]
 WandbMode = Literal["off", "offline"]
 
 # the allowed values, for validation and the cockpit's choices (one source: the Literals)
@@ -36,6 +37,7 @@ STACK_INITS: tuple[str, ...] = get_args(StackInit)
 SCHEDULES: tuple[str, ...] = get_args(Schedule)
 OPTIMIZERS: tuple[str, ...] = get_args(OptimizerName)
 PRECISIONS: tuple[str, ...] = get_args(Precision)
+COMPILE_BACKENDS: tuple[str, ...] = get_args(CompileBackend)
 WANDB_MODES: tuple[str, ...] = get_args(WandbMode)
 
 
@@ -107,7 +109,10 @@ class OptimSpec:
     optimizer_reset: bool = True
     grad_accum_steps: int = 1
     precision: Precision = "auto"
-    compile: bool = False  # torch.compile each stage's step after its operator (CUDA)
+    compile: bool = False  # torch.compile each block's forward (backend/loop/block_compile.py)
+    compile_backend: CompileBackend = (
+        "inductor"  # "aot_eager" / "eager" to isolate a compile problem
+    )
 
 
 @dataclass

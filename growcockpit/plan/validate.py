@@ -26,6 +26,7 @@ from growcockpit.plan.recipe_checks import recipe_problems
 from growcockpit.plan.shapes import walk_shapes
 from growcockpit.plan.types import (
     ADVANCES,
+    COMPILE_BACKENDS,
     FAMILIES,
     OPERATORS,
     OPTIMIZERS,
@@ -148,6 +149,11 @@ def _check_sections(plan: Plan, c: _Checks) -> None:
     c.at_least("optim.grad_clip", o.grad_clip, 0.0, "0 (off) or a positive number")
     c.positive("optim.grad_accum_steps", o.grad_accum_steps)
     c.one_of("optim.precision", o.precision, PRECISIONS)
+    c.one_of("optim.compile_backend", o.compile_backend, COMPILE_BACKENDS)
+    if o.compile_backend != "inductor" and not o.compile:
+        c.add(
+            "optim.compile_backend", "is used only with compile = true; set it or remove this key"
+        )
 
     mt = plan.metrics
     for field in ("every_steps", "timing_every_steps", "eval_every_steps"):

@@ -18,6 +18,7 @@ import torch
 from torch import nn
 
 from growcockpit.backend.data.blocks import Batch
+from growcockpit.backend.loop.block_compile import BlockCompiler
 from growcockpit.families import spec_of
 from growcockpit.grow.model_parts import get_layers
 
@@ -31,6 +32,7 @@ class StagedForward:
     frozen_prefix: int
     embeddings_trainable: bool
     skip: frozenset[int] = frozenset()
+    compiled: BlockCompiler | None = None  # optim.compile: the blocks' compiled forwards
 
     @classmethod
     def for_stage(
@@ -47,6 +49,8 @@ class StagedForward:
         with torch.set_grad_enabled(torch.is_grad_enabled() and not no_grad_bottom):
             h = family.embed(model, batch.input_ids)
             run = family.block_call(model, h)
+            if self.compiled is not None:
+                run = self.compiled.wrap(run)
             for i in range(self.frozen_prefix):
                 if i not in self.skip:
                     h = run(layers[i], h)

@@ -29,7 +29,7 @@ import contextlib
 import math
 import time
 from dataclasses import dataclass, field
-from typing import Protocol, cast
+from typing import Protocol
 
 import torch
 from torch import nn
@@ -37,6 +37,8 @@ from torch import nn
 from growcockpit.backend.control.reporter import RunReporter
 from growcockpit.backend.data.blocks import Batch
 from growcockpit.backend.distributed import DistContext, no_sync
+from growcockpit.backend.loop.block_compile import BlockCompiler
+from growcockpit.backend.loop.forward import StagedForward
 from growcockpit.backend.loop.layer_checks import LayerHealth
 from growcockpit.backend.loop.optim import guarded_step, set_lr
 from growcockpit.backend.loop.precision import autocast as autocast
@@ -142,6 +144,7 @@ class StepHost(Protocol):
     dist: DistContext
     report: RunReporter
     model: nn.Module
+    forward: StagedForward
     train_module: nn.Module
     optimizer: torch.optim.Optimizer | None
     stats: LayerStatsSampler
@@ -176,6 +179,7 @@ class StepRunner:
         self.window = StepWindow(device)
         self.sentinel: SpikeSentinel | None = None  # built at the first stage (plan's keys)
         self.compile_s: float | None = None
+        self.compiler: BlockCompiler | None = None  # optim.compile, built at the first stage
 
     def enter(self, t: StepHost) -> None:
         """A new trainable set (stage entry, resume, rollback): the spike windows start
@@ -185,21 +189,22 @@ class StepRunner:
         self.compile(t)
 
     def compile(self, t: StepHost) -> None:
-        """`optim.compile`: compile the stage's step module now, after its operator.
+        """`optim.compile`: the stage's blocks run their compiled forwards
+        (backend/loop/block_compile.py), warmed up now, after the operator.
 
-        A new stage has a new module (other depth, frozen prefix, DDP wrapper),
-        so the previous graphs are dropped and this one is compiled by one
-        forward and backward on the stage's first batch, with the random state
-        put back and the gradients dropped: the compile time lands in
-        `stage_started` instead of the first step, and training is unchanged.
+        One compiler lives for the whole run, so a stage whose blocks have the
+        shapes and guards of earlier ones reuses their graphs. The warm-up is one
+        forward and backward on the stage's first batch with the random state put
+        back and the gradients dropped: what compiling there is lands in
+        `stage_started.compile_s` instead of the first step, and training is unchanged.
         """
         self.compile_s = None
         if not t.plan.optim.compile:
             return
+        if self.compiler is None:
+            self.compiler = BlockCompiler(t.plan.optim.compile_backend)
+        t.forward.compiled = self.compiler
         started = time.perf_counter()
-        torch._dynamo.reset()
-        # a compiled Module is a Module (OptimizedModule); torch types compile's result loosely
-        t.train_module = cast(nn.Module, torch.compile(t.train_module))
         devices = [self.device] if self.device.type == "cuda" else []
         with torch.random.fork_rng(devices=devices):
             batch = t.batch(t.pos.step, 0)
