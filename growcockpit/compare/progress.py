@@ -3,7 +3,10 @@
 Training time is the sum of the steps' `step_ms` (each step event's mean
 over the steps since the previous event, `metrics.log_every_steps`) plus the
 operators' `op_seconds`: evaluations, checkpoints and pauses are left out, so a run that
-was paused or evaluated often is not penalised. Estimated FLOPs come from the
+was paused or evaluated often is not penalised. A rollback (or a resume from an older
+checkpoint) abandons the steps after the restored one: their time, FLOPs, train losses
+and evaluations are dropped and counting goes on from the restored step, as the
+cockpit's time and FLOPs axes count. Estimated FLOPs come from the
 plan's cost model (`growcockpit.plan.step_cost`, refined, r = 2) priced per
 stage from what each `stage_started` event says was trained (so a plan edited
 while running is priced as it ran), in block-forward units × the FLOPs of one
@@ -153,7 +156,18 @@ def fold_events(name: str, events: Iterable[Event]) -> RunProgress:
         elif isinstance(ev, RolledBack):
             ran.rolled_back(ev.stage)
             last_step = ev.step
+            kept = max(s for s in at_step if s <= ev.step)
+            wall_s, flops, _ = at_step[kept]
+            wall_ms, tokens = 1e3 * wall_s, ev.tokens
+            at_step = {s: v for s, v in at_step.items() if s <= ev.step}
             run.train = [p for p in run.train if p.step <= ev.step]  # the abandoned timeline
+            run.evals = [p for p in run.evals if p.step <= ev.step]
+            run.stages = [
+                m
+                for m in run.stages
+                if m.step < ev.step or (m.step == ev.step and ev.stage_entered)
+            ]
+            run.step = ev.step
         elif isinstance(ev, StageStarted):
             ran.started(ev.index, ev.step)
             wall_ms += 1e3 * max(0.0, ev.op_seconds)

@@ -96,3 +96,33 @@ def test_bulk_fold_and_the_attach_index_keep_the_maps(tmp_path: Path) -> None:
     for i in range(0, len(lines), 333):
         fold_lines(pieces, lines[i : i + 333])
     assert pieces.train_s_at.ys == pytest.approx(one.train_s_at.ys)
+
+
+def test_compare_counts_a_rollback_as_the_cockpit_does() -> None:
+    """After a rollback the abandoned steps' time, FLOPs and evaluations are dropped in the
+    compare fold too, so `growcockpit compare` and the dashboard's axes agree."""
+    from growcockpit.protocol.events import Eval
+
+    plan = {
+        "name": "p",
+        "model": {"family": "gpt2", "hidden_size": 32, "num_heads": 2, "final_layers": 2},
+        "stages": [{"name": "s", "layers": 2, "enter": "init", "steps": 100}],
+    }
+    events = [
+        RunStarted(run_id="r", plan=plan),
+        StageStarted(index=0, layers=2, trainable_layers=[0, 1], steps=100),
+        *(Step(seq=s + 2, step=s, tokens=10 * s, step_ms=100.0) for s in range(1, 11)),
+        Eval(seq=13, step=10, val_loss=9.0),
+        RolledBack(seq=14, step=5, tokens=50, from_step=10),
+        *(Step(seq=s + 9, step=s, tokens=10 * s, step_ms=200.0) for s in range(6, 9)),
+        Eval(seq=18, step=8, val_loss=7.0),
+    ]
+    state = RunState()
+    state.apply_all(events)
+    progress = fold_events("r", events)
+    assert progress.wall_s == pytest.approx(0.5 + 3 * 0.2) == at(state, "time", [8.0])[0]
+    assert progress.flops == pytest.approx(at(state, "flops", [8.0])[0])
+    assert progress.flops is not None and progress.flops > 0
+    assert [(p.step, p.val_loss) for p in progress.evals] == [(8, 7.0)]
+    assert [p.step for p in progress.train] == [1, 2, 3, 4, 5, 6, 7, 8]
+    assert progress.step == 8
