@@ -39,7 +39,6 @@ PROBE = 4096  # bytes hashed at the log's start and just before the offset
 
 _SERIES = (
     "train_loss",
-    "ema",
     "val",
     "tok_s",
     "step_ms_series",

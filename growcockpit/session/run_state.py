@@ -16,7 +16,6 @@ from collections.abc import Iterable
 from growcockpit.plan.show import layer_ranges
 from growcockpit.protocol.events import Event
 from growcockpit.session.fold.layers import LayerRow
-from growcockpit.session.fold.metrics import EMA_ALPHA
 from growcockpit.session.fold.plan import StageInfo
 from growcockpit.session.fold.records import GpuView, LogEntry, StageTiming
 from growcockpit.session.fold.series import LayerHistory, Marker, Series, minmax_downsample
@@ -24,7 +23,6 @@ from growcockpit.session.fold.state import FINAL_STATUSES, RunData
 from growcockpit.session.fold.table import FOLDS
 
 __all__ = [
-    "EMA_ALPHA",
     "FINAL_STATUSES",
     "GpuView",
     "LayerHistory",

@@ -43,12 +43,11 @@ SCALARS = [
     "data_ms",
     "sec_per_step",
     "last_seq",
-    "ema_value",
     "last_step_t",
     "last_step_seen",
     "step_gap",
 ]
-SERIES = "train_loss ema val tok_s step_ms_series fwd_series bwd_series opt_series data_series tokens_at train_s_at flops_at"
+SERIES = "train_loss val tok_s step_ms_series fwd_series bwd_series opt_series data_series tokens_at train_s_at flops_at"
 
 
 def _compare(bulk: RunState, one: RunState) -> None:
@@ -242,3 +241,38 @@ def test_attach_index_of_another_log_is_ignored(
     events.unlink()
     events.write_text(text)  # same length, other content
     assert not RunSession(run_dir).load_index()
+
+
+def test_attach_index_with_and_without_the_old_loss_ema_loads(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Earlier cockpits kept a fixed-alpha loss EMA in the index (series `ema`, plain
+    `ema_value`); nothing draws it now. Their index must still spare a re-fold, and so
+    must the index written without it."""
+    import growcockpit.session.run_session as session_mod
+    from growcockpit.session.attach_index import INDEX_NAME
+
+    monkeypatch.setattr(session_mod, "INDEX_EVERY", 100)
+    run_dir = tmp_path / "run"
+    events = RunPaths(run_dir).events
+    write_long_log(events, n_events=500, layers=4)
+    first = RunSession(run_dir)
+    first.poll()
+    first.release()
+    index = run_dir / INDEX_NAME
+    body = json.loads(index.read_text())
+    assert "ema" not in body["state"]["series"] and "ema_value" not in body["state"]["plain"]
+    fresh = RunState()
+    fresh.apply_all(read_all(events))
+    new = RunSession(run_dir)
+    assert new.load_index()
+    _compare(new.state, fresh)
+
+    xs, ys = body["state"]["series"]["train_loss"]
+    body["state"]["series"]["ema"] = [xs, ys[:1] * len(ys)]  # as an earlier version wrote it
+    body["state"]["plain"]["ema_value"] = ys[0]
+    index.write_text(json.dumps(body))
+    old = RunSession(run_dir)
+    assert old.load_index()
+    assert old.events_read == new.events_read and not hasattr(old.state, "ema_value")
+    _compare(old.state, fresh)

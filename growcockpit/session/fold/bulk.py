@@ -26,7 +26,7 @@ from growcockpit.protocol.event_codec import event_from_dict
 from growcockpit.protocol.finite_json import NONFINITE
 from growcockpit.session.fold import axes
 from growcockpit.session.fold.layers import LayerRow
-from growcockpit.session.fold.metrics import EMA_ALPHA, SEC_PER_STEP_ALPHA
+from growcockpit.session.fold.metrics import SEC_PER_STEP_ALPHA
 from growcockpit.session.fold.records import StageTiming
 from growcockpit.session.fold.series import SeriesBatch
 
@@ -213,17 +213,6 @@ def fold_steps(state: RunState, rows: list[dict[str, Any]], batch: SeriesBatch) 
 
     loss_x, loss_y = _points(steps, losses)
     batch.add(state.train_loss, loss_x, loss_y)
-    ema = state.ema_value
-    ema_x: list[float] = []
-    ema_y: list[float] = []
-    all_finite = math.isfinite(sum(loss_y))
-    for x, y in zip(loss_x, loss_y, strict=True):
-        if all_finite or math.isfinite(y):
-            ema = y if ema is None else ema + EMA_ALPHA * (y - ema)
-            ema_x.append(x)
-            ema_y.append(ema)
-    state.ema_value = ema
-    batch.add(state.ema, ema_x, ema_y)
 
     for key, series in (
         ("fwd_ms", state.fwd_series),

@@ -13,7 +13,6 @@ from growcockpit.session.fold.records import GpuView, StageTiming
 if TYPE_CHECKING:
     from growcockpit.session.fold.state import RunData
 
-EMA_ALPHA = 0.1  # smoothing of the train loss curve (about a 10-step window)
 SEC_PER_STEP_ALPHA = 0.1  # smoothing of wall seconds per step (for ETAs)
 
 
@@ -27,10 +26,6 @@ def on_step(state: RunData, ev: Step) -> None:
     if state.status == "starting":
         state.status = "running"
     state.train_loss.append(ev.step, ev.loss)
-    if ev.loss is not None and math.isfinite(ev.loss):
-        prev = state.ema_value
-        state.ema_value = ev.loss if prev is None else prev + EMA_ALPHA * (ev.loss - prev)
-        state.ema.append(ev.step, state.ema_value)
     if ev.tokens:
         state.tokens = ev.tokens
     axes.on_step(state, ev.step, ev.tokens, ev.step_ms)

@@ -32,7 +32,6 @@ if TYPE_CHECKING:
 def _series(state: RunData) -> tuple[Series, ...]:
     return (
         state.train_loss,
-        state.ema,
         state.val,
         state.tok_s,
         state.step_ms_series,
@@ -70,7 +69,6 @@ def on_rolled_back(state: RunData, ev: RolledBack) -> None:
     kept = [m for m in state.markers if m.step <= ev.step]
     state.markers.clear()
     state.markers.extend(kept)
-    state.ema_value = state.ema.last()
     state.loss = state.train_loss.last()
     state.val_loss = state.val.last()
     if state.plateau is not None and state.plateau.step > ev.step:

@@ -82,7 +82,6 @@ class RunData:
     plot_version: int = 0  # bumps when series or markers change
     layers: dict[int, LayerRow] = field(default_factory=dict)
     train_loss: Series = field(init=False)
-    ema: Series = field(init=False)
     val: Series = field(init=False)
     tok_s: Series = field(init=False)
     step_ms_series: Series = field(init=False)
@@ -98,7 +97,6 @@ class RunData:
     markers: deque[Marker] = field(init=False)
     log: deque[LogEntry] = field(init=False)
     # fold bookkeeping (written by the folds, not shown)
-    ema_value: float | None = None
     last_step_t: float | None = None
     last_step_seen: int = 0
     step_gap: bool = False  # a pause (or replay gap) since the last step: skip its wall time
@@ -111,7 +109,6 @@ class RunData:
 
     def __post_init__(self) -> None:
         self.train_loss = Series(self.series_cap)
-        self.ema = Series(self.series_cap)
         self.val = Series(self.series_cap)
         cap = max(4, self.series_cap // 4)
         self.tok_s = Series(cap)
