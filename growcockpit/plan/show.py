@@ -158,8 +158,9 @@ def format_plan(plan: Plan, cost: PlanCost | None = None) -> str:
     ]
     lines += [
         f"total steps: {plan.total_steps}",
-        f"estimated compute: {cost.ratio:.2f} × full-depth baseline ({m.final_layers} layers, all trained) "
-        f"→ speedup {cost.speedup:.2f}×  (r = {cost.r:.2f}, head h = {cost.h:.2f} blocks)",
+        f"estimated compute: {cost.ratio:.2f} × the full-depth baseline over the same "
+        f"{plan.total_steps} steps ({m.final_layers} layers, all trained) → speedup "
+        f"{cost.speedup:.2f}×  (r = {cost.r:.2f}, head h = {cost.h:.2f} blocks)",
         "rel.cost: one step's cost relative to one baseline step (layers a→b: grown by the stage's operator;"
         " +emb: embeddings train; ·: optim.lr"
         + ("; *: fitted to the budget)" if fit is not None else ")"),
