@@ -166,7 +166,8 @@ def test_format_plan() -> None:
     assert text.splitlines()[0] == "plan: v"
     assert "coalesce (adjacent)" in text and "interpolate (adjacent, α=0.5)" in text
     assert "128→64" in text and "4→2" in text
-    assert "0.65 × full-depth baseline" in text and "speedup 1.54×" in text
+    assert f"0.65 × the full-depth baseline over the same {plan.total_steps} steps" in text
+    assert "speedup 1.54×" in text
     demo = format_plan(load_plan(sample_plan("cpu-demo")))
     assert "stack (top)" in demo and "2-3" in demo
 
