@@ -7,6 +7,10 @@ maps (`fold/axes.py`). Smoothing (TWEMA) runs over the whole curve on the chosen
 axis, before zooming, so zooming in shows the same curve in more detail and never
 re-starts the average at the window's edge; then each curve is clipped to the window
 and min/max-downsampled to about twice the plot's width.
+
+The dashboard's `/` filter (`view_filter.py`) keeps the series whose name it matches
+(`train/loss`, `val/loss`, `tokens/s`); `Curves` says which it left out, so a plot
+whose every series is filtered out says so instead of drawing an empty frame.
 """
 
 from __future__ import annotations
@@ -19,6 +23,7 @@ from growcockpit.session.fold.axes import AXES, Axis, axis_map, convert, has_axi
 from growcockpit.session.fold.series import Series, minmax_downsample
 from growcockpit.session.fold.state import RunData
 from growcockpit.session.smoothing import DEFAULT_FACTOR, step_factor, twema
+from growcockpit.session.view_filter import ViewFilter
 
 MAX_ZOOM = 12  # the window's smallest share of the x range: 1 / 2**MAX_ZOOM
 AXIS_NAMES: dict[Axis, str] = {
@@ -30,6 +35,7 @@ AXIS_NAMES: dict[Axis, str] = {
 TOKEN_UNITS = (("G tokens", 1e9), ("M tokens", 1e6), ("k tokens", 1e3))
 TIME_UNITS = (("training h", 7200.0, 3600.0), ("training min", 120.0, 60.0))
 FLOP_UNITS = (("PFLOPs", 1e15), ("TFLOPs", 1e12), ("GFLOPs", 1e9), ("MFLOPs", 1e6))
+LOSS_SERIES = {"train": "train/loss", "val": "val/loss"}  # curve -> the name a filter matches
 
 
 def axis_unit(axis: Axis, top: float) -> tuple[str, float]:
@@ -53,6 +59,7 @@ class PlotView:
     zoom: int = 0  # the window shows the last 1 / 2**zoom of the x range
     factor: float = DEFAULT_FACTOR  # TWEMA smoothing of the train loss
     raw: bool = False
+    only: ViewFilter = ViewFilter()  # the dashboard's `/`: the series whose names it matches
 
     def zoomed(self, by: int) -> PlotView:
         return replace(self, zoom=min(MAX_ZOOM, max(0, self.zoom + by)))
@@ -92,10 +99,25 @@ class Curves:
     markers: list[tuple[float, str]]
     xlabel: str
     span: tuple[float, float] | None = None  # the window shown, in the label's unit
+    series: tuple[str, ...] = ()  # the names of the series the filter kept (drawn or empty)
+    left_out: tuple[str, ...] = ()  # the names of those it did not match
 
     @property
     def points(self) -> int:
         return sum(len(c.xs) for c in self.curves.values())
+
+    def filter_text(self, only: ViewFilter) -> str:
+        """`/pattern/ · 1 of 2` for a border while a filter is on, else ""."""
+        return only.describe(len(self.series), len(self.series) + len(self.left_out))
+
+    def empty_text(self, only: ViewFilter) -> str:
+        """Why nothing is drawn: no series matches the filter, or none has a point yet."""
+        if only.active and not self.series:
+            names = ", ".join(self.left_out)
+            return f"no series matches /{only.text}/ (of {names}); Esc clears"
+        if only.active:
+            return f"no points yet in {', '.join(self.series)}"
+        return "waiting for the first step"
 
 
 def to_axis(state: RunData, axis: Axis, steps: Sequence[float]) -> list[float]:
@@ -137,23 +159,33 @@ def shape(
 
 
 def loss_curves(state: RunData, view: PlotView, max_points: int) -> Curves:
-    """The train loss (TWEMA-smoothed on the axis, or raw) and the val loss, with markers."""
-    tx = to_axis(state, view.axis, state.train_loss.xs)
-    ty = state.train_loss.ys if view.raw else twema(tx, state.train_loss.ys, view.factor)
-    vx = to_axis(state, view.axis, state.val.xs)
-    return shape(
-        {"train": (tx, list(ty)), "val": (vx, list(state.val.ys))},
-        _markers(state, view.axis),
-        view.axis,
-        view.zoom,
-        max_points,
-    )
+    """The train loss (TWEMA-smoothed on the axis, or raw) and the val loss, with markers;
+    only those the view's filter matches are computed."""
+    keep = [k for k, name in LOSS_SERIES.items() if view.only.matches(name)]
+    raw: dict[str, tuple[list[float], list[float]]] = {}
+    if "train" in keep:
+        tx = to_axis(state, view.axis, state.train_loss.xs)
+        ty = state.train_loss.ys if view.raw else twema(tx, state.train_loss.ys, view.factor)
+        raw["train"] = (tx, list(ty))
+    if "val" in keep:
+        raw["val"] = (to_axis(state, view.axis, state.val.xs), list(state.val.ys))
+    shown = shape(raw, _markers(state, view.axis), view.axis, view.zoom, max_points)
+    return _named(shown, [LOSS_SERIES[k] for k in keep], list(LOSS_SERIES.values()))
 
 
 def series_curve(state: RunData, series: Series, name: str, view: PlotView, n: int) -> Curves:
-    """One step-indexed series (tokens/s) on the view's axis and zoom, unsmoothed."""
-    xs = to_axis(state, view.axis, series.xs)
-    return shape({name: (xs, list(series.ys))}, _markers(state, view.axis), view.axis, view.zoom, n)
+    """One step-indexed series (tokens/s) on the view's axis and zoom, unsmoothed; none
+    when the view's filter does not match its name."""
+    raw: dict[str, tuple[list[float], list[float]]] = {}
+    if view.only.matches(name):
+        raw[name] = (to_axis(state, view.axis, series.xs), list(series.ys))
+    shown = shape(raw, _markers(state, view.axis), view.axis, view.zoom, n)
+    return _named(shown, list(raw), [name])
+
+
+def _named(shown: Curves, kept: list[str], every: list[str]) -> Curves:
+    left_out = tuple(name for name in every if name not in kept)
+    return replace(shown, series=tuple(kept), left_out=left_out)
 
 
 def _markers(state: RunData, axis: Axis) -> list[tuple[float, str]]:

@@ -1,16 +1,24 @@
-"""The dashboard's `/` filter: one regular expression over layer rows and log lines.
+"""The dashboard's `/` filter: one regular expression over layer rows, log lines and
+plot series.
 
 A long run has dozens of layers and thousands of log lines; the filter keeps
 what matches (a layer by its index, `layer N`, state or health; a line by its
-text). Smart case, as in less and vim: case-insensitive unless the pattern
-has a capital letter. A pattern that does not compile is a `FilterError`
-whose one-line message a prompt can show as the user types. Pure Python.
+text; a plotted series by its name, as W&B and TensorBoard filter their panels).
+Smart case, as in less and vim: case-insensitive unless the pattern has a capital
+letter. A pattern that does not compile is a `FilterError` whose one-line message
+a prompt can show as the user types. Pure Python.
 """
 
 from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+from growcockpit.protocol.layer_health import OK, HealthThresholds, LayerSample, health
+
+if TYPE_CHECKING:
+    from growcockpit.session.fold.state import RunData
 
 MAX_PATTERN = 200
 
@@ -58,6 +66,34 @@ class ViewFilter:
     def describe(self, shown: int, total: int) -> str:
         """`/pattern/ · 3 of 12` for a border, or "" when the filter is off."""
         return f"/{self.text}/ · {shown} of {total}" if self.active else ""
+
+
+def layer_verdicts(state: RunData) -> dict[int, str]:
+    """Each layer's health (ok, starved, moved) from the run's thresholds: one place, so
+    that the layer table and the heatmap keep the same layers for `starved`."""
+    samples = [
+        LayerSample(r.id, r.trainable, list(r.grad_hist), r.update_ratio)
+        for r in state.layer_rows()
+    ]
+    return health(samples, HealthThresholds.of_plan(state.plan_dict))
+
+
+def shown_layers(state: RunData, view_filter: ViewFilter, count: int, series: str) -> list[int]:
+    """The layers of `0..count-1` whose rows a per-layer plot of `series` draws.
+
+    A layer is kept as the layer table keeps it (index, `layer N`, state, health), so
+    `^3$` narrows the table and the plot alike; a pattern naming the series itself
+    (`grad`) keeps every layer, as a panel's name does in W&B.
+    """
+    if not view_filter.active or view_filter.matches(series):
+        return list(range(count))
+    verdicts = layer_verdicts(state)
+    rows = state.layers
+    return [
+        i
+        for i in range(count)
+        if view_filter.matches_layer(i, rows[i].state if i in rows else "", verdicts.get(i, OK))
+    ]
 
 
 def filter_problem(text: str) -> str:

@@ -1,12 +1,12 @@
 """The dashboard's view keys that change no training: the `/` filter and the run's notes.
 
 A base of `DashboardScreen` (dashboard.py) above `DashboardCommands`. The
-filter narrows the layer tables, the event logs and the console to what one
-regular expression matches (growcockpit.session.view_filter); Escape clears
-it. The note and tags are the run directory's `notes.json`
-(growcockpit.protocol.run_notes), read and written in thread workers, and
-re-read every few seconds so that `growcockpit note` / `tag` from a shell
-show up here too.
+filter narrows the layer tables, the event logs, the console and the plots' series
+(the heatmap's layers too) to what one regular expression matches
+(growcockpit.session.view_filter); Escape clears it. The note and tags are the run
+directory's `notes.json` (growcockpit.protocol.run_notes), read and written in
+thread workers, and re-read every few seconds so that `growcockpit note` / `tag`
+from a shell show up here too.
 """
 
 from __future__ import annotations
@@ -32,13 +32,16 @@ from growcockpit.session.view_filter import ViewFilter, filter_problem
 from growcockpit.ui.screens.dashboard_commands import DashboardCommands
 from growcockpit.ui.screens.prompt import PromptScreen
 from growcockpit.ui.widgets.filtered_log import FilteredLog
+from growcockpit.ui.widgets.heatmap import LayerHeatmap
 from growcockpit.ui.widgets.layer_table import LayerTable
+from growcockpit.ui.widgets.loss_plot import AxisPlot
 from growcockpit.ui.widgets.run_header import RunHeader
 
 NOTES_POLL_S = 3.0
 FILTER_BODY = (
-    "A regular expression over the layer tables (layer index, 'layer N', state, health), "
-    "the event logs and the console; case-insensitive unless it has a capital. "
+    "A regular expression over the layer tables and the heatmap (layer index, 'layer N', "
+    "state, health), the event logs, the console and the plotted series (train/loss, "
+    "val/loss, tokens/s, grad norm); case-insensitive unless it has a capital. "
     "Empty or Esc shows everything."
 )
 
@@ -48,13 +51,20 @@ class DashboardViews(DashboardCommands):
     view_filter: ViewFilter = ViewFilter()
     notes: RunNotes = RunNotes()
 
+    def flush_plot(self) -> None:
+        raise NotImplementedError  # the screen's: redraws the plots that are on screen
+
     # ---- the filter ---------------------------------------------------------------
     def action_filter(self) -> None:
         def done(value: str | None) -> None:
             self.set_view_filter(ViewFilter.parse(value or ""))  # Esc (None) clears
 
         prompt = PromptScreen(
-            "Filter layers and logs", FILTER_BODY, self.view_filter.text, filter_problem, "Filter"
+            "Filter layers, logs and plots",
+            FILTER_BODY,
+            self.view_filter.text,
+            filter_problem,
+            "Filter",
         )
         self.app.push_screen(prompt, done)
 
@@ -64,7 +74,12 @@ class DashboardViews(DashboardCommands):
             table.view_filter = view_filter
         for log in self.query(FilteredLog):
             log.set_filter(view_filter)
+        for plot in self.query(AxisPlot):
+            plot.set_filter(view_filter)
+        for heatmap in self.query(LayerHeatmap):
+            heatmap.set_filter(view_filter)
         self.flush_text()
+        self.flush_plot()
         shown = f"filter /{view_filter.text}/ (Esc clears)" if view_filter.active else "no filter"
         self.notify(shown, timeout=2)
 

@@ -33,10 +33,12 @@ update ratio ‖Δθ‖/‖θ‖, and fwd/bwd ms as the median of the last n tim
 restart when the stage or the layer's frozen state changes); and one layers × time
 heatmap of grad norms, grouped by stage.
 Tabs 1–6; the console (6) follows backend.log, the backend's stdout and stderr (its last
-lines). / filters the layer rows, the event logs and the console by a regular expression;
-Esc clears it (else goes Home). N and T set the run's note and tags (notes.json; shown in
-the header and on Home). Commands (p pause/resume, g advance, c checkpoint, s stop,
-e edit the remaining stages, l scale the LR) wait for the backend's answer at its next
-step and show it. b rolls back to a checkpoint (asks; empty: the latest), dropping the
+lines). / filters by a regular expression: the layer rows and the heatmap's (index,
+layer N, state, health), the event logs, the console, and the plots' series by name
+(train/loss, val/loss, tokens/s; grad norm keeps every heatmap row); a plot it leaves
+empty says so. Esc clears it (else goes Home). N and T set the run's note and tags
+(notes.json; shown in the header and on Home). Commands (p pause/resume, g advance,
+c checkpoint, s stop, e edit the remaining stages, l scale the LR) wait for the
+backend's answer at its next step and show it. b rolls back to a checkpoint (asks; empty: the latest), dropping the
 plots past it (↶); after a NaN or spike pause it offers the last good one at a lower LR
 scale. Only one cockpit at a time controls a run; others are read-only."""

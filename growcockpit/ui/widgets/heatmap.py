@@ -6,13 +6,16 @@ Columns are time buckets (about one per character, from `LayerHistory.grid`),
 never straddling a stage change; a marker row on top labels the stages and a
 `│` column marks each stage change. Colour: log10 of the grad norm, scaled
 to the range seen; a layer that does not train (frozen, or not there yet) is
-blank.
+blank. The dashboard's `/` filter keeps the rows of the layers it matches, as the
+layer table does (`grad norm`, the plot's own name, keeps them all); the colour
+range is then that of the kept layers, so the ones asked for are told apart.
 """
 
 from __future__ import annotations
 
 import bisect
 import math
+from collections.abc import Sequence
 
 from rich.console import RenderableType
 from rich.text import Text
@@ -20,11 +23,13 @@ from textual import events
 from textual.widget import Widget
 
 from growcockpit.session.run_state import RunState
+from growcockpit.session.view_filter import ViewFilter, shown_layers
 from growcockpit.ui.widgets.text_bits import blend, colour
 
 LABEL_W = 4  # "L47 "
 MARKER_GLYPH = {"pause": "‖", "lr": "λ", "grow": "▲", "rollback": "↶"}
 MARKER_VARS = {"pause": "gc-pause", "lr": "gc-lr", "grow": "gc-grow", "rollback": "gc-pause"}
+SERIES = "grad norm"  # the name the `/` filter matches to keep every layer
 
 
 def stage_labels(
@@ -64,6 +69,11 @@ class LayerHeatmap(Widget):
         self._text: Text = Text("waiting for layer stats")
         self.columns_drawn = 0
         self.rows_drawn = 0
+        self.layers_drawn: list[int] = []  # the layers whose rows the last draw kept
+        self.view_filter = ViewFilter()  # the dashboard's `/`: rows it does not match go
+
+    def set_filter(self, view_filter: ViewFilter) -> None:
+        self.view_filter = view_filter
 
     def on_resize(self, event: events.Resize) -> None:
         """Redraw for the new size now, from the last state shown."""
@@ -77,7 +87,7 @@ class LayerHeatmap(Widget):
     def show_state(self, state: RunState) -> bool:
         self._state = state
         w, h = self.content_region.width, self.content_region.height
-        key = (state.heat.version, len(state.layers), w, h, self.app.theme)
+        key = (state.heat.version, len(state.layers), w, h, self.app.theme, self.view_filter)
         if key == self._key or w <= LABEL_W + 2 or h < 3:
             return False
         self._key = key
@@ -87,10 +97,16 @@ class LayerHeatmap(Widget):
 
     def draw(self, state: RunState, width: int, height: int) -> Text:
         n_layers = max([len(state.layers)] + [max(c) + 1 for c in state.heat.columns[-1:] if c])
+        ids = shown_layers(state, self.view_filter, n_layers, SERIES)
+        self.layers_drawn = ids
+        self.border_subtitle = self.view_filter.describe(len(ids), n_layers)
         plot_w = width - LABEL_W
         steps, stages, cols = state.heat.grid(plot_w)
         if not cols or n_layers == 0:
             return Text("waiting for layer stats", style="dim")
+        if not ids:
+            return Text(f"no layer matches /{self.view_filter.text}/; Esc clears", style="bold")
+        kept = set(ids)
         # display columns: a separator at each stage change, data columns stretched to fill
         boundary = [i > 0 and stages[i] != stages[i - 1] for i in range(len(cols))]
         n_sep = sum(boundary)
@@ -102,7 +118,8 @@ class LayerHeatmap(Widget):
             display.extend([i] * rep)
         display = display[-plot_w:]  # too many (stage cuts add columns): keep the latest
         rows_avail = max(1, height - 2)  # one line of stage labels, one of steps
-        values = [v for c in cols for v in c.values() if v > 0]
+        every_id = not self.view_filter.active  # unfiltered: ids past the last column count too
+        values = [v for c in cols for k, v in c.items() if v > 0 and (every_id or k in kept)]
         lo = math.log10(min(values)) if values else 0.0
         hi = math.log10(max(values)) if values else 1.0
         span = max(hi - lo, 1e-9)
@@ -110,7 +127,7 @@ class LayerHeatmap(Widget):
         stage_c = colour(self, "gc-stage")
         blank = colour(self, "background")
 
-        def cell(col: dict[int, float], layers: range) -> str:
+        def cell(col: dict[int, float], layers: Sequence[int]) -> str:
             vals = [col[i] for i in layers if col.get(i, 0.0) > 0]
             if not vals:
                 return blank
@@ -137,39 +154,35 @@ class LayerHeatmap(Widget):
         for ch, style in label_line:
             text.append(ch, style=style)
         text.append("\n")
-        if n_layers <= rows_avail:
+        rows: list[tuple[tuple[int, ...], tuple[int, ...], str]] = []
+        if len(ids) <= rows_avail:
             # roomy: whole character rows per layer (up to 3), top layer first
-            per = min(3, rows_avail // n_layers)
-            bands = [
-                (range(lid, lid + 1), range(lid, lid + 1), f"L{lid}") for lid in range(n_layers)
-            ]
-            rows: list[tuple[range, range, str]] = []
-            for lower, upper, label in reversed(bands):
-                rows += [(lower, upper, label if k == 0 else "") for k in range(per)]
+            per = min(3, rows_avail // len(ids))
+            for lid in reversed(ids):
+                rows += [((lid,), (lid,), f"L{lid}" if k == 0 else "") for k in range(per)]
         else:
             # two layer groups per row (upper/lower half block); groups of `per_half` layers
-            per_half = max(1, math.ceil(n_layers / (2 * rows_avail)))
-            halves = math.ceil(n_layers / per_half)
-            rows = []
+            per_half = max(1, math.ceil(len(ids) / (2 * rows_avail)))
+            halves = math.ceil(len(ids) / per_half)
             for r in range(math.ceil(halves / 2) - 1, -1, -1):
-                lower = range(2 * r * per_half, min(n_layers, (2 * r + 1) * per_half))
-                upper = range((2 * r + 1) * per_half, min(n_layers, (2 * r + 2) * per_half))
+                lower = tuple(ids[2 * r * per_half : (2 * r + 1) * per_half])
+                upper = tuple(ids[(2 * r + 1) * per_half : (2 * r + 2) * per_half])
                 every = max(1, math.ceil(halves / 2) // 8)
-                rows.append((lower, upper, f"L{lower.start}" if r % every == 0 else ""))
+                rows.append((lower, upper, f"L{lower[0]}" if r % every == 0 else ""))
         self.columns_drawn, self.rows_drawn = len(cols), len(rows)
-        col_cache: dict[tuple[int, int, int], str] = {}
+        col_cache: dict[tuple[int, tuple[int, ...]], str] = {}
         for lower, upper, label in rows:
             text.append(f"{label:<{LABEL_W}}"[:LABEL_W], style="dim")
             for ci in display:
                 if ci == -1:
                     text.append("│", style=stage_c)
                     continue
-                key_l = (ci, lower.start, lower.stop)
+                key_l = (ci, lower)
                 lo_c = col_cache.get(key_l) or col_cache.setdefault(key_l, cell(cols[ci], lower))
                 if upper == lower:
                     text.append("█", style=lo_c)
                 else:
-                    up_c = cell(cols[ci], upper) if len(upper) else blank
+                    up_c = cell(cols[ci], upper) if upper else blank
                     text.append("▀", style=f"{up_c} on {lo_c}")
             text.append("\n")
         footer = f"step {steps[0]}"

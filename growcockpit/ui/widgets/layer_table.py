@@ -9,17 +9,10 @@ from __future__ import annotations
 from rich.text import Text
 from textual.widgets.data_table import ColumnKey
 
-from growcockpit.protocol.layer_health import (
-    MOVED,
-    OK,
-    STARVED,
-    HealthThresholds,
-    LayerSample,
-    health,
-)
+from growcockpit.protocol.layer_health import MOVED, OK, STARVED
 from growcockpit.session.fold.layers import LayerRow
 from growcockpit.session.run_state import RunState
-from growcockpit.session.view_filter import ViewFilter
+from growcockpit.session.view_filter import ViewFilter, layer_verdicts
 from growcockpit.ui.widgets.steady_table import SteadyTable
 from growcockpit.ui.widgets.text_bits import colour, num, spark
 
@@ -92,10 +85,7 @@ class LayerTable(SteadyTable[Text | str]):
             self._rows.clear()
         self._fit_trend()
         rows = state.layer_rows()
-        verdicts = health(
-            [LayerSample(r.id, r.trainable, list(r.grad_hist), r.update_ratio) for r in rows],
-            HealthThresholds.of_plan(state.plan_dict),
-        )
+        verdicts = layer_verdicts(state)
         total = len(rows)
         rows = [
             r for r in rows if self.view_filter.matches_layer(r.id, r.state, verdicts.get(r.id, OK))

@@ -1,7 +1,8 @@
 """Loss curve (train: TWEMA-smoothed or raw; val) on the chosen x axis (step, tokens,
 training time, estimated FLOPs), zoomed, with vertical markers at stage changes, grows,
 pauses, LR changes and rollbacks. What to draw comes from `growcockpit.session.plot_view`;
-this module only draws it."""
+this module only draws it. The dashboard's `/` filter keeps the series it names; a plot
+it leaves empty says so in the frame and counts what it kept in the border."""
 
 from __future__ import annotations
 
@@ -13,6 +14,7 @@ from growcockpit.session.fold.axes import Axis
 from growcockpit.session.plot_view import Curves, PlotView, loss_curves
 from growcockpit.session.run_state import RunState
 from growcockpit.session.smoothing import DEFAULT_FACTOR
+from growcockpit.session.view_filter import ViewFilter
 from growcockpit.ui.widgets.text_bits import colour, rgb
 
 MARKER_VARS = {
@@ -46,10 +48,15 @@ class AxisPlot(PlotextPlot):
         self._state: RunState | None = None
         self.points_plotted = 0
         self.shown = Curves({}, [], "step")  # what the last replot drew
+        self.view_filter = ViewFilter()  # the dashboard's `/`: series it does not match go
 
     @property
     def view(self) -> PlotView:
-        return PlotView(self.axis, self.zoom)
+        return PlotView(self.axis, self.zoom, only=self.view_filter)
+
+    def set_filter(self, view_filter: ViewFilter) -> None:
+        """Keep only the series `view_filter` matches, from the next replot (the view keys it)."""
+        self.view_filter = view_filter
 
     def on_resize(self, event: events.Resize) -> None:
         """Re-downsample for the new width now: plotext would otherwise stretch stale points."""
@@ -86,6 +93,7 @@ class AxisPlot(PlotextPlot):
         self._key = key
         shown = self.shown = self.curves(state, 2 * width)
         self.points_plotted = shown.points
+        self.border_subtitle = shown.filter_text(self.view_filter)
         plt = self.plt
         plt.clear_data()
         plt.clear_figure()
@@ -98,7 +106,7 @@ class AxisPlot(PlotextPlot):
         if shown.curves:
             draw_markers(self, shown.markers)
         else:
-            plt.title("waiting for the first step")
+            plt.title(shown.empty_text(self.view_filter))
         self.refresh()
         return True
 
@@ -113,7 +121,7 @@ class LossPlot(AxisPlot):
 
     @property
     def view(self) -> PlotView:
-        return PlotView(self.axis, self.zoom, self.factor, self.raw)
+        return PlotView(self.axis, self.zoom, self.factor, self.raw, self.view_filter)
 
     watch_raw = watch_factor = AxisPlot._settings_changed
 
