@@ -74,7 +74,7 @@ class CompareScreen(Screen[None]):
         Binding("g", "next_target", "Target run"),
         Binding("x", "cycle_axis", "X axis"),
         Binding("d", "toggle_diff", "Config diff"),
-        Binding("r", "toggle_raw", "Raw/EMA", show=False),
+        Binding("r", "toggle_raw", "Raw/smoothed", show=False),
         Binding("left_square_bracket", "zoom(1)", "Zoom in", show=False, key_display="["),
         Binding("right_square_bracket", "zoom(-1)", "Zoom out", show=False, key_display="]"),
         Binding("0", "zoom(0)", "Zoom reset", show=False),

@@ -63,7 +63,7 @@ class DashboardScreen(DashboardViews):
         Binding("e", "edit_stages", "Edit"),
         Binding("l", "scale_lr", "LR"),
         Binding("b", "rollback", "Rewind"),
-        Binding("r", "toggle_raw", "Raw/EMA", show=False),
+        Binding("r", "toggle_raw", "Raw/smoothed", show=False),
         Binding("q", "leave", "Leave"),
         Binding("question_mark", "help", "Help", key_display="?"),
         Binding("escape", "home", "Home", show=False),
