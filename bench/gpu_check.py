@@ -1,34 +1,52 @@
-"""Time every stage configuration of an MSLT plan against the full-depth baseline step.
+"""Time every stage configuration of the grown plans against their full-depth baselines.
 
-For each stage of the MSLT plan (sample_plans/mslt-bert-base.toml) and the
-baseline plan's single 12-layer all-trained stage, this builds the model the
-way the stage engine does and times the engine's training step on real
-batches of the built-in corpus (bench/gpu_configs.py: `picked` positions,
-fused AdamW on CUDA, the guarded update). The configurations are interleaved
-A/B in rounds to cancel drift (clocks, thermals, other tenants); each row
-reports the median of per-step times (CUDA events on GPU, perf_counter on CPU).
+Two families, each against its own baseline (`--plans bert,llama`, default both):
+
+* BERT: every stage of the MSLT plan (sample_plans/mslt-bert-base.toml,
+  3 → 6 → 9 → 12, the top copies training) against the baseline plan's single
+  12-layer all-trained stage (sample_plans/baseline-bert-base.toml).
+* Llama: every stage of sample_plans/llama-smollm-135m.toml (SmolLM-135M's
+  shape: 576 wide, 9 heads sharing 3 kv heads, SwiGLU, untied head; grown
+  10 → 20 → 30 by middle stacking with zeroed output projections, then all
+  layers) against the same model at 30 layers, every layer trained, one stage:
+  a copy of the plan itself (gpu_configs.py `full_depth_baseline`), not a file.
+
+Each configuration is built the way the stage engine builds it (the engine's
+operator table, so a stack's `source` and `init` act as in training) and the
+engine's training step is timed on real batches of the built-in corpus
+(bench/gpu_configs.py: `picked` positions, fused AdamW on CUDA, the guarded
+update). The configurations are interleaved A/B in rounds to cancel drift
+(clocks, thermals, other tenants); each row reports the median of per-step
+times (CUDA events on GPU, perf_counter on CPU). `--budget-s` is shared: each
+family gets an even share of what is left when it starts.
 
 Next to the measured speedup over the baseline step it prints the cost
 model's prediction (`growcockpit.plan.estimate_cost`) with r
 (backward/forward of one middle block) and h (head forward in block units)
 measured on the spot, and the textbook r = 2. A second table sets each step
 against this device's roofline (bench/gpu_roofline.py: peak matmul TFLOP/s and
-copy GB/s measured on the spot, FLOPs and a byte lower bound per step): bound
-ms, measured / bound, TFLOP/s, MFU, GPU utilisation over one ≥ 2 s window per
-configuration and the profiler's busy share (CUDA only), extra memory; then
-the fwd/bwd/opt split.
+copy GB/s measured on the spot, FLOPs per step as the family has them — Llama's
+SwiGLU at three FFN matrices, its K/V at the kv heads' width, its untied head's
+weight gradient when it trains — and a byte lower bound): bound ms, measured /
+bound, TFLOP/s, MFU, GPU utilisation over one ≥ 2 s window per configuration
+and the profiler's busy share (CUDA only), extra memory; then the fwd/bwd/opt
+split.
 
-    python bench/gpu_check.py                 # BERT-Base plans, CUDA (exit 3 without it)
-    python bench/gpu_check.py --tiny          # small model, CPU-friendly (< 1 min)
+    python bench/gpu_check.py                 # BERT-Base and SmolLM-shaped plans, CUDA (exit 3 without it)
+    python bench/gpu_check.py --plans llama   # one family only
+    python bench/gpu_check.py --tiny          # small models, CPU-friendly (< 1 min)
     bash bench/gpu_check.sh                   # the GPU machine's entry point
 
 `compile = true` is not timed here (the step is eager). The last line is a
-one-line summary (`gpu_check: ...`) for logs.
+one-line summary (`gpu_check: ...`): BERT's figures, then `llama: ...`'s, then
+the peak, the time taken and the device. `--json` writes every row: BERT's at
+the top level, Llama's under "llama".
 """
 
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import math
 import os
 import platform
@@ -48,26 +66,30 @@ os.environ.setdefault("TOKENIZERS_PARALLELISM", "true")
 
 import torch  # noqa: E402
 from gpu_configs import (  # noqa: E402
+    RESERVE_S,
     Config,
+    PlanPair,
     breakdown,
     build_configs,
     device_batches,
+    fit_steps,
     make_step,
-    override,
-    tiny_plan,
+    plan_pairs,
+    timed_rounds,
 )
-from gpu_report import Context, write_report  # noqa: E402
-from gpu_roofline import UtilSampler, busy_share, measure_peak, util_window  # noqa: E402
+from gpu_report import Context, FamilyReport, summary_line, write_json, write_report  # noqa: E402
+from gpu_roofline import Peak, UtilSampler, busy_share, measure_peak, util_window  # noqa: E402
 
 from growcockpit.backend.calibrate import Clock, autocast_for, measure_r_h  # noqa: E402
 from growcockpit.backend.data.blocks import load_blocks  # noqa: E402
-from growcockpit.backend.device import prepare_device  # noqa: E402
+from growcockpit.backend.device import prepare_device, release_cached_memory  # noqa: E402
 from growcockpit.backend.loop.step import resolve_precision  # noqa: E402
-from growcockpit.plan import load_plan  # noqa: E402
 from growcockpit.plan.cost import default_head_cost  # noqa: E402
 
 MSLT_PLAN = REPO / "sample_plans" / "mslt-bert-base.toml"
 BASELINE_PLAN = REPO / "sample_plans" / "baseline-bert-base.toml"
+LLAMA_PLAN = REPO / "sample_plans" / "llama-smollm-135m.toml"
+FAMILIES = ("bert", "llama")
 NO_CUDA_EXIT = 3  # gpu_check.sh exits with it too
 
 
@@ -104,7 +126,21 @@ def parse(argv: list[str] | None) -> argparse.Namespace:
         "--baseline", type=Path, default=BASELINE_PLAN, help="baseline plan (one all-trained stage)"
     )
     ap.add_argument(
-        "--tiny", action="store_true", help="hidden 64 / 4 heads / FFN 256, depths ÷3: a CPU test"
+        "--llama",
+        type=Path,
+        default=LLAMA_PLAN,
+        help="Llama plan, timed against itself at full depth, all trained (default: %(default)s)",
+    )
+    ap.add_argument(
+        "--plans",
+        default=",".join(FAMILIES),
+        help="which families to time, comma-separated: bert, llama (default: %(default)s); "
+        "--budget-s is shared between them",
+    )
+    ap.add_argument(
+        "--tiny",
+        action="store_true",
+        help="hidden 64 / 4 heads (Llama: 2 kv heads), FFN at the plan's ratio, depths ÷3: a CPU test",
     )
     ap.add_argument(
         "--allow-cpu",
@@ -152,11 +188,18 @@ def main(argv: list[str] | None = None) -> int:
     if args.device is None and not torch.cuda.is_available() and not (args.tiny or args.allow_cpu):
         print(
             f"gpu_check: CUDA is not available (torch {torch.__version__}, built for CUDA "
-            f"{torch.version.cuda}): not running BERT-Base on the CPU; pass --tiny or --allow-cpu"
+            f"{torch.version.cuda}): not running the full-size plans on the CPU; pass --tiny or --allow-cpu"
         )
         return NO_CUDA_EXIT
     if args.device and args.device.startswith("cuda") and not torch.cuda.is_available():
         print(f"gpu_check: --device {args.device} but CUDA is not available", file=sys.stderr)
+        return 2
+    families = list(dict.fromkeys(f.strip() for f in args.plans.split(",") if f.strip()))
+    if not families or set(families) - set(FAMILIES):
+        print(
+            f"gpu_check: --plans {args.plans!r}: name some of {', '.join(FAMILIES)}",
+            file=sys.stderr,
+        )
         return 2
     device = pick_device(args.device)
     cuda = device.type == "cuda"
@@ -171,30 +214,19 @@ def main(argv: list[str] | None = None) -> int:
 
     import transformers
 
-    transformers.utils.logging.set_verbosity_error()
-    plans = {"mslt": load_plan(args.mslt), "baseline": load_plan(args.baseline)}
-    if args.tiny:
-        plans = {k: tiny_plan(p) for k, p in plans.items()}
-    plans = {k: override(p, args.batch_size, args.seq_len) for k, p in plans.items()}
-    mslt, base = plans["mslt"], plans["baseline"]
-    dtype = args.dtype or resolve_precision(mslt.optim.precision, device)
-    if base.stages[-1].layers != mslt.model.final_layers or len(base.stages) != 1:
-        print(
-            "gpu_check: the baseline plan should be one all-trained stage at the MSLT plan's final depth",
-            file=sys.stderr,
-        )
-    if (mslt.model, mslt.data, mslt.optim.batch_size) != (
-        base.model,
-        base.data,
-        base.optim.batch_size,
-    ):
-        print(
-            "gpu_check: warning: the two plans differ in model/data/batch; the comparison is not like for like"
-        )
-
+    transformers.utils.logging.set_verbosity_error()  # type: ignore[no-untyped-call]
+    pairs = plan_pairs(
+        families,
+        (args.mslt, args.baseline),
+        args.llama,
+        args.tiny,
+        args.batch_size,
+        args.seq_len,
+    )
     print(
-        f"gpu_check: device {device_name(device)} ({device}), dtype {dtype}, torch {torch.__version__}"
+        f"gpu_check: device {device_name(device)} ({device}), torch {torch.__version__}"
         + (f", CUDA {torch.version.cuda}" if cuda else "")
+        + f"; plans: {', '.join(p.family for p in pairs)}"
     )
     if not cuda:
         print(
@@ -208,12 +240,73 @@ def main(argv: list[str] | None = None) -> int:
         f"gpu_check: measured peak {peak.tflops:.3g} TFLOP/s ({peak.dtype} matmul {peak.size}³), "
         f"copy {peak.gbps:.0f} GB/s, in {peak.seconds:.1f} s"
     )
+    reports: list[FamilyReport] = []
+    for i, pair in enumerate(pairs):
+        # what the budget leaves for timing is shared out evenly among the families still
+        # to come, each keeping the reserve behind its share; what one does not use (the
+        # reserve, on the CPU, where there are no extras) goes to the next
+        usable = max(0.0, deadline - time.monotonic() - RESERVE_S)
+        share = time.monotonic() + usable / (len(pairs) - i) + RESERVE_S
+        ctx = measure_family(args, pair, device, peak, (steps, warmup, rounds), share)
+        reports.append(write_report(ctx))
+        del ctx  # its models and optimizers: the next family gets the whole device
+        release_cached_memory(device)
+    print("compile: not timed (eager steps only; compile per block is not part of this check yet)")
+    elapsed = time.monotonic() - t_start
+    summary = summary_line(reports, peak, elapsed, device_name(device))
+    if args.json:
+        common = {
+            "device": str(device),
+            "device_name": device_name(device),
+            "torch": torch.__version__,
+            "tiny": args.tiny,
+            "peak": dataclasses.asdict(peak),
+            "compile": None,
+            "elapsed_s": elapsed,
+        }
+        write_json(args.json, common, reports, summary)
+    print(summary)
+    return 0
 
+
+def measure_family(
+    args: argparse.Namespace,
+    pair: PlanPair,
+    device: torch.device,
+    peak: Peak,
+    counts: tuple[int, int, int],
+    deadline: float,
+) -> Context:
+    """Build and time one family's configurations (its baseline's first) within `deadline`:
+    r and h, the interleaved rounds, the utilisation windows and busy share, the split."""
+    t_family = time.monotonic()
+    steps, warmup, rounds = counts
+    cuda = device.type == "cuda"
+    grown, base = pair.grown, pair.base
+    dtype = args.dtype or resolve_precision(grown.optim.precision, device)
+    if base.stages[-1].layers != grown.model.final_layers or len(base.stages) != 1:
+        print(
+            f"gpu_check: {pair.family}: the baseline plan should be one all-trained stage at "
+            "the grown plan's final depth",
+            file=sys.stderr,
+        )
+    if (grown.model, grown.data, grown.optim.batch_size) != (
+        base.model,
+        base.data,
+        base.optim.batch_size,
+    ):
+        print(
+            f"gpu_check: {pair.family}: warning: the two plans differ in model/data/batch; the "
+            "comparison is not like for like"
+        )
+    if cuda:
+        torch.cuda.reset_peak_memory_stats(device)
     t = time.monotonic()
-    data = load_blocks(mslt.data, mslt.model.family, mslt.seed)
-    bs, seq = mslt.optim.batch_size, mslt.data.seq_len
+    data = load_blocks(grown.data, grown.model.family, grown.seed)
+    bs, seq = grown.optim.batch_size, grown.data.seq_len
     print(
-        f"gpu_check: data {mslt.data.source} ({data.train.shape[0]} blocks of {seq}), vocab {data.vocab_size}, "
+        f"gpu_check: {pair.family}: {grown.name} on {dtype}; data {grown.data.source} "
+        f"({data.train.shape[0]} blocks of {seq}), vocab {data.vocab_size}, "
         f"batch {bs} × {seq} = {bs * seq} tokens/step, loaded in {time.monotonic() - t:.1f} s"
     )
     # real batches, built on the host and moved before timing (the engine prefetches them
@@ -225,31 +318,34 @@ def main(argv: list[str] | None = None) -> int:
     batches = device_batches(data, n_batches, bs, device)
 
     t = time.monotonic()
-    configs = build_configs("baseline", base, data, device) + build_configs(
-        "mslt", mslt, data, device
+    configs = build_configs(pair.base_tag, base, data, device)
+    configs += build_configs(pair.grown_tag, grown, data, device)
+    print(
+        f"gpu_check: {pair.family}: built {len(configs)} stage configs in "
+        f"{time.monotonic() - t:.1f} s"
     )
-    print(f"gpu_check: built {len(configs)} stage configs in {time.monotonic() - t:.1f} s")
     clock = Clock(device)
     amp = lambda: autocast_for(device, dtype)  # noqa: E731
 
     # r and h on the baseline model's middle block and head
     rh = measure_r_h(
         configs[0].model,
-        mslt.model.family,
+        grown.model.family,
         batches[0],
         amp,
         clock,
         reps=3 if args.tiny else 5,
         inner=2 if args.tiny else 10,
     )
-    h_model = default_head_cost(mslt)
+    h_model = default_head_cost(grown)
     print(
-        f"gpu_check: block fwd {rh['block_fwd_ms']:.2f} ms, fwd+bwd {rh['block_fwd_bwd_ms']:.2f} ms → r = {rh['r']:.2f}; "
+        f"gpu_check: {pair.family}: block fwd {rh['block_fwd_ms']:.2f} ms, fwd+bwd "
+        f"{rh['block_fwd_bwd_ms']:.2f} ms → r = {rh['r']:.2f}; "
         f"no_grad fwd {rh['nograd_over_grad_fwd']:.2f}×, frozen (eval+no_grad) fwd "
         f"{rh['frozen_over_grad_fwd']:.2f}× the training fwd; head fwd {rh['head_fwd_ms']:.2f} ms → "
         f"h = {rh['h']:.2f} blocks (analytic {h_model:.2f})"
     )
-    grad_clip = mslt.optim.grad_clip
+    grad_clip = grown.optim.grad_clip
     step_fns = {id(c): make_step(c, batches, amp, grad_clip) for c in configs}
     steps = fit_steps(configs, step_fns, clock, warmup, steps, rounds, deadline)
     done_rounds, peak_mem = timed_rounds(configs, step_fns, clock, device, steps, rounds, deadline)
@@ -263,13 +359,17 @@ def main(argv: list[str] | None = None) -> int:
     ):
         for c in configs:
             c.parts = breakdown(c, batches, amp, grad_clip, clock, n_parts)
-    ctx = Context(
+    return Context(
         args=args,
         device=device,
         device_label=device_name(device),
         dtype=dtype,
-        mslt=mslt,
+        family=pair.family,
+        grown=grown,
         base=base,
+        grown_tag=pair.grown_tag,
+        base_tag=pair.base_tag,
+        paths=pair.paths,
         configs=configs,
         rh=rh,
         h_model=h_model,
@@ -279,72 +379,8 @@ def main(argv: list[str] | None = None) -> int:
         rounds=done_rounds,
         n_parts=n_parts,
         data_ms=data_ms,
-        elapsed=time.monotonic() - t_start,
+        elapsed=time.monotonic() - t_family,
     )
-    print(write_report(ctx))
-    return 0
-
-
-def fit_steps(
-    configs: list[Config],
-    step_fns: dict[int, Callable[[], None]],
-    clock: Clock,
-    warmup: int,
-    steps: int,
-    rounds: int,
-    deadline: float,
-) -> int:
-    """Warm every config up (allocator, cuBLAS heuristics, optimizer state), then shrink the
-    timed steps per config so that the rounds fit the budget."""
-    warm_ms: dict[int, float] = {}
-    for c in configs:
-        if warmup > 0:
-            warm_ms[id(c)] = min(clock.run(step_fns[id(c)], warmup))
-    clock.sync()
-    remaining = deadline - time.monotonic() - 30.0  # the extras, the report and teardown
-    if warm_ms and math.isfinite(remaining):
-        per_step_all = sum(warm_ms.values()) / 1e3
-        fit = int(0.7 * remaining / max(per_step_all, 1e-6))
-        if fit < steps:
-            new = max(rounds, fit)
-            print(
-                f"gpu_check: budget: {steps} steps per config would take ~{steps * per_step_all:.0f} s; timing {new}"
-            )
-            return new
-    return steps
-
-
-def timed_rounds(
-    configs: list[Config],
-    step_fns: dict[int, Callable[[], None]],
-    clock: Clock,
-    device: torch.device,
-    steps: int,
-    rounds: int,
-    deadline: float,
-) -> tuple[int, int]:
-    """The interleaved A/B rounds; (rounds done, peak bytes allocated)."""
-    cuda = device.type == "cuda"
-    per_round = [steps // rounds + (1 if i < steps % rounds else 0) for i in range(rounds)]
-    peak_mem = torch.cuda.max_memory_allocated(device) if cuda else 0  # incl. warm-up
-    done = 0
-    for rnd, n in enumerate(per_round):
-        if rnd > 0 and time.monotonic() > deadline - 25.0:
-            print(f"gpu_check: budget reached: stopping after {rnd} of {rounds} rounds")
-            break
-        order = configs if rnd % 2 == 0 else list(reversed(configs))
-        for c in order:
-            if cuda:
-                torch.cuda.synchronize()
-                resident = torch.cuda.memory_allocated(device)
-                torch.cuda.reset_peak_memory_stats(device)
-            c.times_ms.extend(clock.run(step_fns[id(c)], n))
-            if cuda:
-                chunk_peak = torch.cuda.max_memory_allocated(device)
-                c.extra_mem = max(c.extra_mem, chunk_peak - resident)
-                peak_mem = max(peak_mem, chunk_peak)
-        done += 1
-    return done, peak_mem
 
 
 def extras(

@@ -1,13 +1,19 @@
 #!/usr/bin/env bash
 # The GPU check, offline, in one shot (≤ 8 minutes on one H200, every part time-boxed):
-#   1. bench/gpu_check.py   every stage of the BERT-Base MSLT plan and the 12-layer baseline,
-#                           timed as the engine's step: tokens/s, measured speedup vs the cost
-#                           model (r, h measured on the spot); the roofline at a peak measured
-#                           on the spot (FLOPs/step, bound ms, measured/bound, MFU), GPU util
-#                           over one ≥ 2 s window per stage, busy share, peak memory,
-#                           fwd/bwd/opt split
-#   2. bench/gpu_engine.py  the real engine on the same plan, stages cut short, at batch 32
+#   1. bench/gpu_check.py   every stage of two grown plans, each against its own full-depth
+#                           baseline, timed as the engine's step (GPU_CHECK_BUDGET_S shared
+#                           between them): the BERT-Base MSLT plan vs the 12-layer baseline,
+#                           and the SmolLM-135M-shaped Llama plan (10 → 20 → 30 by middle
+#                           stacking, zero init) vs the same model at 30 layers, all trained.
+#                           Per stage: tokens/s, measured speedup vs the cost model (r, h
+#                           measured on the spot); the roofline at a peak measured on the spot
+#                           (FLOPs/step with Llama's SwiGLU, GQA and untied head priced as
+#                           built, bound ms, measured/bound, MFU), GPU util over one ≥ 2 s
+#                           window per stage, busy share, peak memory, fwd/bwd/opt split
+#                           (GPU_CHECK_PLANS=bert or llama: one family only)
+#   2. bench/gpu_engine.py  the real engine on the BERT plan, stages cut short, at batch 32
 #                           and 128: tokens/s, host overhead (wall-clock vs in-step tokens/s),
+#                           the GPU's busy share of the engine's own steps (torch.profiler),
 #                           the engine's fwd/bwd/opt split, host syncs per step, memory
 #   3. bench/time_to_loss.py --scale base: a 2-minute equal-budget time-to-loss, baseline vs
 #                           the best CPU recipe (GPU_CHECK_TTL_METHODS)
@@ -116,7 +122,8 @@ echo "gpu_check.sh: wheels ok${OPT:+ (optional, not usable: $OPT)}"
 if [ -n "${OUT:-}" ]; then DEFAULT_JSON="$OUT/gpu_check.json"; else DEFAULT_JSON="${TMPDIR:-/tmp}/gpu_check.json"; fi
 JSON="${GPU_CHECK_JSON:-$DEFAULT_JSON}"
 LIMIT="${GPU_CHECK_LIMIT_S:-450}"         # the whole check; each part gets what is left, capped
-BUDGET="${GPU_CHECK_BUDGET_S:-120}"       # part 1 shrinks its steps to fit
+BUDGET="${GPU_CHECK_BUDGET_S:-120}"       # part 1 shrinks its steps to fit (both families together)
+PLANS="${GPU_CHECK_PLANS:-bert,llama}"    # part 1's families
 TTL_METHODS="${GPU_CHECK_TTL_METHODS:-baseline,mslt-longshallow-emb}"
 TTL_BUDGET="${GPU_CHECK_TTL_BUDGET:-800}"  # baseline steps of the equal budget (estimated ~30 ms/step at 128x128 on an H200: ~1 min per method)
 GPUS=$("$PY" -c 'import torch; print(torch.cuda.device_count() if torch.cuda.is_available() else 0)')
@@ -141,7 +148,7 @@ T1=$(cap $((BUDGET + 60)))
 if [ "$T1" -lt 40 ]; then
   echo "skipped: ${T1} s left of GPU_CHECK_LIMIT_S=$LIMIT"
   SUMMARY+=("stage table skipped (time)")
-elif timeout -k 10 "$T1" "$PY" bench/gpu_check.py --budget-s "$((T1 - 30 < BUDGET ? T1 - 30 : BUDGET))" --json "$JSON" "$@" | tee "$TMPD/1.txt"; then
+elif timeout -k 10 "$T1" "$PY" bench/gpu_check.py --budget-s "$((T1 - 30 < BUDGET ? T1 - 30 : BUDGET))" --plans "$PLANS" --json "$JSON" "$@" | tee "$TMPD/1.txt"; then
   SUMMARY+=("$(last_line gpu_check "$TMPD/1.txt")")
 else
   SUMMARY+=("stage table FAILED")

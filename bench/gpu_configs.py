@@ -1,22 +1,28 @@
 """The stage configurations the GPU check times, and the step it times: the engine's.
 
 Each configuration is built the way `Trainer.enter_stage` builds a stage
-(build_model → stack_layers → apply_freeze → StagedForward.for_stage →
-build_optimizer, frozen layers in eval mode), and each timed step is the
+(build_model → the operator table's grow function, `apply_operator`, so a
+stack's `source` and `init` act as in the engine → apply_freeze over
+`trainable_layer_ids` → StagedForward.for_stage → build_optimizer, frozen
+layers in eval mode), and each timed step is the
 engine's step (backend/loop/step.py) minus data loading and events: the batch's
 `picked` positions go to the forward (without them BERT's head finds the
 masked rows with a nonzero, a host sync every step), the optimizer is fused
 AdamW on CUDA as the engine builds it, and the update is the engine's
 clip + guarded step (a non-finite step skipped on the device, no host read).
+`fit_steps` and `timed_rounds` run those steps: warm-up, the budget, the
+interleaved rounds. `plan_pairs` says which plans each family times.
 """
 
 from __future__ import annotations
 
 import copy
+import math
 import statistics
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 import torch
@@ -25,26 +31,53 @@ from torch import nn
 from growcockpit.backend.calibrate import Clock
 from growcockpit.backend.data.blocks import Batch, TokenBlocks
 from growcockpit.backend.loop.forward import StagedForward
+from growcockpit.backend.loop.operators import GrowInput, LevelSnapshot, apply_operator
 from growcockpit.backend.loop.optim import build_optimizer, guarded_step
 from growcockpit.backend.model import build_model
-from growcockpit.grow import apply_freeze, get_layers, set_train_modes, stack_layers
-from growcockpit.plan import validate_plan
+from growcockpit.grow import apply_freeze, get_layers, set_train_modes
+from growcockpit.plan import load_plan, validate_plan
 from growcockpit.plan.shapes import resolve_shapes
-from growcockpit.plan.types import Plan
+from growcockpit.plan.types import Plan, Stage, trainable_layer_ids
+
+TINY_HIDDEN, TINY_HEADS, TINY_KV_HEADS = 64, 4, 2
+RESERVE_S = 30.0  # what a budget keeps back from the timed rounds: the extras, the report
 
 
 def tiny_plan(plan: Plan) -> Plan:
-    """The same schedule at hidden 64 / 4 heads / FFN 256, depths divided by 3 (12 → 4)."""
+    """The same schedule at hidden 64 / 4 heads, depths divided by 3 (BERT 12 → 4, Llama 30 → 10).
+
+    The FFN keeps the plan's width ratio (BERT 4× → 256, SmolLM's 2.67× → 176), and a
+    grouped-query plan keeps grouped queries (2 kv heads, which divide 4), so the tiny
+    step exercises the same code paths and the same FLOP terms as the full-size one.
+    """
     p = copy.deepcopy(plan)
+    m = p.model
     p.name = plan.name + "-tiny"
-    p.model.hidden_size, p.model.num_heads, p.model.intermediate_size = 64, 4, 256
-    p.model.max_seq_len = 128
-    p.model.final_layers = max(1, plan.model.final_layers // 3)
+    ratio = plan.model.intermediate_size / max(1, plan.model.hidden_size)
+    m.hidden_size, m.num_heads = TINY_HIDDEN, TINY_HEADS
+    m.intermediate_size = max(16, round(ratio * TINY_HIDDEN / 16) * 16)
+    if m.num_kv_heads is not None and m.num_kv_heads < plan.model.num_heads:
+        m.num_kv_heads = TINY_KV_HEADS
+    m.max_seq_len = 128
+    m.final_layers = max(1, plan.model.final_layers // 3)
     p.data.tokenizer = "train:2000"
     p.data.seq_len = 64
     p.optim.batch_size = 8
     for s in p.stages:
         s.layers = max(1, s.layers // 3)
+    validate_plan(p, source=p.name)
+    return p
+
+
+def full_depth_baseline(plan: Plan) -> Plan:
+    """`plan`'s own baseline: the same model, data and optimizer at its final depth, every
+    layer (and the embeddings and head) trained from the first step, one stage as long as
+    the whole plan, so the schedule comparison is like for like."""
+    p = copy.deepcopy(plan)
+    final = plan.model.final_layers
+    p.name = plan.name + "-baseline"
+    p.description = f"{plan.name} at its final depth ({final} layers), all trained, one stage"
+    p.stages = [Stage(f"full-{final}", final, plan.total_steps, enter="init", train="all")]
     validate_plan(p, source=p.name)
     return p
 
@@ -57,6 +90,51 @@ def override(plan: Plan, batch_size: int | None, seq_len: int | None) -> Plan:
         p.data.seq_len = seq_len
         p.model.max_seq_len = max(p.model.max_seq_len, seq_len)
     return p
+
+
+@dataclass
+class PlanPair:
+    """One family's two plans: the grown schedule and the baseline its speedups are against."""
+
+    family: str  # "bert" | "llama"
+    grown: Plan
+    base: Plan
+    grown_tag: str  # the configs' `plan` and label prefix: "mslt", "llama"
+    base_tag: str  # "baseline", "llama-base"
+    paths: dict[str, str]  # tag → where the plan came from
+
+
+def plan_pairs(
+    families: list[str],
+    bert: tuple[Path, Path],
+    llama: Path,
+    tiny: bool,
+    batch_size: int | None,
+    seq_len: int | None,
+) -> list[PlanPair]:
+    """The plans each requested family times. BERT: the MSLT plan and its baseline file.
+    Llama: the grown plan and its own full-depth baseline (`full_depth_baseline`), derived
+    after shrinking and overriding so that the two always share model, data and batch."""
+    out: list[PlanPair] = []
+    for family in families:
+        if family == "bert":
+            plans = [load_plan(bert[0]), load_plan(bert[1])]
+            if tiny:
+                plans = [tiny_plan(p) for p in plans]
+            grown, base = (override(p, batch_size, seq_len) for p in plans)
+            paths = {"mslt": str(bert[0]), "baseline": str(bert[1])}
+            out.append(PlanPair("bert", grown, base, "mslt", "baseline", paths))
+        elif family == "llama":
+            grown = load_plan(llama)
+            grown = override(tiny_plan(grown) if tiny else grown, batch_size, seq_len)
+            paths = {"llama": str(llama), "llama-base": f"{llama} at full depth, all trained"}
+            pair = PlanPair(
+                "llama", grown, full_depth_baseline(grown), "llama", "llama-base", paths
+            )
+            out.append(pair)
+        else:
+            raise SystemExit(f"gpu_check: unknown plan family {family!r} (bert, llama)")
+    return out
 
 
 @dataclass
@@ -85,23 +163,32 @@ class Config:
 
 
 def build_configs(tag: str, plan: Plan, data: TokenBlocks, device: torch.device) -> list[Config]:
-    """Walk the plan's operators on one model; snapshot a configured copy per stage."""
+    """Walk the plan's operators on one model, as the engine does; snapshot a configured
+    copy per stage.
+
+    The operator is the engine's own (backend/loop/operators.py `apply_operator`:
+    `stack_layers(model, k, source, init)` for a stack, level snapshots for coalesce
+    and its partners) and the trainable set is `trainable_layer_ids` of the depth
+    before it (a middle stack trains the inserted copies, not the top). Growth
+    recipes that change the forward per step (`ramp_steps` gates, `layer_drop`) are
+    not installed here, so a plan using them is refused rather than timed wrongly.
+    """
     shapes = resolve_shapes(plan)
     torch.manual_seed(plan.seed)
     model = build_model(plan.model, plan.stages[0].layers, data.tokenizer)
+    levels: dict[int, LevelSnapshot] = {}
     configs: list[Config] = []
     for index, (stage, shape) in enumerate(zip(plan.stages, shapes, strict=True)):
-        depth_before = len(get_layers(model)) if index > 0 else 0
-        if stage.enter == "stack":
-            stack_layers(model, stage.layers - depth_before, stage.source)
-        elif stage.enter not in ("init", "continue"):
+        if stage.enter == "probe" or stage.ramp_steps is not None or stage.layer_drop > 0:
             raise SystemExit(
-                f"gpu_check: stage {stage.name}: enter = {stage.enter!r} is not supported here"
+                f"gpu_check: stage {stage.name}: probe stages, ramp_steps and layer_drop "
+                "are not timed here (their step is not the plain staged step)"
             )
+        depth_before = len(get_layers(model)) if index > 0 else 0
+        model, _ = apply_operator(GrowInput(model, stage, shape, plan.model.family, levels))
+        trainable = trainable_layer_ids(stage, depth_before)
         m = copy.deepcopy(model).to(device)
-        result = apply_freeze(
-            m, shape.trainable_layers, stage.embeddings_trainable(), stage.head_trainable()
-        )
+        result = apply_freeze(m, trainable, stage.embeddings_trainable(), stage.head_trainable())
         depth = len(get_layers(m))
         fwd = StagedForward.for_stage(result.trainable_layers, depth, result.embeddings_trainable)
         set_train_modes(m)
@@ -160,7 +247,7 @@ def make_step(cfg: Config, batches: list[Batch], amp: Any, grad_clip: float) -> 
         with amp():
             loss = cfg.forward.loss(cfg.model, batch)
         if loss.requires_grad:
-            loss.backward()
+            loss.backward()  # type: ignore[no-untyped-call]
             update(cfg, loss, grad_clip)
 
     return step
@@ -180,7 +267,7 @@ def breakdown(
         clock.sync()
         t1 = time.perf_counter()
         if loss.requires_grad:
-            loss.backward()
+            loss.backward()  # type: ignore[no-untyped-call]
         clock.sync()
         t2 = time.perf_counter()
         if loss.requires_grad:
@@ -191,3 +278,65 @@ def breakdown(
         parts["bwd_ms"].append((t2 - t1) * 1e3)
         parts["opt_ms"].append((t3 - t2) * 1e3)
     return {k: statistics.median(v) for k, v in parts.items()}
+
+
+def fit_steps(
+    configs: list[Config],
+    step_fns: dict[int, Callable[[], None]],
+    clock: Clock,
+    warmup: int,
+    steps: int,
+    rounds: int,
+    deadline: float,
+) -> int:
+    """Warm every config up (allocator, cuBLAS heuristics, optimizer state), then shrink the
+    timed steps per config so that the rounds fit the budget."""
+    warm_ms: dict[int, float] = {}
+    for c in configs:
+        if warmup > 0:
+            warm_ms[id(c)] = min(clock.run(step_fns[id(c)], warmup))
+    clock.sync()
+    remaining = deadline - time.monotonic() - RESERVE_S
+    if warm_ms and math.isfinite(remaining):
+        per_step_all = sum(warm_ms.values()) / 1e3
+        fit = int(0.7 * remaining / max(per_step_all, 1e-6))
+        if fit < steps:
+            new = max(rounds, fit)
+            print(
+                f"gpu_check: budget: {steps} steps per config would take ~{steps * per_step_all:.0f} s; timing {new}"
+            )
+            return new
+    return steps
+
+
+def timed_rounds(
+    configs: list[Config],
+    step_fns: dict[int, Callable[[], None]],
+    clock: Clock,
+    device: torch.device,
+    steps: int,
+    rounds: int,
+    deadline: float,
+) -> tuple[int, int]:
+    """The interleaved A/B rounds; (rounds done, peak bytes allocated)."""
+    cuda = device.type == "cuda"
+    per_round = [steps // rounds + (1 if i < steps % rounds else 0) for i in range(rounds)]
+    peak_mem = torch.cuda.max_memory_allocated(device) if cuda else 0  # incl. warm-up
+    done = 0
+    for rnd, n in enumerate(per_round):
+        if rnd > 0 and time.monotonic() > deadline - 25.0:
+            print(f"gpu_check: budget reached: stopping after {rnd} of {rounds} rounds")
+            break
+        order = configs if rnd % 2 == 0 else list(reversed(configs))
+        for c in order:
+            if cuda:
+                torch.cuda.synchronize()
+                resident = torch.cuda.memory_allocated(device)
+                torch.cuda.reset_peak_memory_stats(device)
+            c.times_ms.extend(clock.run(step_fns[id(c)], n))
+            if cuda:
+                chunk_peak = torch.cuda.max_memory_allocated(device)
+                c.extra_mem = max(c.extra_mem, chunk_peak - resident)
+                peak_mem = max(peak_mem, chunk_peak)
+        done += 1
+    return done, peak_mem

@@ -5,10 +5,12 @@ engine itself (prefetch, the step of backend/loop/step.py, stage changes, events
 on the same plan with every stage cut to `--steps` steps and step events every
 10 steps, and prints per stage: tokens/s, the fwd/bwd/opt split the engine
 reports (CUDA events), host overhead (wall-clock tokens/s between step events
-next to the engine's in-step tokens/s), host syncs per step (CUDA's sync debug
-mode, counted over the stage), peak memory, memory freed at the stage change
-and, with `--compile`, the compile time. `--batch-sizes 32,128` runs the
-engine once per batch size (host overhead matters most at small batches).
+next to the engine's in-step tokens/s), the GPU's busy share of the engine's
+own steps (`BusyProbe`: a few of them under `torch.profiler`, CUDA only, n/a
+on CPU), host syncs per step (CUDA's sync debug mode, counted over the
+stage), peak memory, memory freed at the stage change and, with `--compile`,
+the compile time. `--batch-sizes 32,128` runs the engine once per batch size
+(host overhead matters most at small batches).
 `--write-plan` also writes the shortened plan (bench/gpu_check.sh trains it
 under torchrun with two GPUs).
 
@@ -16,13 +18,14 @@ under torchrun with two GPUs).
     python bench/gpu_engine.py --tiny --device cpu   # the CPU smoke test (seconds)
 
 Last line(s), one per batch size: `gpu_engine: batch=B stages=N tokens_per_s=[…]
-host_overhead_pct=[…] syncs_per_step=[…] device=…`.
+host_overhead_pct=[…] busy_pct=[…] syncs_per_step=[…] device=…` (busy_pct=n/a on CPU).
 """
 
 from __future__ import annotations
 
 import argparse
 import copy
+import math
 import os
 import sys
 import tempfile
@@ -32,11 +35,13 @@ from pathlib import Path
 from typing import Any
 
 REPO = Path(__file__).resolve().parent.parent
-if str(REPO) not in sys.path:
-    sys.path.insert(0, str(REPO))
+for _path in (REPO, REPO / "bench"):  # run from a checkout without `pip install -e .`
+    if str(_path) not in sys.path:
+        sys.path.insert(0, str(_path))
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
 import torch  # noqa: E402
+from gpu_roofline import BUSY_N, BUSY_WARM, BusyProbe  # noqa: E402
 
 from growcockpit.backend.control.reporter import RunReporter  # noqa: E402
 from growcockpit.backend.control.sinks import FanOut  # noqa: E402
@@ -152,15 +157,14 @@ def main(argv: list[str] | None = None) -> int:
     args = ap.parse_args(argv)
     import transformers
 
-    transformers.utils.logging.disable_progress_bar()
-    transformers.utils.logging.set_verbosity_error()
+    transformers.utils.logging.disable_progress_bar()  # type: ignore[no-untyped-call]
+    transformers.utils.logging.set_verbosity_error()  # type: ignore[no-untyped-call]
 
     device = prepare_device(
         torch.device(args.device or ("cuda" if torch.cuda.is_available() else "cpu"))
     )
     plan = load_plan(args.plan)
     if args.tiny:
-        sys.path.insert(0, str(REPO / "bench"))
         from gpu_configs import tiny_plan
 
         plan = tiny_plan(plan)
@@ -218,17 +222,25 @@ def run_engine(
 def _run_counting(
     trainer: Trainer, caught: list[warnings.WarningMessage], meter: StageMeter
 ) -> str:
-    """`trainer.run()`, folding the recorded sync warnings into the meter after each step."""
+    """`trainer.run()`, folding the recorded sync warnings into the meter after each step
+    and letting the busy probe measure a few of each stage's first steps."""
     original = trainer.train_step
+    probe = BusyProbe(meter.device, caught)
 
     def counted() -> Any:
+        probe.before(trainer)
         out = original()
         meter.syncs += sum(SYNC_WARNING in str(w.message) for w in caught)
         caught.clear()
+        if meter.rows:
+            probe.after(trainer, meter.rows[-1])
         return out
 
     trainer.train_step = counted  # type: ignore[method-assign]
-    return trainer.run()
+    try:
+        return trainer.run()
+    finally:
+        probe.close()
 
 
 def stage_figures(row: dict[str, Any], steps: int, cuda: bool) -> dict[str, float] | None:
@@ -240,6 +252,7 @@ def stage_figures(row: dict[str, Any], steps: int, cuda: bool) -> dict[str, floa
     for k in ("step_ms", "fwd_ms", "bwd_ms", "opt_ms"):
         out[k] = sum(getattr(e, k) or 0.0 for e in events) / len(events)
     out["syncs_per_step"] = row.get("syncs", 0) / steps if cuda else float("nan")
+    out["busy"] = row.get("busy", float("nan"))  # nan: n/a (CPU, or no window)
     host = host_overhead(row["steps"], row["arrived"])
     out["wall_tokens_per_s"], out["host_overhead"] = (
         (host[0], 1.0 - host[0] / host[1]) if host else (float("nan"), float("nan"))
@@ -255,7 +268,7 @@ def report(
         f"gpu_engine: {status} in {wall:.1f} s on {device}; batch {batch}, {steps} steps per stage"
     )
     head = (
-        f"{'stage':<14} {'layers':>6} {'tok/s':>10} {'wall tok/s':>10} {'host':>6} "
+        f"{'stage':<14} {'layers':>6} {'tok/s':>10} {'wall tok/s':>10} {'host':>6} {'busy':>6} "
         f"{'step ms':>8} {'fwd':>7} {'bwd':>7} {'opt':>7}"
     )
     print(head + f" {'syncs/step':>10} {'peak mem':>9} {'freed':>8} {'compile s':>9}")
@@ -273,6 +286,7 @@ def report(
         print(
             f"{row['name']:<14} {row['layers']:>6} {fig['tokens_per_s']:>10,.0f} "
             f"{fig['wall_tokens_per_s']:>10,.0f} {100 * fig['host_overhead']:>5.1f}% "
+            f"{pct(fig['busy']):>6} "
             f"{fig['step_ms']:>8.1f} {fig['fwd_ms']:>7.1f} {fig['bwd_ms']:>7.1f} "
             f"{fig['opt_ms']:>7.1f} {fig['syncs_per_step']:>10.2f} {peak:>9} {freed:>8} {comp:>9}"
         )
@@ -280,6 +294,15 @@ def report(
         "host = 1 - wall-clock tokens/s between step events / the engine's in-step tokens/s "
         "(time outside the step: events, commands, the loop)"
     )
+    if cuda:
+        print(
+            f"busy = time the GPU runs kernels or copies in {BUSY_N} of the engine's steps under "
+            f"torch.profiler / the wall time of the {BUSY_N} unprofiled steps before them (steps "
+            f"{BUSY_WARM + 1}-{BUSY_WARM + 2 * BUSY_N} of each stage, before its first step event; "
+            "n/a: a reported step fell inside)"
+        )
+    else:
+        print("busy: n/a on CPU (torch.profiler's device time needs CUDA)")
     if not cuda:
         print("syncs/step: n/a on CPU (counted with CUDA's sync debug mode on a GPU)")
     return 0 if status == "completed" else 1
@@ -292,10 +315,17 @@ def summary(meter: StageMeter, device: torch.device, steps: int, batch: int) -> 
     tps = ",".join(f"{f['tokens_per_s']:.0f}" for f in figs)
     host = ",".join(f"{100 * f['host_overhead']:.1f}" for f in figs)
     syncs = ",".join(f"{f['syncs_per_step']:.2f}" for f in figs)
+    busy = f"[{','.join(pct(f['busy'], '') for f in figs)}]" if cuda else "n/a"
     return (
         f"gpu_engine: batch={batch} stages={len(figs)} tokens_per_s=[{tps}] "
-        f"host_overhead_pct=[{host}] syncs_per_step=[{syncs}] device={device.type.upper()}"
+        f"host_overhead_pct=[{host}] busy_pct={busy} syncs_per_step=[{syncs}] "
+        f"device={device.type.upper()}"
     )
+
+
+def pct(share: float, unit: str = "%") -> str:
+    """A share as a percentage, "n/a" where there is none (nan)."""
+    return "n/a" if math.isnan(share) else f"{100 * share:.0f}{unit}"
 
 
 if __name__ == "__main__":

@@ -15,6 +15,7 @@ import dataclasses
 import json
 import statistics
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import torch
@@ -27,12 +28,19 @@ from growcockpit.plan.types import Plan
 
 @dataclass
 class Context:
+    """One family's measurements: its grown plan, its full-depth baseline, their configs
+    (the baseline's first, tagged `base_tag`; the grown plan's tagged `grown_tag`)."""
+
     args: argparse.Namespace
     device: torch.device
     device_label: str
     dtype: str
-    mslt: Plan
+    family: str  # "bert" | "llama": the key of its JSON section and summary part
+    grown: Plan
     base: Plan
+    grown_tag: str
+    base_tag: str
+    paths: dict[str, str]  # where the two plans came from (the baseline may be derived)
     configs: list[Config]
     rh: dict[str, float]
     h_model: float
@@ -59,16 +67,17 @@ def quantile(values: list[float], q: float) -> float:
 def build_rows(ctx: Context) -> list[dict[str, Any]]:
     cuda = ctx.device.type == "cuda"
     r, h = ctx.rh["r"], ctx.rh["h"]
-    cost = estimate_cost(ctx.mslt, r=r, h=h)
-    cost_textbook = estimate_cost(ctx.mslt, r=2.0, h=ctx.h_model)
+    cost = estimate_cost(ctx.grown, r=r, h=h)
+    cost_textbook = estimate_cost(ctx.grown, r=2.0, h=ctx.h_model)
     base_ms = statistics.median(ctx.configs[0].times_ms)
-    tokens = ctx.mslt.optim.batch_size * ctx.mslt.data.seq_len
+    tokens = ctx.grown.optim.batch_size * ctx.grown.data.seq_len
     act_bytes = 2 if ctx.dtype in ("bf16", "fp16") else 4
     rows: list[dict[str, Any]] = []
     for c in ctx.configs:
         ms = statistics.median(c.times_ms)
-        plan = ctx.mslt if c.plan == "mslt" else ctx.base
-        if c.plan == "mslt":
+        grown = c.plan == ctx.grown_tag
+        plan = ctx.grown if grown else ctx.base
+        if grown:
             rel = cost.stages[c.stage_index].rel_step_cost
             rel2 = cost_textbook.stages[c.stage_index].rel_step_cost
         else:
@@ -81,6 +90,7 @@ def build_rows(ctx: Context) -> list[dict[str, Any]]:
         rows.append(
             {
                 "config": c.label,
+                "family": ctx.family,
                 "plan": c.plan,
                 "stage": c.stage_index + 1,
                 "name": c.name,
@@ -205,28 +215,42 @@ def util_line(ctx: Context) -> str:
     return "GPU util: n/a (no samples: no time left for the windows)"
 
 
-def write_report(ctx: Context) -> str:
-    """Print the tables (and the JSON file); return the one-line summary."""
+@dataclass
+class FamilyReport:
+    """What one family's tables leave behind: its part of the summary line and of the JSON."""
+
+    family: str
+    summary: str
+    result: dict[str, Any]
+
+
+def write_report(ctx: Context) -> FamilyReport:
+    """Print one family's tables and closing lines; return its summary part and JSON section."""
     rows = build_rows(ctx)
     cuda = ctx.device.type == "cuda"
+    print()
+    print(
+        f"== {ctx.family}: {ctx.paths[ctx.grown_tag]} ({len(ctx.grown.stages)} stages) vs "
+        f"{ctx.paths[ctx.base_tag]}"
+    )
     print_speed(ctx, rows)
     print_roofline(ctx, rows)
     print_breakdown(ctx)
     r, h = ctx.rh["r"], ctx.rh["h"]
-    cost = estimate_cost(ctx.mslt, r=r, h=h)
-    cost_textbook = estimate_cost(ctx.mslt, r=2.0, h=ctx.h_model)
-    m_rows = [row for row in rows if row["plan"] == "mslt"]
-    total_steps = sum(row["steps_in_plan"] for row in m_rows)
-    mslt_time = sum(row["steps_in_plan"] * row["step_ms"] for row in m_rows)
+    cost = estimate_cost(ctx.grown, r=r, h=h)
+    cost_textbook = estimate_cost(ctx.grown, r=2.0, h=ctx.h_model)
+    g_rows = [row for row in rows if row["plan"] == ctx.grown_tag]
+    total_steps = sum(row["steps_in_plan"] for row in g_rows)
+    grown_ms = sum(row["steps_in_plan"] * row["step_ms"] for row in g_rows)
     base_ms = rows[0]["step_ms"]
     base_steps = ctx.base.total_steps
-    schedule_speedup = (base_steps * base_ms) / mslt_time if mslt_time > 0 else 0.0
+    schedule_speedup = (base_steps * base_ms) / grown_ms if grown_ms > 0 else 0.0
     print()
     print(
-        f"schedule: MSLT {total_steps} steps ≈ {mslt_time / 1e3:.1f} s vs baseline {base_steps} steps ≈ "
-        f"{base_steps * base_ms / 1e3:.1f} s → measured speedup {schedule_speedup:.2f}x "
-        f"(model {cost.speedup:.2f}x with r = {r:.2f}, h = {h:.2f}; {cost_textbook.speedup:.2f}x "
-        f"with r = 2, h = {ctx.h_model:.2f})"
+        f"schedule: {ctx.grown.name} {total_steps} steps ≈ {grown_ms / 1e3:.1f} s vs baseline "
+        f"{base_steps} steps ≈ {base_steps * base_ms / 1e3:.1f} s → measured speedup "
+        f"{schedule_speedup:.2f}x (model {cost.speedup:.2f}x with r = {r:.2f}, h = {h:.2f}; "
+        f"{cost_textbook.speedup:.2f}x with r = 2, h = {ctx.h_model:.2f})"
     )
     if base_steps != total_steps:
         print(f"  note: the plans' total steps differ ({total_steps} vs {base_steps})")
@@ -236,71 +260,86 @@ def write_report(ctx: Context) -> str:
             f"peak memory: {fmt_mem(ctx.peak_mem)} allocated (all {len(ctx.configs)} configs "
             "resident; +mem column = extra while stepping)"
         )
-    bs = ctx.mslt.optim.batch_size
+    bs = ctx.grown.optim.batch_size
     print(
         f"host data: train_batch {ctx.data_ms:.1f} ms per batch of {bs} (prefetched on a thread "
         f"by the engine, not included above; {100 * ctx.data_ms / base_ms:.0f}% of a baseline step)"
     )
-    print("compile: not timed (eager steps only; compile per block is not part of this check yet)")
-    # the last frozen-bottom stage is the headline (stage 4 = grow-12 for the BERT-Base plan)
-    frozen_rows = [row for row in m_rows if len(row["trainable_layers"]) < row["depth"]]
-    key = frozen_rows[-1] if frozen_rows else m_rows[-1]
-    tokens = bs * ctx.mslt.data.seq_len
-    summary = (
-        f"gpu_check: stage{key['stage']}_speedup={key['measured_speedup']:.2f}x (model "
+    # the last frozen-bottom stage is the headline (BERT-Base: stage 4 = grow-12; Llama:
+    # stage 3 = middle-30)
+    frozen_rows = [row for row in g_rows if len(row["trainable_layers"]) < row["depth"]]
+    key = frozen_rows[-1] if frozen_rows else g_rows[-1]
+    tokens = bs * ctx.grown.data.seq_len
+    part = (
+        f"stage{key['stage']}_speedup={key['measured_speedup']:.2f}x (model "
         f"{key['model_speedup']:.2f}x) schedule_speedup={schedule_speedup:.2f}x (model "
         f"{cost.speedup:.2f}x) r={r:.2f} h={h:.2f} baseline={tokens / (base_ms / 1e3):.0f}tok/s "
-        f"roofline_ratio={rows[0]['measured_over_bound']:.1f} peak={ctx.peak.tflops:.3g}TFLOP/s "
-        f"elapsed={ctx.elapsed:.0f}s device={ctx.device_label}"
+        f"roofline_ratio={rows[0]['measured_over_bound']:.1f}"
     )
-    if ctx.args.json:
-        write_json(ctx, rows, schedule_speedup, cost.speedup, cost_textbook.speedup, summary)
-    return summary
+    schedule = {
+        "measured_speedup": schedule_speedup,
+        "model_speedup": cost.speedup,
+        "model_speedup_r2": cost_textbook.speedup,
+        "grown_seconds": grown_ms / 1e3,
+        "baseline_seconds": base_steps * base_ms / 1e3,
+    }
+    return FamilyReport(ctx.family, part, family_json(ctx, rows, schedule))
 
 
-def write_json(
-    ctx: Context,
-    rows: list[dict[str, Any]],
-    measured: float,
-    model: float,
-    model_r2: float,
-    summary: str,
-) -> None:
+def family_json(
+    ctx: Context, rows: list[dict[str, Any]], schedule: dict[str, float]
+) -> dict[str, Any]:
+    """One family's JSON section: its rows, schedule, r and h, memory and both plans."""
     cuda = ctx.device.type == "cuda"
-    base_ms = rows[0]["step_ms"]
-    m_rows = [row for row in rows if row["plan"] == "mslt"]
-    result = {
-        "device": str(ctx.device),
-        "device_name": ctx.device_label,
+    return {
+        "family": ctx.family,
         "dtype": ctx.dtype,
-        "torch": torch.__version__,
-        "tiny": ctx.args.tiny,
-        "plans": {"mslt": str(ctx.args.mslt), "baseline": str(ctx.args.baseline)},
-        "batch_size": ctx.mslt.optim.batch_size,
-        "seq_len": ctx.mslt.data.seq_len,
-        "tokens_per_step": ctx.mslt.optim.batch_size * ctx.mslt.data.seq_len,
+        "plans": ctx.paths,
+        "batch_size": ctx.grown.optim.batch_size,
+        "seq_len": ctx.grown.data.seq_len,
+        "tokens_per_step": ctx.grown.optim.batch_size * ctx.grown.data.seq_len,
         "steps_per_config": len(ctx.configs[0].times_ms),
         "rounds": ctx.rounds,
-        "peak": dataclasses.asdict(ctx.peak),
         "r_h": ctx.rh,
         "h_analytic": ctx.h_model,
         "rows": rows,
-        "schedule": {
-            "measured_speedup": measured,
-            "model_speedup": model,
-            "model_speedup_r2": model_r2,
-            "mslt_seconds": sum(r["steps_in_plan"] * r["step_ms"] for r in m_rows) / 1e3,
-            "baseline_seconds": ctx.base.total_steps * base_ms / 1e3,
-        },
+        "schedule": schedule,
         "gpu_util_mean": statistics.fmean(ctx.sampler.all_util) if ctx.sampler.all_util else None,
         "gpu_util_unavailable": ctx.sampler.unavailable,
         "peak_memory_bytes": ctx.peak_mem if cuda else None,
         "host_data_ms_per_batch": ctx.data_ms,
-        "compile": None,
         "elapsed_s": ctx.elapsed,
-        "summary": summary,
-        "mslt_plan": dataclasses.asdict(ctx.mslt),
+        "plan": dataclasses.asdict(ctx.grown),
+        "baseline_plan": dataclasses.asdict(ctx.base),
     }
-    ctx.args.json.parent.mkdir(parents=True, exist_ok=True)
-    ctx.args.json.write_text(json.dumps(result, indent=2, default=str))
-    print(f"results: {ctx.args.json}")
+
+
+def summary_line(reports: list[FamilyReport], peak: Peak, elapsed: float, device_label: str) -> str:
+    """The one-line result: BERT's part first and unprefixed (the line it always was), then
+    each other family's behind its name, then what they share."""
+    parts = [r.summary if r.family == "bert" else f"{r.family}: {r.summary}" for r in reports]
+    return (
+        f"gpu_check: {' '.join(parts)} peak={peak.tflops:.3g}TFLOP/s elapsed={elapsed:.0f}s "
+        f"device={device_label}"
+    )
+
+
+def write_json(
+    path: Path,
+    common: dict[str, Any],
+    reports: list[FamilyReport],
+    summary: str,
+) -> None:
+    """The results file: what all families share, BERT's section at the top level (where it
+    always was, its plan also as `mslt_plan`), every other family's under its name."""
+    result: dict[str, Any] = {**common, "families": [r.family for r in reports]}
+    for r in reports:
+        if r.family == "bert":  # the whole run's keys (device, elapsed time) stay the run's
+            result.update({k: v for k, v in r.result.items() if k not in common})
+            result["mslt_plan"] = r.result["plan"]
+        else:
+            result[r.family] = r.result
+    result["summary"] = summary
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(result, indent=2, default=str))
+    print(f"results: {path}")

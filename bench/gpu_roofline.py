@@ -4,9 +4,13 @@
   square matmuls, bf16 on CUDA, fp32 on CPU) and its memory copy bandwidth, so
   the roofline is this machine's, not a datasheet's.
 * `config_flops` / `config_bytes`: model FLOPs of one step of a stage
-  configuration (bench/common.py `stage_step_flops`: frozen blocks forward
-  only, the frozen tied head forward + input gradient) and a lower bound of
-  the bytes it must move (weights read, optimizer state read and written).
+  configuration (bench/common.py `stage_step_flops`: a block's Q/K/V/O and FFN
+  matrices as the family has them, so Llama's K and V are priced at the kv
+  heads' width and its SwiGLU FFN at three matrices; frozen blocks forward
+  only, the frozen tied head forward + input gradient, an untied head that
+  trains its weight gradient too; plus the two terms that count misses,
+  `uncounted_flops`) and a lower bound of the bytes it must move (weights
+  read, optimizer state read and written).
 * `roofline_ms`: max(FLOPs / peak, bytes / bandwidth), the fastest the step
   could run; measured ms / bound is how far from it the step is.
 * `UtilSampler`: NVML utilisation on a thread, charged to the configuration
@@ -14,15 +18,20 @@
   `util_window` steps one configuration for one contiguous ≥ 2 s window
   (NVML averages over its own sample period, so short bursts under-read).
 * `busy_share`: the share of a few steps' wall time the GPU runs kernels,
-  from `torch.profiler` (CUDA only).
+  from `torch.profiler` (CUDA only): the union of the device events' intervals
+  (`device_busy_us`), so a kernel is counted once, not once more through the
+  CPU op that launched it. `BusyProbe` measures the same share on the real
+  engine's own steps (bench/gpu_engine.py).
 """
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import threading
 import time
-from collections.abc import Callable
+import warnings
+from collections.abc import Callable, Iterable
 from typing import Any
 
 import torch
@@ -30,7 +39,18 @@ from common import stage_step_flops
 from gpu_configs import Config
 
 from growcockpit.backend.calibrate import Clock
+from growcockpit.plan.cost import (
+    block_params,
+    expected_depth_fraction,
+    frozen_above,
+    head_is_tied,
+    vocab_size,
+)
+from growcockpit.plan.families import family_facts
+from growcockpit.plan.shapes import resolve_shapes
 from growcockpit.plan.types import Plan
+
+BUSY_N, BUSY_WARM = 3, 2  # the engine's busy share: steps per window, steps skipped first
 
 
 @dataclasses.dataclass
@@ -89,8 +109,35 @@ def _best_copy_ms(
 
 
 def config_flops(plan: Plan, cfg: Config) -> float:
-    """Model FLOPs of one step of `cfg` (its stage priced by bench/common.py's model)."""
-    return stage_step_flops(plan)[cfg.stage_index]
+    """Model FLOPs of one step of `cfg` (its stage priced by bench/common.py's model, with
+    what that model leaves out added: `uncounted_flops`)."""
+    return stage_step_flops(plan)[cfg.stage_index] + uncounted_flops(plan, cfg.stage_index)
+
+
+def uncounted_flops(plan: Plan, stage_index: int) -> float:
+    """Two terms `stage_step_flops` does not price, so the roofline of such a stage would be
+    off; both are zero for the sample plans' stages.
+
+    * Embeddings frozen, frozen blocks above the lowest trainable one (a middle stack
+      training its inserted copies): the gradient passes down through them, so each
+      costs a forward and an input gradient, not a forward alone (+1 forward each).
+    * Embeddings trained but an untied head frozen: the head computes no weight
+      gradient, so it costs forward + input gradient, not 3 forwards (−1 head forward).
+    """
+    stage = plan.stages[stage_index]
+    shape = resolve_shapes(plan)[stage_index]
+    seq, tokens = plan.data.seq_len, plan.data.seq_len * plan.optim.batch_size
+    w = shape.width
+    extra = 0.0
+    if not stage.embeddings_trainable():
+        block = float(tokens * (2 * block_params(plan.model, w) + 4 * seq * w))
+        block *= expected_depth_fraction(shape.layers, stage.layer_drop)
+        extra += block * frozen_above(shape.trainable_layers, shape.layers)
+    elif not stage.head_trainable() and not head_is_tied(plan.model):
+        masked = family_facts(plan.model.family).objective == "masked"
+        rows = tokens * (plan.data.mlm_probability if masked else 1.0)
+        extra -= rows * 2 * (w * vocab_size(plan) + (w * w if masked else 0))
+    return float(extra)
 
 
 def config_bytes(cfg: Config, act_bytes: int) -> float:
@@ -178,9 +225,9 @@ def util_window(
 
 
 def busy_share(step: Callable[[], None], device: torch.device, n: int = 3) -> float | None:
-    """Kernel time of `n` profiled steps / wall time of `n` unprofiled ones (None off CUDA,
-    or if the profiler fails). The wall time is taken without the profiler, whose own host
-    work would make the GPU look idler than it is."""
+    """Device busy time of `n` profiled steps / wall time of `n` unprofiled ones (None off
+    CUDA, or if the profiler fails). The wall time is taken without the profiler, whose own
+    host work would make the GPU look idler than it is."""
     if device.type != "cuda":
         return None
     from torch.profiler import ProfilerActivity, profile
@@ -196,16 +243,140 @@ def busy_share(step: Callable[[], None], device: torch.device, n: int = 3) -> fl
             for _ in range(n):
                 step()
             torch.cuda.synchronize()
-        kernel_us = sum(_self_device_us(e) for e in prof.key_averages())
+        busy_us = device_busy_us(prof.events())
     except Exception:
         return None
-    return min(1.0, kernel_us / wall_us) if wall_us > 0 else None
+    return min(1.0, busy_us / wall_us) if wall_us > 0 else None
 
 
-def _self_device_us(event: Any) -> float:
-    """Self device time of one profiler row; torch renamed the field (cuda → device)."""
-    for name in ("self_device_time_total", "self_cuda_time_total"):
-        value = getattr(event, name, None)
-        if value is not None:
-            return float(value)
-    return 0.0
+def device_busy_us(events: Iterable[Any]) -> float:
+    """Microseconds in which at least one device event (kernel, memcpy, memset) runs.
+
+    Only events on the device count, and overlapping ones (two streams) once: a CPU
+    op's `self_device_time_total` is the time of the kernels it launched, which appear
+    again as device events, so summing every profiler row counts each kernel twice.
+    GPU-side user annotations span kernels and are left out for the same reason.
+    """
+    spans = sorted(
+        (float(e.time_range.start), float(e.time_range.end))
+        for e in events
+        if _on_device(e) and not getattr(e, "is_user_annotation", False)
+    )
+    busy, start, end = 0.0, None, None
+    for s, e in spans:
+        if end is None or s > end:
+            if end is not None and start is not None:
+                busy += end - start
+            start, end = s, e
+        else:
+            end = max(end, e)
+    if end is not None and start is not None:
+        busy += end - start
+    return busy
+
+
+def _on_device(event: Any) -> bool:
+    from torch._C._autograd import DeviceType
+
+    return getattr(event, "device_type", DeviceType.CPU) != DeviceType.CPU
+
+
+class BusyProbe:
+    """The share of the engine's own step time the GPU is busy, per stage (CUDA only).
+
+    What is measured: the engine's `Trainer.train_step` inside this very run (its
+    step of backend/loop/step.py, prefetched batch, LR, events), not a copy of it.
+    In each stage, after `warm` steps (the first steps at a new shape warm the
+    allocator and the kernels' heuristics), `n` steps run back to back between
+    two synchronizations: their wall time, with no profiler attached; then `n`
+    more under `torch.profiler`: the time in which a device event (kernel, copy)
+    runs (gpu_roofline.py `device_busy_us`). busy = that time / the wall time.
+    The profiler's own host work would make the GPU look idler than it is,
+    hence the wall time of unprofiled steps.
+
+    These 2n steps all come before the stage's first step event, in the window
+    the tokens/s and host-overhead figures leave out (`stage_figures`,
+    `host_overhead`), so neither the profiler nor the two synchronizations reach
+    them; a stage where a reported step would fall inside (a short first log
+    window, a short stage) gets no figure (n/a). Sync-debug warnings the
+    probe's own synchronizations raise are dropped, not counted as the engine's.
+    `sync`, `profiler` and `clock` are the device's by default (a test gives fakes).
+    """
+
+    def __init__(
+        self,
+        device: torch.device,
+        caught: list[warnings.WarningMessage],
+        n: int = BUSY_N,
+        warm: int = BUSY_WARM,
+        sync: Callable[[], None] | None = None,
+        profiler: Callable[[], Any] | None = None,
+        clock: Callable[[], float] = time.perf_counter,
+    ) -> None:
+        cuda = device.type == "cuda"
+        self.enabled = cuda or (sync is not None and profiler is not None)
+        self.caught, self.n, self.warm, self.clock = caught, n, warm, clock
+        self.sync = sync or (torch.cuda.synchronize if cuda else (lambda: None))
+        self.profiler = profiler or _cuda_profiler
+        self.stage = -1
+        self.spoiled = False
+        self.started = self.wall_s = 0.0
+        self.prof: Any = None
+
+    def before(self, trainer: Any) -> None:
+        """Called before each `train_step`: open the timed window or the profiled one."""
+        if not self.enabled:
+            return
+        stage, j = trainer.pos.stage_index, trainer.pos.step_in_stage + 1  # j: the coming step
+        if stage != self.stage:
+            self.close()
+            self.stage, self.spoiled = stage, False
+        if self.spoiled or not self.warm < j <= self.warm + 2 * self.n:
+            return
+        if trainer.steps.reports(trainer):  # the engine's own rule for a reported step
+            self.spoiled = True
+            self.close()
+        elif j == self.warm + 1:
+            self._quiet(self.sync)
+            self.started = self.clock()
+        elif j == self.warm + self.n + 1:
+            self._quiet(self.sync)
+            self.wall_s = self.clock() - self.started
+            self.prof = self.profiler()
+            self._quiet(self.prof.start)
+
+    def after(self, trainer: Any, row: dict[str, Any]) -> None:
+        """Called after each `train_step`: close the profiled window into `row["busy"]`."""
+        if self.prof is None or trainer.pos.step_in_stage != self.warm + 2 * self.n:
+            return
+        prof, self.prof = self.prof, None
+        try:
+            self._quiet(self.sync)
+            self._quiet(prof.stop)
+            busy_us = device_busy_us(prof.events())
+        except Exception as exc:  # a profiler that fails costs this figure, not the run
+            print(f"gpu_engine: profiler failed ({type(exc).__name__}: {exc}); busy n/a")
+            return
+        if self.wall_s > 0:
+            row["busy"] = min(1.0, busy_us / (self.wall_s * 1e6))
+
+    def close(self) -> None:
+        """A window left open (the stage or the run ended inside it) is dropped."""
+        if self.prof is not None:
+            prof, self.prof = self.prof, None
+            with contextlib.suppress(Exception):
+                self._quiet(prof.stop)
+
+    def _quiet(self, fn: Callable[[], Any]) -> None:
+        """Run `fn`, dropping the sync-debug warnings it raises itself."""
+        mark = len(self.caught)
+        try:
+            fn()
+        finally:
+            del self.caught[mark:]
+
+
+def _cuda_profiler() -> Any:
+    from torch.profiler import ProfilerActivity, profile
+
+    return profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA])

@@ -154,7 +154,8 @@ def test_a_carried_nvidia_ml_py_is_used_when_all_else_is_present(tmp_path: Path)
 @pytest.mark.slow
 def test_every_part_of_the_tiny_check_runs_end_to_end(tmp_path: Path) -> None:
     """`gpu_check.sh --tiny`: all four parts succeed on the CPU, with no traceback anywhere,
-    so a refactor cannot silently break the GPU check before it meets a GPU."""
+    so a refactor cannot silently break the GPU check before it meets a GPU; part 1 times
+    both families (BERT and Llama), part 2 says busy n/a on the CPU."""
     cache = tmp_path / "cache"
     proc = _run(tmp_path, "--tiny", timeout=600, GROWCOCKPIT_CACHE=str(cache))
     out = proc.stdout + proc.stderr
@@ -165,6 +166,12 @@ def test_every_part_of_the_tiny_check_runs_end_to_end(tmp_path: Path) -> None:
     assert last.startswith("gpu_check.sh: ") and last.count("|") == 4, last  # time | 4 parts
     table, engine, ttl, ddp = last.split(" | ", 1)[1].split("|")
     assert table.startswith("stage4_speedup=") and "roofline_ratio=" in table
+    bert, llama = table.split(" llama: ")  # both families, BERT first
+    assert llama.startswith("stage3_speedup=") and "schedule_speedup=" in llama
+    assert "roofline_ratio=" in bert and "roofline_ratio=" in llama
+    for row in ("llama-base/1 full-10 ", "llama/3 middle-30 "):  # speed, roofline, split
+        assert sum(line.startswith(row) for line in proc.stdout.splitlines()) == 3, row
     assert engine.startswith("engine batch=8 stages=5 ") and "host_overhead_pct=[" in engine
+    assert "busy_pct=n/a" in engine  # the profiler's device time: CUDA only
     assert ttl.startswith("time_to_loss: ") and ddp.startswith("ddp2 tokens_per_s=")
     assert "ranks_in_sync=True" in ddp
