@@ -413,7 +413,7 @@ async def test_help_lists_every_key(tmp_path: Path) -> None:
             "LR",
             "Rewind",
             "Leave",
-            "Raw/EMA",
+            "Raw/smoothed",
         ):
             assert word in text
         await pilot.press("escape")

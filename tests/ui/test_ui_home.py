@@ -176,7 +176,7 @@ async def test_command_palette_lists_every_action(tmp_path: Path) -> None:
             "Stop",
             "Edit",
             "LR",
-            "Raw/EMA",
+            "Raw/smoothed",
             "Leave",
             "Help",
             "Theme: dark",
