@@ -30,17 +30,27 @@ SwiGLU at three FFN matrices, its K/V at the kv heads' width, its untied head's
 weight gradient when it trains — and a byte lower bound): bound ms, measured /
 bound, TFLOP/s, MFU, GPU utilisation over one ≥ 2 s window per configuration
 and the profiler's busy share (CUDA only), extra memory; then the fwd/bwd/opt
-split.
+split. Then the compiled pass (bench/gpu_compiled.py, on by default on CUDA when
+the budget allows, off on the CPU; `--compile`, `--no-compile`,
+`--compile-backend`): every configuration again with its blocks compiled as
+`[optim] compile = true` compiles them, eager and compiled twins side by side in
+interleaved rounds, each twin's warm-up (its compile) timed apart and counted
+against the budget: eager and compiled ms, compiled / eager, measured / bound of
+both, the compiled stage speedup over the compiled baseline next to the cost
+model's; a row the budget left out says "not compiled: budget". The family
+modules: bench/gpu_family.py measures one family, bench/gpu_report.py prints it.
 
     python bench/gpu_check.py                 # BERT-Base and SmolLM-shaped plans, CUDA (exit 3 without it)
     python bench/gpu_check.py --plans llama   # one family only
     python bench/gpu_check.py --tiny          # small models, CPU-friendly (< 1 min)
+    python bench/gpu_check.py --tiny --compile --compile-backend eager  # + the compiled pass (dynamo, fast)
     bash bench/gpu_check.sh                   # the GPU machine's entry point
 
-`compile = true` is not timed here (the step is eager). The last line is a
-one-line summary (`gpu_check: ...`): BERT's figures, then `llama: ...`'s, then
-the peak, the time taken and the device. `--json` writes every row: BERT's at
-the top level, Llama's under "llama".
+The last line is a one-line summary (`gpu_check: ...`): BERT's figures (with
+the compiled baseline's tokens/s, compiled / eager and the compile seconds when
+the pass timed it), then `llama: ...`'s, then the peak, the time taken and the
+device. `--json` writes every row, compiled columns included: BERT's at the top
+level, Llama's under "llama".
 """
 
 from __future__ import annotations
@@ -50,10 +60,8 @@ import dataclasses
 import math
 import os
 import platform
-import statistics
 import sys
 import time
-from collections.abc import Callable
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
@@ -65,26 +73,17 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "true")
 
 import torch  # noqa: E402
-from gpu_configs import (  # noqa: E402
-    RESERVE_S,
-    Config,
-    PlanPair,
-    breakdown,
-    build_configs,
-    device_batches,
-    fit_steps,
-    make_step,
-    plan_pairs,
-    timed_rounds,
-)
-from gpu_report import Context, FamilyReport, summary_line, write_json, write_report  # noqa: E402
-from gpu_roofline import Peak, UtilSampler, busy_share, measure_peak, util_window  # noqa: E402
+from gpu_compiled import add_arguments, compile_mode  # noqa: E402
+from gpu_configs import RESERVE_S, plan_pairs  # noqa: E402
+from gpu_configs import breakdown as breakdown  # noqa: E402  (bench/stage_cost.py uses these)
+from gpu_configs import build_configs as build_configs  # noqa: E402
+from gpu_configs import make_step as make_step  # noqa: E402
+from gpu_family import measure_family  # noqa: E402
+from gpu_report import FamilyReport, summary_line, write_json, write_report  # noqa: E402
+from gpu_roofline import measure_peak  # noqa: E402
 
-from growcockpit.backend.calibrate import Clock, autocast_for, measure_r_h  # noqa: E402
-from growcockpit.backend.data.blocks import load_blocks  # noqa: E402
 from growcockpit.backend.device import prepare_device, release_cached_memory  # noqa: E402
-from growcockpit.backend.loop.step import resolve_precision  # noqa: E402
-from growcockpit.plan.cost import default_head_cost  # noqa: E402
+from growcockpit.backend.loop.block_compile import BlockCompiler  # noqa: E402
 
 MSLT_PLAN = REPO / "sample_plans" / "mslt-bert-base.toml"
 BASELINE_PLAN = REPO / "sample_plans" / "baseline-bert-base.toml"
@@ -178,6 +177,7 @@ def parse(argv: list[str] | None) -> argparse.Namespace:
         help="CPU threads (default: torch's; 1 with --tiny on CPU)",
     )
     ap.add_argument("--json", type=Path, default=None, help="write the results here")
+    add_arguments(ap)
     return ap.parse_args(argv)
 
 
@@ -240,6 +240,10 @@ def main(argv: list[str] | None = None) -> int:
         f"gpu_check: measured peak {peak.tflops:.3g} TFLOP/s ({peak.dtype} matmul {peak.size}³), "
         f"copy {peak.gbps:.0f} GB/s, in {peak.seconds:.1f} s"
     )
+    mode = compile_mode(args, device)
+    print(f"gpu_check: compiled pass {mode.reason}, backend {mode.backend}")
+    # one compiler for the whole run, as the engine keeps one: graphs are per block class
+    compiler = BlockCompiler(mode.backend) if mode.wanted else None
     reports: list[FamilyReport] = []
     for i, pair in enumerate(pairs):
         # what the budget leaves for timing is shared out evenly among the families still
@@ -247,11 +251,19 @@ def main(argv: list[str] | None = None) -> int:
         # reserve, on the CPU, where there are no extras) goes to the next
         usable = max(0.0, deadline - time.monotonic() - RESERVE_S)
         share = time.monotonic() + usable / (len(pairs) - i) + RESERVE_S
-        ctx = measure_family(args, pair, device, peak, (steps, warmup, rounds), share)
+        ctx = measure_family(
+            args,
+            pair,
+            device,
+            device_name(device),
+            peak,
+            (steps, warmup, rounds),
+            share,
+            (mode, compiler),
+        )
         reports.append(write_report(ctx))
         del ctx  # its models and optimizers: the next family gets the whole device
         release_cached_memory(device)
-    print("compile: not timed (eager steps only; compile per block is not part of this check yet)")
     elapsed = time.monotonic() - t_start
     summary = summary_line(reports, peak, elapsed, device_name(device))
     if args.json:
@@ -261,150 +273,12 @@ def main(argv: list[str] | None = None) -> int:
             "torch": torch.__version__,
             "tiny": args.tiny,
             "peak": dataclasses.asdict(peak),
-            "compile": None,
+            "compile": {"wanted": mode.wanted, "backend": mode.backend, "reason": mode.reason},
             "elapsed_s": elapsed,
         }
         write_json(args.json, common, reports, summary)
     print(summary)
     return 0
-
-
-def measure_family(
-    args: argparse.Namespace,
-    pair: PlanPair,
-    device: torch.device,
-    peak: Peak,
-    counts: tuple[int, int, int],
-    deadline: float,
-) -> Context:
-    """Build and time one family's configurations (its baseline's first) within `deadline`:
-    r and h, the interleaved rounds, the utilisation windows and busy share, the split."""
-    t_family = time.monotonic()
-    steps, warmup, rounds = counts
-    cuda = device.type == "cuda"
-    grown, base = pair.grown, pair.base
-    dtype = args.dtype or resolve_precision(grown.optim.precision, device)
-    if base.stages[-1].layers != grown.model.final_layers or len(base.stages) != 1:
-        print(
-            f"gpu_check: {pair.family}: the baseline plan should be one all-trained stage at "
-            "the grown plan's final depth",
-            file=sys.stderr,
-        )
-    if (grown.model, grown.data, grown.optim.batch_size) != (
-        base.model,
-        base.data,
-        base.optim.batch_size,
-    ):
-        print(
-            f"gpu_check: {pair.family}: warning: the two plans differ in model/data/batch; the "
-            "comparison is not like for like"
-        )
-    if cuda:
-        torch.cuda.reset_peak_memory_stats(device)
-    t = time.monotonic()
-    data = load_blocks(grown.data, grown.model.family, grown.seed)
-    bs, seq = grown.optim.batch_size, grown.data.seq_len
-    print(
-        f"gpu_check: {pair.family}: {grown.name} on {dtype}; data {grown.data.source} "
-        f"({data.train.shape[0]} blocks of {seq}), vocab {data.vocab_size}, "
-        f"batch {bs} × {seq} = {bs * seq} tokens/step, loaded in {time.monotonic() - t:.1f} s"
-    )
-    # real batches, built on the host and moved before timing (the engine prefetches them
-    # on a thread; their host cost is reported separately below)
-    n_batches = max(2, min(8, steps))
-    t = time.perf_counter()
-    device_batches(data, n_batches, bs, torch.device("cpu"))
-    data_ms = (time.perf_counter() - t) * 1e3 / n_batches
-    batches = device_batches(data, n_batches, bs, device)
-
-    t = time.monotonic()
-    configs = build_configs(pair.base_tag, base, data, device)
-    configs += build_configs(pair.grown_tag, grown, data, device)
-    print(
-        f"gpu_check: {pair.family}: built {len(configs)} stage configs in "
-        f"{time.monotonic() - t:.1f} s"
-    )
-    clock = Clock(device)
-    amp = lambda: autocast_for(device, dtype)  # noqa: E731
-
-    # r and h on the baseline model's middle block and head
-    rh = measure_r_h(
-        configs[0].model,
-        grown.model.family,
-        batches[0],
-        amp,
-        clock,
-        reps=3 if args.tiny else 5,
-        inner=2 if args.tiny else 10,
-    )
-    h_model = default_head_cost(grown)
-    print(
-        f"gpu_check: {pair.family}: block fwd {rh['block_fwd_ms']:.2f} ms, fwd+bwd "
-        f"{rh['block_fwd_bwd_ms']:.2f} ms → r = {rh['r']:.2f}; "
-        f"no_grad fwd {rh['nograd_over_grad_fwd']:.2f}×, frozen (eval+no_grad) fwd "
-        f"{rh['frozen_over_grad_fwd']:.2f}× the training fwd; head fwd {rh['head_fwd_ms']:.2f} ms → "
-        f"h = {rh['h']:.2f} blocks (analytic {h_model:.2f})"
-    )
-    grad_clip = grown.optim.grad_clip
-    step_fns = {id(c): make_step(c, batches, amp, grad_clip) for c in configs}
-    steps = fit_steps(configs, step_fns, clock, warmup, steps, rounds, deadline)
-    done_rounds, peak_mem = timed_rounds(configs, step_fns, clock, device, steps, rounds, deadline)
-    sampler = UtilSampler(device)
-    extras(configs, step_fns, sampler, device, deadline)
-    # where the time goes (a separate, synchronized pass: not used for the speedups)
-    n_parts = max(1, min(2 if args.tiny else 5, steps))
-    if (
-        time.monotonic() + n_parts * sum(statistics.median(c.times_ms) for c in configs) / 1e3
-        < deadline - 20.0
-    ):
-        for c in configs:
-            c.parts = breakdown(c, batches, amp, grad_clip, clock, n_parts)
-    return Context(
-        args=args,
-        device=device,
-        device_label=device_name(device),
-        dtype=dtype,
-        family=pair.family,
-        grown=grown,
-        base=base,
-        grown_tag=pair.grown_tag,
-        base_tag=pair.base_tag,
-        paths=pair.paths,
-        configs=configs,
-        rh=rh,
-        h_model=h_model,
-        peak=peak,
-        sampler=sampler,
-        peak_mem=peak_mem,
-        rounds=done_rounds,
-        n_parts=n_parts,
-        data_ms=data_ms,
-        elapsed=time.monotonic() - t_family,
-    )
-
-
-def extras(
-    configs: list[Config],
-    step_fns: dict[int, Callable[[], None]],
-    sampler: UtilSampler,
-    device: torch.device,
-    deadline: float,
-) -> None:
-    """CUDA only, while time is left: GPU utilisation over one ≥ 2 s window per config and the
-    profiler's busy share of a few steps."""
-    if device.type != "cuda":
-        return
-    sampler.start()
-    try:
-        for c in configs:
-            if time.monotonic() > deadline - 25.0:
-                print("gpu_check: budget: utilisation windows cut short")
-                break
-            step = step_fns[id(c)]
-            util_window(c, step, sampler)
-            c.busy = busy_share(step, device)
-    finally:
-        sampler.stop()
 
 
 if __name__ == "__main__":

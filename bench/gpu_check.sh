@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# The GPU check, offline, in one shot (≤ 8 minutes on one H200, every part time-boxed):
+# The GPU check, offline, in one shot (≤ 8 minutes on one H200, 9.5 with part 1's compiled
+# pass; every part time-boxed):
 #   1. bench/gpu_check.py   every stage of two grown plans, each against its own full-depth
 #                           baseline, timed as the engine's step (GPU_CHECK_BUDGET_S shared
 #                           between them): the BERT-Base MSLT plan vs the 12-layer baseline,
@@ -10,7 +11,11 @@
 #                           (FLOPs/step with Llama's SwiGLU, GQA and untied head priced as
 #                           built, bound ms, measured/bound, MFU), GPU util over one ≥ 2 s
 #                           window per stage, busy share, peak memory, fwd/bwd/opt split
-#                           (GPU_CHECK_PLANS=bert or llama: one family only)
+#                           (GPU_CHECK_PLANS=bert or llama: one family only); then, on CUDA
+#                           when the budget allows, every stage again with `compile = true`
+#                           (each block's forward compiled), eager and compiled side by side
+#                           in interleaved rounds: ms, compiled/eager, measured/bound of both,
+#                           the compiled stage speedups vs the cost model, compile s per stage
 #   2. bench/gpu_engine.py  the real engine on the BERT plan, stages cut short, at batch 32
 #                           and 128: tokens/s, host overhead (wall-clock vs in-step tokens/s),
 #                           the GPU's busy share of the engine's own steps (torch.profiler),
@@ -19,7 +24,12 @@
 #                           the best CPU recipe (GPU_CHECK_TTL_METHODS)
 #   4. with two or more GPUs: a 2-process DDP run (torchrun) of the engine's short plan
 # Without CUDA it exits 3 after its version line, unless --tiny or --allow-cpu.
-# `compile = true` is not part of the check yet (eager steps only).
+# Compile: part 1's compiled pass follows gpu_check.py's rule (on on CUDA, when what is
+# left of its budget covers a first compile; off on the CPU); on CUDA part 1 then gets
+# GPU_CHECK_COMPILE_BUDGET_S (90) more budget and the whole check as much more time.
+# GPU_CHECK_COMPILE=1 forces it (--compile) and compiles part 2's engine too;
+# GPU_CHECK_COMPILE=0 turns it off (--no-compile); GPU_CHECK_COMPILE_BACKEND=inductor
+# (default) | aot_eager | eager picks part 1's backend.
 # The last line is a one-line summary for the README.
 #
 #   bash bench/gpu_check.sh             # on the GPU machine
@@ -121,12 +131,27 @@ echo "gpu_check.sh: wheels ok${OPT:+ (optional, not usable: $OPT)}"
 
 if [ -n "${OUT:-}" ]; then DEFAULT_JSON="$OUT/gpu_check.json"; else DEFAULT_JSON="${TMPDIR:-/tmp}/gpu_check.json"; fi
 JSON="${GPU_CHECK_JSON:-$DEFAULT_JSON}"
-LIMIT="${GPU_CHECK_LIMIT_S:-450}"         # the whole check; each part gets what is left, capped
-BUDGET="${GPU_CHECK_BUDGET_S:-120}"       # part 1 shrinks its steps to fit (both families together)
+GPUS=$("$PY" -c 'import torch; print(torch.cuda.device_count() if torch.cuda.is_available() else 0)')
+# part 1's compiled pass: forced or turned off by GPU_CHECK_COMPILE, else gpu_check.py's rule
+# (on on CUDA when the budget allows); a --compile / --no-compile of our own arguments wins
+P1_COMPILE=(--compile-backend "${GPU_CHECK_COMPILE_BACKEND:-inductor}")
+COMPILING=0
+case "${GPU_CHECK_COMPILE:-}" in
+  1) P1_COMPILE+=(--compile); COMPILING=1 ;;
+  0) P1_COMPILE+=(--no-compile) ;;
+  *) [ "$GPUS" != 0 ] && COMPILING=1 ;;
+esac
+for a in "$@"; do
+  [ "$a" = "--compile" ] && COMPILING=1
+  [ "$a" = "--no-compile" ] && COMPILING=0
+done
+COMPILE_BUDGET=0
+[ "$COMPILING" = 1 ] && COMPILE_BUDGET="${GPU_CHECK_COMPILE_BUDGET_S:-90}"
+LIMIT="${GPU_CHECK_LIMIT_S:-$((450 + COMPILE_BUDGET))}"  # the whole check; each part gets what is left, capped
+BUDGET=$((${GPU_CHECK_BUDGET_S:-120} + COMPILE_BUDGET))  # part 1 shrinks its steps to fit (both families, compile included)
 PLANS="${GPU_CHECK_PLANS:-bert,llama}"    # part 1's families
 TTL_METHODS="${GPU_CHECK_TTL_METHODS:-baseline,mslt-longshallow-emb}"
 TTL_BUDGET="${GPU_CHECK_TTL_BUDGET:-800}"  # baseline steps of the equal budget (estimated ~30 ms/step at 128x128 on an H200: ~1 min per method)
-GPUS=$("$PY" -c 'import torch; print(torch.cuda.device_count() if torch.cuda.is_available() else 0)')
 "$PY" -c 'import sys, torch; print("gpu_check.sh: python", sys.version.split()[0], "torch", torch.__version__, "cuda", torch.cuda.is_available())'
 if [ "$GPUS" = 0 ] && [ "$TINY" = 0 ] && [ "$ALLOW_CPU" = 0 ]; then
   echo "gpu_check.sh: CUDA is not available to this torch (built for CUDA $("$PY" -c 'import torch; print(torch.version.cuda)'); does it match the driver?): not running BERT-Base on the CPU; pass --tiny or --allow-cpu to run anyway"
@@ -148,7 +173,7 @@ T1=$(cap $((BUDGET + 60)))
 if [ "$T1" -lt 40 ]; then
   echo "skipped: ${T1} s left of GPU_CHECK_LIMIT_S=$LIMIT"
   SUMMARY+=("stage table skipped (time)")
-elif timeout -k 10 "$T1" "$PY" bench/gpu_check.py --budget-s "$((T1 - 30 < BUDGET ? T1 - 30 : BUDGET))" --plans "$PLANS" --json "$JSON" "$@" | tee "$TMPD/1.txt"; then
+elif timeout -k 10 "$T1" "$PY" bench/gpu_check.py --budget-s "$((T1 - 30 < BUDGET ? T1 - 30 : BUDGET))" --plans "$PLANS" --json "$JSON" "${P1_COMPILE[@]}" "$@" | tee "$TMPD/1.txt"; then
   SUMMARY+=("$(last_line gpu_check "$TMPD/1.txt")")
 else
   SUMMARY+=("stage table FAILED")

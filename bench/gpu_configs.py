@@ -160,6 +160,12 @@ class Config:
     parts: dict[str, float] = field(default_factory=dict)
     busy: float | None = None  # share of a step's wall time the GPU runs kernels (profiler)
     util_window_s: float = 0.0  # length of the one contiguous window util was sampled over
+    # the compiled twin (bench/gpu_compiled.py): its step times, its warm-up, what it compiled
+    compiled_ms: list[float] = field(default_factory=list)
+    paired_eager_ms: list[float] = field(default_factory=list)  # eager, in the twin's rounds
+    compile_s: float | None = None  # the first compiled step, synchronized: the compile
+    compile_graphs: int | None = None  # graphs dynamo compiled in that warm-up (0: reused)
+    compile_status: str = "off"  # "timed", or "not compiled: <why>"
 
 
 def build_configs(tag: str, plan: Plan, data: TokenBlocks, device: torch.device) -> list[Config]:
@@ -288,15 +294,16 @@ def fit_steps(
     steps: int,
     rounds: int,
     deadline: float,
+    reserve: float = RESERVE_S,
 ) -> int:
     """Warm every config up (allocator, cuBLAS heuristics, optimizer state), then shrink the
-    timed steps per config so that the rounds fit the budget."""
+    timed steps per config so that the rounds fit the budget, `reserve` s kept back."""
     warm_ms: dict[int, float] = {}
     for c in configs:
         if warmup > 0:
             warm_ms[id(c)] = min(clock.run(step_fns[id(c)], warmup))
     clock.sync()
-    remaining = deadline - time.monotonic() - RESERVE_S
+    remaining = deadline - time.monotonic() - reserve
     if warm_ms and math.isfinite(remaining):
         per_step_all = sum(warm_ms.values()) / 1e3
         fit = int(0.7 * remaining / max(per_step_all, 1e-6))
@@ -317,14 +324,16 @@ def timed_rounds(
     steps: int,
     rounds: int,
     deadline: float,
+    margin: float = 25.0,
 ) -> tuple[int, int]:
-    """The interleaved A/B rounds; (rounds done, peak bytes allocated)."""
+    """The interleaved A/B rounds, none started within `margin` s of the deadline but the
+    first; (rounds done, peak bytes allocated)."""
     cuda = device.type == "cuda"
     per_round = [steps // rounds + (1 if i < steps % rounds else 0) for i in range(rounds)]
     peak_mem = torch.cuda.max_memory_allocated(device) if cuda else 0  # incl. warm-up
     done = 0
     for rnd, n in enumerate(per_round):
-        if rnd > 0 and time.monotonic() > deadline - 25.0:
+        if rnd > 0 and time.monotonic() > deadline - margin:
             print(f"gpu_check: budget reached: stopping after {rnd} of {rounds} rounds")
             break
         order = configs if rnd % 2 == 0 else list(reversed(configs))

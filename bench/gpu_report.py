@@ -4,8 +4,9 @@ Per configuration: tokens/s, step ms, the measured speedup over the baseline
 step next to the cost model's (r, h measured on the spot, and r = 2); then the
 roofline table (FLOPs per step, the bound at this device's measured peak,
 measured / bound, TFLOP/s, MFU against the measured peak, GPU utilisation,
-busy share, extra memory) and the fwd/bwd/opt split. The last line returned
-is the summary gpu_check.sh folds into its own.
+busy share, extra memory), the fwd/bwd/opt split and the compiled pass's
+eager/compiled table (bench/gpu_compiled.py). The last line returned is the
+summary gpu_check.sh folds into its own.
 """
 
 from __future__ import annotations
@@ -19,6 +20,13 @@ from pathlib import Path
 from typing import Any
 
 import torch
+from gpu_compiled import (
+    CompiledRun,
+    compiled_columns,
+    compiled_json,
+    compiled_summary,
+    print_compiled,
+)
 from gpu_configs import Config
 from gpu_roofline import Peak, UtilSampler, config_bytes, config_flops, roofline_ms
 
@@ -51,6 +59,7 @@ class Context:
     n_parts: int
     data_ms: float
     elapsed: float
+    compiled: CompiledRun | None = None  # the compiled pass (None: not part of this run)
 
 
 def fmt_mem(n: float) -> str:
@@ -121,6 +130,7 @@ def build_rows(ctx: Context) -> list[dict[str, Any]]:
                 **c.parts,
             }
         )
+    compiled_columns(rows, ctx.configs, tokens)
     return rows
 
 
@@ -236,6 +246,8 @@ def write_report(ctx: Context) -> FamilyReport:
     print_speed(ctx, rows)
     print_roofline(ctx, rows)
     print_breakdown(ctx)
+    if ctx.compiled is not None:
+        print_compiled(ctx.compiled, rows)
     r, h = ctx.rh["r"], ctx.rh["h"]
     cost = estimate_cost(ctx.grown, r=r, h=h)
     cost_textbook = estimate_cost(ctx.grown, r=2.0, h=ctx.h_model)
@@ -275,6 +287,7 @@ def write_report(ctx: Context) -> FamilyReport:
         f"{key['model_speedup']:.2f}x) schedule_speedup={schedule_speedup:.2f}x (model "
         f"{cost.speedup:.2f}x) r={r:.2f} h={h:.2f} baseline={tokens / (base_ms / 1e3):.0f}tok/s "
         f"roofline_ratio={rows[0]['measured_over_bound']:.1f}"
+        + compiled_summary(ctx.compiled, rows)
     )
     schedule = {
         "measured_speedup": schedule_speedup,
@@ -304,6 +317,7 @@ def family_json(
         "h_analytic": ctx.h_model,
         "rows": rows,
         "schedule": schedule,
+        "compiled": compiled_json(ctx.compiled),
         "gpu_util_mean": statistics.fmean(ctx.sampler.all_util) if ctx.sampler.all_util else None,
         "gpu_util_unavailable": ctx.sampler.unavailable,
         "peak_memory_bytes": ctx.peak_mem if cuda else None,

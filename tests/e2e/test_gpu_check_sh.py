@@ -175,3 +175,82 @@ def test_every_part_of_the_tiny_check_runs_end_to_end(tmp_path: Path) -> None:
     assert "busy_pct=n/a" in engine  # the profiler's device time: CUDA only
     assert ttl.startswith("time_to_loss: ") and ddp.startswith("ddp2 tokens_per_s=")
     assert "ranks_in_sync=True" in ddp
+
+
+# ---- part 1's compiled pass: what the script passes on, with a GPU stood in for ----------
+def _recording_python(tmp_path: Path, gpus: int) -> tuple[Path, Path]:
+    """An interpreter that is the real one, except that it reports `gpus` CUDA devices to the
+    script's device count and records the arguments of the three bench scripts instead of
+    running them (each prints the line its summary is read from): the script's plumbing,
+    checked in seconds."""
+    log = tmp_path / "calls.log"
+    wrapper = tmp_path / "python"
+    wrapper.write_text(
+        "#!/usr/bin/env bash\n"
+        'if [ "$1" = -c ] && [[ "$2" == *device_count* ]]; then echo '
+        + str(gpus)
+        + "; exit 0; fi\n"
+        'case "$1" in bench/gpu_check.py|bench/gpu_engine.py|bench/time_to_loss.py)\n'
+        f'  echo "$*" >> {log}\n'
+        '  name=$(basename "$1" .py); echo "$name: batch=0 recorded"; exit 0 ;;\n'
+        "esac\n"
+        f'exec {sys.executable} "$@"\n'
+    )
+    wrapper.chmod(0o755)
+    return wrapper, log
+
+
+def _calls(
+    tmp_path: Path, *args: str, gpus: int = 1, env: dict[str, str] | None = None
+) -> dict[str, list[str]]:
+    """The arguments each bench script got, by script."""
+    wrapper, log = _recording_python(tmp_path, gpus)
+    proc = subprocess.run(
+        ["bash", str(SCRIPT), *args],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env=_env(tmp_path, **(env or {}), PYTHON=str(wrapper)),
+        cwd=tmp_path,
+    )
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    calls = [line.split() for line in log.read_text().splitlines()]
+    return {call[0]: call[1:] for call in calls}
+
+
+def _budget(args: list[str]) -> int:
+    return int(args[args.index("--budget-s") + 1])
+
+
+@pytest.mark.parametrize(
+    ("compile_env", "part1_flag", "budget", "engine_compiles"),
+    [(None, None, 210, False), ("1", "--compile", 210, True), ("0", "--no-compile", 120, False)],
+)
+def test_part_1_compiles_by_its_own_rule_on_a_gpu_unless_told(
+    tmp_path: Path,
+    compile_env: str | None,
+    part1_flag: str | None,
+    budget: int,
+    engine_compiles: bool,
+) -> None:
+    """On CUDA part 1 gets the compile budget on top (120 + 90 s) unless GPU_CHECK_COMPILE=0,
+    which passes --no-compile; GPU_CHECK_COMPILE=1 passes --compile and compiles part 2."""
+    env = {"GPU_CHECK_COMPILE_BACKEND": "aot_eager"}
+    if compile_env is not None:
+        env["GPU_CHECK_COMPILE"] = compile_env
+    calls = _calls(tmp_path, env=env)
+    part1, engine = calls["bench/gpu_check.py"], calls["bench/gpu_engine.py"]
+    assert _budget(part1) == budget
+    assert part1[part1.index("--compile-backend") + 1] == "aot_eager"
+    flags = {"--compile", "--no-compile"} & set(part1)
+    assert flags == ({part1_flag} if part1_flag else set()), part1
+    assert ("--compile" in engine) is engine_compiles
+
+
+def test_without_a_gpu_part_1_gets_no_compile_budget_and_own_flags_win(tmp_path: Path) -> None:
+    """--tiny on the CPU: no compile budget (gpu_check.py's rule keeps the pass off there);
+    a --compile of the script's own arguments reaches part 1 and adds the budget."""
+    part1 = _calls(tmp_path, "--tiny", gpus=0)["bench/gpu_check.py"]
+    assert _budget(part1) == 120 and "--compile" not in part1
+    part1 = _calls(tmp_path, "--tiny", "--compile", gpus=0)["bench/gpu_check.py"]
+    assert _budget(part1) == 210 and part1[-1] == "--compile"
