@@ -58,8 +58,17 @@ def quoted(value: str) -> str:
 
 
 def _too_big(key: str, value: object, ceiling: int) -> tuple[str, str] | None:
-    if isinstance(value, int | float) and not isinstance(value, bool) and value > ceiling:
+    """Sizes beyond ±ceiling: a huge negative one would reach `range()` in the shape walk
+    and overflow there (small negatives get their own "must be ≥" line later)."""
+    if not isinstance(value, int | float) or isinstance(value, bool):
+        return None
+    if value > ceiling:
         return key, f"must be ≤ {ceiling:,}, got {echo(value)}; set a smaller value"
+    if value < -ceiling:
+        return (
+            key,
+            f"must be between 0 and {ceiling:,}, got {echo(value)}; set a size in that range",
+        )
     return None
 
 

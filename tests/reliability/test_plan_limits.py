@@ -41,6 +41,9 @@ def test_stage_sizes_have_ceilings() -> None:
     assert "stages[1].layers: must be ≤ 1,024" in _error(text)
     huge = TINY.replace("layers = 4\nenter", "layers = 9223372036854775807\nenter")
     assert "stages[1].layers: must be ≤ 1,024" in _error(huge)  # once a MemoryError
+    for low in ("-9223372036854775808", str(-(2**70))):  # once an OverflowError in range()
+        negative = TINY.replace("layers = 2\n", f"layers = {low}\n", 1)
+        assert "stages[0].layers: must be between 0 and 1,024, got -" in _error(negative)
     steps = TINY.replace("steps = 20\n\n[[stages]]", "steps = 10000000000000\n\n[[stages]]")
     assert "stages[0].steps: must be ≤ " in _error(steps)
 
