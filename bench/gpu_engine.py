@@ -288,7 +288,7 @@ def report(
             f"{fig['wall_tokens_per_s']:>10,.0f} {100 * fig['host_overhead']:>5.1f}% "
             f"{pct(fig['busy']):>6} "
             f"{fig['step_ms']:>8.1f} {fig['fwd_ms']:>7.1f} {fig['bwd_ms']:>7.1f} "
-            f"{fig['opt_ms']:>7.1f} {fig['syncs_per_step']:>10.2f} {peak:>9} {freed:>8} {comp:>9}"
+            f"{fig['opt_ms']:>7.1f} {syncs_cell(fig['syncs_per_step']):>10} {peak:>9} {freed:>8} {comp:>9}"
         )
     print(
         "host = 1 - wall-clock tokens/s between step events / the engine's in-step tokens/s "
@@ -314,13 +314,18 @@ def summary(meter: StageMeter, device: torch.device, steps: int, batch: int) -> 
     figs = [f for f in (stage_figures(r, steps, cuda) for r in meter.rows) if f is not None]
     tps = ",".join(f"{f['tokens_per_s']:.0f}" for f in figs)
     host = ",".join(f"{100 * f['host_overhead']:.1f}" for f in figs)
-    syncs = ",".join(f"{f['syncs_per_step']:.2f}" for f in figs)
+    syncs = f"[{','.join(syncs_cell(f['syncs_per_step']) for f in figs)}]" if cuda else "n/a"
     busy = f"[{','.join(pct(f['busy'], '') for f in figs)}]" if cuda else "n/a"
     return (
         f"gpu_engine: batch={batch} stages={len(figs)} tokens_per_s=[{tps}] "
-        f"host_overhead_pct=[{host}] busy_pct={busy} syncs_per_step=[{syncs}] "
+        f"host_overhead_pct=[{host}] busy_pct={busy} syncs_per_step={syncs} "
         f"device={device.type.upper()}"
     )
+
+
+def syncs_cell(syncs: float) -> str:
+    """Host syncs per step, "n/a" where they were not counted (CPU)."""
+    return "n/a" if math.isnan(syncs) else f"{syncs:.2f}"
 
 
 def pct(share: float, unit: str = "%") -> str:

@@ -173,6 +173,7 @@ def test_every_part_of_the_tiny_check_runs_end_to_end(tmp_path: Path) -> None:
         assert sum(line.startswith(row) for line in proc.stdout.splitlines()) == 3, row
     assert engine.startswith("engine batch=8 stages=5 ") and "host_overhead_pct=[" in engine
     assert "busy_pct=n/a" in engine  # the profiler's device time: CUDA only
+    assert "syncs_per_step=n/a" in engine and "nan" not in last  # CUDA's sync debug mode
     assert ttl.startswith("time_to_loss: ") and ddp.startswith("ddp2 tokens_per_s=")
     assert "ranks_in_sync=True" in ddp
 
