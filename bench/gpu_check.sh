@@ -29,7 +29,8 @@
 # GPU_CHECK_COMPILE_BUDGET_S (90) more budget and the whole check as much more time.
 # GPU_CHECK_COMPILE=1 forces it (--compile) and compiles part 2's engine too;
 # GPU_CHECK_COMPILE=0 turns it off (--no-compile); GPU_CHECK_COMPILE_BACKEND=inductor
-# (default) | aot_eager | eager picks part 1's backend.
+# (default) | aot_eager | eager picks the backend (part 1's pass, and part 2's engine when
+# GPU_CHECK_COMPILE=1).
 # The last line is a one-line summary for the README.
 #
 #   bash bench/gpu_check.sh             # on the GPU machine
@@ -183,7 +184,7 @@ echo "== 2/4 the engine, stages cut short (bench/gpu_engine.py)"
 ENGINE=()
 [ "$TINY" = 1 ] && ENGINE=(--tiny) || ENGINE=(--steps 40 --batch-sizes 32,128)
 [ "$GPUS" = 0 ] && ENGINE+=(--device cpu)
-[ "${GPU_CHECK_COMPILE:-0}" = 1 ] && ENGINE+=(--compile)
+[ "${GPU_CHECK_COMPILE:-0}" = 1 ] && ENGINE+=(--compile --compile-backend "${GPU_CHECK_COMPILE_BACKEND:-inductor}")
 T2=$(cap 120)
 if [ "$T2" -lt 20 ]; then
   echo "skipped: ${T2} s left of GPU_CHECK_LIMIT_S=$LIMIT"

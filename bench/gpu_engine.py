@@ -49,7 +49,7 @@ from growcockpit.backend.data.blocks import TokenBlocks, load_blocks  # noqa: E4
 from growcockpit.backend.device import prepare_device  # noqa: E402
 from growcockpit.backend.loop.engine import Trainer  # noqa: E402
 from growcockpit.plan import dump_plan, load_plan  # noqa: E402
-from growcockpit.plan.types import Plan  # noqa: E402
+from growcockpit.plan.types import COMPILE_BACKENDS, CompileBackend, Plan  # noqa: E402
 from growcockpit.protocol import EventLog, RunPaths  # noqa: E402
 from growcockpit.protocol.events import Event, StageStarted, Step  # noqa: E402
 
@@ -57,8 +57,11 @@ MSLT_PLAN = REPO / "sample_plans" / "mslt-bert-base.toml"
 SYNC_WARNING = "called a synchronizing CUDA operation"
 
 
-def short_plan(plan: Plan, steps: int, log_every: int, compile_: bool) -> Plan:
-    """Every stage `steps` long; reports every `log_every` steps; no eval, checkpoint or samplers."""
+def short_plan(
+    plan: Plan, steps: int, log_every: int, compile_: bool, backend: CompileBackend = "inductor"
+) -> Plan:
+    """Every stage `steps` long; reports every `log_every` steps; no eval, checkpoint or samplers;
+    with `compile_`, each block's forward compiled with `backend` as the engine does."""
     p = copy.deepcopy(plan)
     p.name = plan.name + "-gpu-engine"
     for stage in p.stages:
@@ -66,6 +69,8 @@ def short_plan(plan: Plan, steps: int, log_every: int, compile_: bool) -> Plan:
         stage.warmup_steps = None
     p.optim.warmup_steps = min(p.optim.warmup_steps, max(1, steps // 4))
     p.optim.compile = compile_
+    if compile_:
+        p.optim.compile_backend = backend
     p.metrics.log_every_steps = log_every
     p.metrics.every_steps = p.metrics.timing_every_steps = p.metrics.eval_every_steps = 0
     p.metrics.system_every_s = 0.0
@@ -153,6 +158,12 @@ def main(argv: list[str] | None = None) -> int:
     )
     ap.add_argument("--device", default=None)
     ap.add_argument("--compile", action="store_true", help="[optim] compile = true")
+    ap.add_argument(
+        "--compile-backend",
+        choices=COMPILE_BACKENDS,
+        default="inductor",
+        help="[optim] compile_backend with --compile (default inductor)",
+    )
     ap.add_argument("--write-plan", type=Path, default=None, help="also write the short plan here")
     args = ap.parse_args(argv)
     import transformers
@@ -172,7 +183,7 @@ def main(argv: list[str] | None = None) -> int:
             torch.set_num_threads(1)
     steps = args.steps or (15 if args.tiny else 60)
     log_every = args.log_every or (5 if args.tiny else 10)
-    plan = short_plan(plan, steps, log_every, args.compile)
+    plan = short_plan(plan, steps, log_every, args.compile, args.compile_backend)
     if args.write_plan:
         args.write_plan.write_text(dump_plan(plan))
     sizes = [int(b) for b in args.batch_sizes.split(",")] if args.batch_sizes else []

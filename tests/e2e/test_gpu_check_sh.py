@@ -246,6 +246,8 @@ def test_part_1_compiles_by_its_own_rule_on_a_gpu_unless_told(
     flags = {"--compile", "--no-compile"} & set(part1)
     assert flags == ({part1_flag} if part1_flag else set()), part1
     assert ("--compile" in engine) is engine_compiles
+    if engine_compiles:  # the same backend as part 1's pass
+        assert engine[engine.index("--compile-backend") + 1] == "aot_eager"
 
 
 def test_without_a_gpu_part_1_gets_no_compile_budget_and_own_flags_win(tmp_path: Path) -> None:
