@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from ui_fixtures import settle, write_recorded_run
+from ui_fixtures import settle, wait_for, write_recorded_run
 
 from growcockpit.ui import GrowCockpitApp
 from growcockpit.ui.screens import DashboardScreen, HomeScreen
@@ -141,15 +141,19 @@ async def test_edit_remaining_footer_offers_no_launch_or_save_as(tmp_path: Path)
     from growcockpit.resources import sample_plan
     from growcockpit.ui.screens import DesignerScreen
 
+    def footer() -> list[str]:
+        return [k.description for k in app.screen.query(FooterKey)]
+
     app = GrowCockpitApp(plan_path=sample_plan("cpu-demo"))
     async with app.run_test(size=SIZE) as pilot:
-        await pilot.pause()
-        shown = [k.description for k in app.screen.query(FooterKey)]
+        await wait_for(pilot, lambda: footer())  # the footer fills in after the first frame
+        shown = footer()
         assert "Launch" in shown and "Save as" in shown  # the plain designer offers both
+        plain = app.screen
         app.push_screen(DesignerScreen(sample_plan("cpu-demo"), locked_stages=1))
+        await wait_for(pilot, lambda: app.screen is not plain and footer())
         await pilot.pause()
-        await pilot.pause()
-        shown = [k.description for k in app.screen.query(FooterKey)]
+        shown = footer()
         assert "Launch" not in shown and "Save as" not in shown, shown
         assert "Send" in shown  # ctrl+s sends the remaining stages
         await pilot.press("l", "S")
