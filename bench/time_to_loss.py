@@ -49,6 +49,7 @@ from ttl_plans import Budget, MethodError, budget_plan, method_label, stages_sum
 from ttl_report import markdown, plot, report_family  # noqa: E402
 from ttl_runs import Job, analyse, first_reach, run_jobs  # noqa: E402
 from ttl_sweep import (  # noqa: E402
+    BaselineLR,
     expand,
     parse_lrs,
     pick_best,
@@ -278,6 +279,9 @@ def main(argv: list[str] | None = None) -> int:
             )
             best, sweep = pick_best([v for v, _ in per_seed[0][1]], results, seeds)
             best, schedule = tuned_baseline(best, sweep, baseline_rivals(args))
+            baseline_lr = (
+                BaselineLR(best["baseline"].lr, tuple(lrs or ())) if "baseline" in best else None
+            )
             runs = []
             for seed, run in runs_at_best(best, results, seeds).items():
                 if "baseline" not in run:
@@ -305,6 +309,8 @@ def main(argv: list[str] | None = None) -> int:
                 print(
                     f"== {family}: the target baseline is {best['baseline'].label} ({kind} schedule)"
                 )
+            if baseline_lr is not None:
+                print(baseline_lr.line(family))
             at_best = {(m, s): plan_of[(v.label, s)] for m, v in best.items() for s in seeds}
             split = flops_split(plan_of[(best["baseline"].label, seeds[0])], runs, at_best)
             print_flops(family, split)
@@ -325,8 +331,9 @@ def main(argv: list[str] | None = None) -> int:
                 **({"lr_sweep": sweep} if lrs else {}),
                 "baseline_target": {"label": best["baseline"].label, "schedule": kind},
                 "flops_split": split,
+                **({"baseline_lr": baseline_lr.as_json()} if baseline_lr else {}),
             }
-            summary += items
+            summary += ([baseline_lr.item(family)] if baseline_lr else []) + items
     finally:
         if tmp is not None:
             tmp.cleanup()

@@ -184,3 +184,49 @@ def sweep_markdown(table: dict[str, dict[str, Any]], family: str) -> list[str]:
         cells = [f"**{text}**" if best else text for text, best in _cells(row, lrs)]
         out.append(f"| {method} | " + " | ".join(cells) + " |")
     return out
+
+
+@dataclass(frozen=True)
+class BaselineLR:
+    """Whether the target baseline's peak LR was chosen by a sweep, said where it is quoted.
+
+    Why: a speedup against a baseline at one untuned LR flatters growth (at the cpu scale
+    GPT-2's baseline at 1e-3 made a recipe read 5.25× where the baseline at its best LR,
+    3e-3, left 1.5×), and the summary line is the number people copy. So every summary
+    says which it was, and a pick at the edge of the sweep says the sweep may be too narrow.
+    """
+
+    lr: float
+    swept: tuple[float, ...]
+
+    @property
+    def tuned(self) -> bool:
+        return len(self.swept) >= 2
+
+    @property
+    def at_edge(self) -> bool:
+        return self.tuned and (
+            math.isclose(self.lr, min(self.swept)) or math.isclose(self.lr, max(self.swept))
+        )
+
+    def item(self, family: str) -> str:
+        """The summary-line key: `<family>.baseline_lr=tuned(3e-3)` or `=untuned(1e-3)`."""
+        return f"{family}.baseline_lr={'tuned' if self.tuned else 'untuned'}({self.lr:g})"
+
+    def line(self, family: str) -> str:
+        if not self.tuned:
+            return (
+                f"== {family}: the baseline's LR was NOT tuned (one LR, {self.lr:g}): these "
+                "speedups are against an untuned baseline and may flatter growth; pass "
+                "--lrs (e.g. --lrs 1e-3,3e-3,6e-3) to compare every method at its best LR"
+            )
+        edge = (
+            ", at the edge of the sweep: widen --lrs, a better LR may lie beyond it"
+            if self.at_edge
+            else ""
+        )
+        swept = ", ".join(f"{lr:g}" for lr in self.swept)
+        return f"== {family}: the baseline's LR was tuned: {self.lr:g}, best of {swept}{edge}"
+
+    def as_json(self) -> dict[str, Any]:
+        return {"lr": self.lr, "swept": list(self.swept), "tuned": self.tuned}

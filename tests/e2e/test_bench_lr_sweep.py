@@ -178,3 +178,16 @@ def test_ttl_against_checks_runs_only_up_to_where_the_plans_part() -> None:
     assert first_diverging_step(copy, late) == late.stages[0].steps  # same 1-layer stage
     assert first_diverging_step(late, late) == late.total_steps
     assert first_diverging_step(early, late) == 0
+
+
+def test_the_summary_says_whether_the_baselines_lr_was_tuned() -> None:
+    one = ttl_sweep.BaselineLR(1e-3, ())
+    assert not one.tuned and one.item("gpt2") == "gpt2.baseline_lr=untuned(0.001)"
+    assert "NOT tuned" in one.line("gpt2") and "--lrs" in one.line("gpt2")
+    assert not ttl_sweep.BaselineLR(1e-3, (1e-3,)).tuned  # a sweep of one LR tunes nothing
+    mid = ttl_sweep.BaselineLR(3e-3, (1e-3, 3e-3, 6e-3))
+    assert mid.tuned and not mid.at_edge and mid.item("llama") == "llama.baseline_lr=tuned(0.003)"
+    assert mid.line("llama").endswith("best of 0.001, 0.003, 0.006")
+    edge = ttl_sweep.BaselineLR(6e-3, (1e-3, 3e-3, 6e-3))
+    assert edge.at_edge and "widen --lrs" in edge.line("gpt2")
+    assert edge.as_json() == {"lr": 6e-3, "swept": [1e-3, 3e-3, 6e-3], "tuned": True}

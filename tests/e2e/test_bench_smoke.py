@@ -204,6 +204,7 @@ def test_time_to_loss_quick_budget(gc_cache: Path, tmp_path: Path) -> None:
     last = proc.stdout.splitlines()[-1]
     for key in ("baseline_0_5x", "mslt_longshallow_emb", "vcycle"):
         assert re.search(rf"gpt2\.{key}_speedup_to_baseline_loss=(\d+\.\d\dx|n/r)", last), last
+    assert "gpt2.baseline_lr=untuned(0.002)" in last and "LR was NOT tuned" in proc.stdout
     data = json.loads(out.read_text())
     assert data["mode"] == "budget"
     fam = data["families"]["gpt2"]
@@ -240,6 +241,10 @@ def test_time_to_loss_quick_budget(gc_cache: Path, tmp_path: Path) -> None:
         assert row["lrs"][f"{best_lr:g}"] == min(v for v in row["lrs"].values() if v is not None)
         assert fam_sweep["runs"][0][method]["lr"] == best_lr
     assert "LR sweep, median final val loss" in again.stdout
+    picked = fam_sweep["runs"][0]["baseline"]["lr"]
+    assert fam_sweep["baseline_lr"] == {"lr": picked, "swept": [2e-3, 4e-3], "tuned": True}
+    assert f"gpt2.baseline_lr=tuned({picked:g})" in again.stdout.splitlines()[-1]
+    assert "widen --lrs" in again.stdout  # of two LRs, either pick is at an edge
     # the cockpit's headless verdict on the same real runs agrees with the benchmark
     seed0 = runs / "gpt2" / "seed0"
     verdict = subprocess.run(
