@@ -160,7 +160,7 @@ def main(argv: list[str] | None = None) -> int:
         torch.set_float32_matmul_precision("high")
     import transformers
 
-    transformers.utils.logging.set_verbosity_error()
+    transformers.utils.logging.set_verbosity_error()  # type: ignore[no-untyped-call]
     k = args.k or max(1, size.layers // 4)
     extras = [parse_extra(e, size.layers) for e in args.extra]
     mslt = mslt_timing_plan(size, k, extras)

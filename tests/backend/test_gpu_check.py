@@ -130,7 +130,7 @@ def test_roofline_prices_the_frozen_tied_head_as_forward_and_input_gradient() ->
     plan = tiny_plan(load_plan(REPO / "sample_plans" / "mslt-bert-base.toml"))
     cfg = types.SimpleNamespace(stage_index=3)
     assert config_flops(plan, cfg) == stage_step_flops(plan)[3]  # type: ignore[arg-type]
-    frozen_head = replace(plan.stages[3], embeddings="freeze")
+    frozen_head = replace(plan.stages[3], embeddings="frozen")
     trained_head = replace(plan.stages[3], embeddings="train")
     one = [replace(plan, stages=[*plan.stages[:3], s]) for s in (frozen_head, trained_head)]
     frozen, trained = (stage_step_flops(p)[3] for p in one)
