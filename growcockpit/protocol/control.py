@@ -10,7 +10,8 @@ writes back. The socket only carries commands: everything a cockpit shows
 comes from `events.jsonl`.
 
 Where the socket lives for long run paths, and the peer-uid check, are in
-`socket_path`; `send_command` (the client) is in `control_client`.
+`socket_path`; clearing what a dead backend left there is `stale_socket`;
+`send_command` (the client) is in `control_client`.
 
 A connection is served by its own thread, so the server bounds them: at
 most `max_clients` at once (more are told "busy" and closed), each closed
@@ -30,35 +31,26 @@ import os
 import queue
 import selectors
 import socket
-import stat
 import threading
 import time
 from pathlib import Path
 from types import TracebackType
 
 from .commands import CommandAck, CommandError, CommandRequest
+from .control_error import ControlError, one_line
 from .pending import PendingCommand
-from .safe_fs import kind
 from .socket_path import (
     connect_path,
-    is_own_private_socket,
-    is_own_socket,
-    listening,
     needs_short_path,
     peer_uid,
     private_socket_path,
     remove_private_socket,
 )
+from .stale_socket import clear_stale
 
 _RECV = 65536
 
-
-class ControlError(Exception):
-    """The control socket cannot be reached or did not answer; one line, with the fix."""
-
-
-def one_line(text: str) -> str:
-    return text.replace("\r", " ").replace("\n", " ")
+__all__ = ["ControlError", "ControlServer", "one_line"]
 
 
 class ControlServer:
@@ -109,7 +101,7 @@ class ControlServer:
     def start(self) -> None:
         if self._sock is not None or self._closed.is_set():
             raise RuntimeError(f"{self.path}: control server already started or closed")
-        self._clear_stale()
+        clear_stale(self.path, self.socket_path)
         sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
         linked = False
         try:
@@ -219,56 +211,6 @@ class ControlServer:
         return out
 
     # -- internals ---------------------------------------------------------
-
-    def _clear_stale(self) -> None:
-        """Remove socket files left by a dead backend; refuse to steal a live one.
-
-        A run directory is untrusted input, so only what `lstat` proves is ours
-        is removed: a socket of our uid in our directory, or our symlink to a
-        socket in a private 0700 directory of ours. Any other symlink is left
-        alone with its target untouched (a link to ~/.bashrc must not get it
-        deleted); a dangling link is only unlinked itself.
-        """
-        for p in dict.fromkeys((self.path, self.socket_path)):
-            try:
-                st = os.lstat(p)
-            except FileNotFoundError:
-                continue
-            if stat.S_ISSOCK(st.st_mode):
-                if not is_own_socket(p):
-                    raise ControlError(
-                        f"{p}: a socket that is not yours (uid {st.st_uid}); "
-                        "remove it and start again"
-                    )
-                self._refuse_live(str(p))
-                with contextlib.suppress(FileNotFoundError):
-                    os.unlink(p)
-            elif stat.S_ISLNK(st.st_mode):
-                target = Path(connect_path(p))
-                if is_own_private_socket(target):
-                    self._refuse_live(str(target))
-                    remove_private_socket(target)
-                elif os.path.lexists(target):
-                    raise ControlError(
-                        one_line(
-                            f"{p}: a symbolic link to {str(target)[:80]}, which is not a control "
-                            "socket of yours; remove the link (its target is left alone) and "
-                            "start again"
-                        )
-                    )
-                with contextlib.suppress(FileNotFoundError):
-                    os.unlink(p)  # the link itself, never what it points to
-            else:
-                raise ControlError(
-                    f"{p}: exists and is {kind(st.st_mode)}, not a socket; remove it and start again"
-                )
-
-    def _refuse_live(self, address: str) -> None:
-        if listening(address):
-            raise ControlError(
-                f"{self.path}: another backend is already listening on this run; "
-                f"stop it first (`growcockpit ctl {self.path.parent} stop`)"
-            )
 
     def _unlink_own(self, linked: bool) -> None:
         if linked:
