@@ -50,7 +50,7 @@ from growcockpit.backend.state.checkpointing import (
 from growcockpit.backend.state.final import finish_run
 from growcockpit.backend.state.init_from import initial_model
 from growcockpit.backend.state.restore import (
-    last_checkpoint_step,
+    advised_rollback_step,
     restore_trainer,
     rollback_trainer,
 )
@@ -221,17 +221,13 @@ class Trainer:
 
     def pause_if_skipped(self, outcome: StepOutcome) -> bool:
         """Pause with an error naming the rollback when a reported window skipped an update:
-        a non-finite loss or gradient, or a spike (backend/loop/step.py, backend/loop/sentinel.py).
-        The rollback named is the newest checkpoint from before the LR was last raised, when
-        there is one: those after it were trained at the raised LR and may be ruined though
-        finite."""
+        a non-finite loss or gradient, or a spike (backend/loop/step.py, backend/loop/sentinel.py),
+        at the checkpoint `advised_rollback_step` picks (backend/state/restore.py)."""
         if outcome.finite:
             return False
         self.paused = True
         root = RunPaths(self.run_dir).checkpoints
-        raised = self.lr_raised_at
-        before = None if raised is None else last_checkpoint_step(root, raised)
-        good = before if before is not None else last_checkpoint_step(root, self.pos.step)
+        good = advised_rollback_step(root, self.pos.step, self.lr_raised_at)
         hold = skipped_hold(outcome, self.pos.step, good, str(self.run_dir), self.pos.lr_scale)
         self.report.emit(hold.error)
         self.report.paused(self.progress(), reason=hold.reason)
@@ -390,7 +386,8 @@ class Trainer:
         text. No step while paused after an LR raise: the newest checkpoint from before it,
         as a blow-up's advice names (the cockpit's one-key rollback sends no step)."""
         if step is None and self.paused and self.lr_raised_at is not None:
-            step = last_checkpoint_step(RunPaths(self.run_dir).checkpoints, self.lr_raised_at)
+            root = RunPaths(self.run_dir).checkpoints
+            step = advised_rollback_step(root, self.pos.step, self.lr_raised_at)
         done = rollback_trainer(self, step, lr_scale)
         self.lr_raised_at = None
         return done

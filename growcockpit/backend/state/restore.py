@@ -79,6 +79,14 @@ def last_checkpoint_step(root: Path, now: int) -> int | None:
     return max(steps, default=None)
 
 
+def advised_rollback_step(root: Path, now: int, lr_raised_at: int | None) -> int | None:
+    """The checkpoint a blow-up's advice names and a step-less rollback goes to: the newest
+    from before the LR was last raised, when there is one (those after it were trained at the
+    raised LR and may be ruined though finite), else the newest at or before `now`."""
+    before = None if lr_raised_at is None else last_checkpoint_step(root, lr_raised_at)
+    return before if before is not None else last_checkpoint_step(root, now)
+
+
 def unreadable_reason(path: Path) -> str:
     """Why `path/state.pt` cannot be a checkpoint ("" when its archive is intact).
 
