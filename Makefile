@@ -26,8 +26,11 @@ $(VENV)/.test-setup-done: $(VENV)/.setup-done
 	touch $@
 
 ## make test: install the test extras, lint, type-check the pure layers, run the whole suite
+## (TEST_WORKERS pytest-xdist workers, 2 by default; one torch thread each, so they do not
+## fight over the cores; a test module stays on one worker; TEST_WORKERS=0 runs serially)
+TEST_WORKERS ?= 2
 test: test-setup lint typecheck
-	$(PY) -m pytest -q
+	OMP_NUM_THREADS=$${OMP_NUM_THREADS:-1} $(PY) -m pytest -q -n $(TEST_WORKERS) --dist loadscope
 
 ## make lint: ruff, and the layer contracts of pyproject.toml [tool.importlinter]
 lint: test-setup
