@@ -114,7 +114,8 @@ def next_compare_axis(runs: list[RunProgress], axis: Axis) -> Axis:
     return "step"
 
 
-def _x(point: EvalPoint | TrainPoint | StageMark, axis: Axis) -> float | None:
+def point_x(point: EvalPoint | TrainPoint | StageMark, axis: Axis) -> float | None:
+    """Where `point` sits on `axis` (None: a FLOPs axis of a run whose plan is unknown)."""
     if axis == "step":
         return float(point.step)
     if axis == "tokens":
@@ -130,7 +131,7 @@ def _xy(
     xs: list[float] = []
     ys: list[float] = []
     for p in points:
-        x = _x(p, axis)
+        x = point_x(p, axis)
         if x is not None:
             xs.append(x)
             ys.append(getattr(p, value))
@@ -150,7 +151,7 @@ def compare_curves(runs: list[RunProgress], view: PlotView, max_points: int) -> 
         raw[f"train:{i}"] = (tx, ty if view.raw else twema(tx, ty, view.factor))
         raw[f"val:{i}"] = _xy(run.evals, view.axis, "val_loss")
         for m in run.stages:
-            x = _x(m, view.axis)
+            x = point_x(m, view.axis)
             if x is not None:
                 marks.append((x, str(i)))
     return shape(raw, marks, view.axis, view.zoom, max_points)

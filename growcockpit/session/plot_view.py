@@ -36,6 +36,7 @@ TOKEN_UNITS = (("G tokens", 1e9), ("M tokens", 1e6), ("k tokens", 1e3))
 TIME_UNITS = (("training h", 7200.0, 3600.0), ("training min", 120.0, 60.0))
 FLOP_UNITS = (("PFLOPs", 1e15), ("TFLOPs", 1e12), ("GFLOPs", 1e9), ("MFLOPs", 1e6))
 LOSS_SERIES = {"train": "train/loss", "val": "val/loss"}  # curve -> the name a filter matches
+PINNED_SERIES = "baseline/val/loss"  # a pinned baseline's curve, by the same rule
 
 
 def axis_unit(axis: Axis, top: float) -> tuple[str, float]:
@@ -158,10 +159,17 @@ def shape(
     return Curves(curves, markers, label, (low / scale, last / scale))
 
 
-def loss_curves(state: RunData, view: PlotView, max_points: int) -> Curves:
+def loss_curves(
+    state: RunData,
+    view: PlotView,
+    max_points: int,
+    pinned: tuple[list[float], list[float]] | None = None,
+) -> Curves:
     """The train loss (TWEMA-smoothed on the axis, or raw) and the val loss, with markers;
-    only those the view's filter matches are computed."""
-    keep = [k for k, name in LOSS_SERIES.items() if view.only.matches(name)]
+    only those the view's filter matches are computed. `pinned`: a pinned baseline's val
+    loss already on the view's axis (session/pinned_baseline.py), drawn as `baseline`."""
+    names = LOSS_SERIES if pinned is None else {**LOSS_SERIES, "baseline": PINNED_SERIES}
+    keep = [k for k, name in names.items() if view.only.matches(name)]
     raw: dict[str, tuple[list[float], list[float]]] = {}
     if "train" in keep:
         tx = to_axis(state, view.axis, state.train_loss.xs)
@@ -169,8 +177,10 @@ def loss_curves(state: RunData, view: PlotView, max_points: int) -> Curves:
         raw["train"] = (tx, list(ty))
     if "val" in keep:
         raw["val"] = (to_axis(state, view.axis, state.val.xs), list(state.val.ys))
+    if "baseline" in keep and pinned is not None:
+        raw["baseline"] = pinned
     shown = shape(raw, _markers(state, view.axis), view.axis, view.zoom, max_points)
-    return _named(shown, [LOSS_SERIES[k] for k in keep], list(LOSS_SERIES.values()))
+    return _named(shown, [names[k] for k in keep], list(names.values()))
 
 
 def series_curve(state: RunData, series: Series, name: str, view: PlotView, n: int) -> Curves:

@@ -82,6 +82,7 @@ class DashboardScreen(DashboardViews):
         Binding("slash", "filter", "Filter", show=False, key_display="/"),
         Binding("N", "note", "Note", show=False),
         Binding("T", "tags", "Tags", show=False),
+        Binding("B", "pin_baseline", "Baseline", show=False),
     ]
 
     def __init__(
@@ -136,6 +137,7 @@ class DashboardScreen(DashboardViews):
         self.session.claim_control()
         self._tail()
         self.watch_notes()
+        self.watch_pin()
         self.set_interval(TEXT_FLUSH_S, self.flush_text)
         self.set_interval(PLOT_FLUSH_S, self.flush_plot)
 

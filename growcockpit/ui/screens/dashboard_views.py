@@ -1,4 +1,5 @@
-"""The dashboard's view keys that change no training: the `/` filter and the run's notes.
+"""The dashboard's view keys that change no training: the `/` filter, the run's notes
+and a pinned baseline.
 
 A base of `DashboardScreen` (dashboard.py) above `DashboardCommands`. The
 filter narrows the layer tables, the event logs, the console and the plots' series
@@ -28,16 +29,27 @@ from growcockpit.protocol.run_notes import (
     write_notes,
 )
 from growcockpit.protocol.safe_fs import RunDirError
+from growcockpit.session.catalog import RunEntry
+from growcockpit.session.pinned_baseline import (
+    PinnedBaseline,
+    candidates,
+    events_mtime_ns,
+    load_pinned,
+    remember_pin,
+    remembered_pin,
+)
 from growcockpit.session.view_filter import ViewFilter, filter_problem
 from growcockpit.ui.screens.dashboard_commands import DashboardCommands
+from growcockpit.ui.screens.pick_run import Picked, PickRunScreen
 from growcockpit.ui.screens.prompt import PromptScreen
 from growcockpit.ui.widgets.filtered_log import FilteredLog
 from growcockpit.ui.widgets.heatmap import LayerHeatmap
 from growcockpit.ui.widgets.layer_table import LayerTable
-from growcockpit.ui.widgets.loss_plot import AxisPlot
+from growcockpit.ui.widgets.loss_plot import AxisPlot, LossPlot
 from growcockpit.ui.widgets.run_header import RunHeader
 
 NOTES_POLL_S = 3.0
+PIN_POLL_S = 2.0  # a pinned baseline still training is re-read when its log changed
 FILTER_BODY = (
     "A regular expression over the layer tables and the heatmap (layer index, 'layer N', "
     "state, health), the event logs, the console and the plotted series (train/loss, "
@@ -50,6 +62,7 @@ class DashboardViews(DashboardCommands):
     run_dir: Path
     view_filter: ViewFilter = ViewFilter()
     notes: RunNotes = RunNotes()
+    pinned_path: Path | None = None
 
     def flush_plot(self) -> None:
         raise NotImplementedError  # the screen's: redraws the plots that are on screen
@@ -143,3 +156,68 @@ class DashboardViews(DashboardCommands):
         self.notes = notes
         self.query_one(RunHeader).notes = notes
         self.flush_text()
+
+    # ---- a pinned baseline --------------------------------------------------------
+    def action_pin_baseline(self) -> None:
+        self._list_baselines()
+
+    @work(thread=True, exclusive=True, group="pin-list", exit_on_error=False)
+    def _list_baselines(self) -> None:
+        runs = candidates(self.run_dir.parent, self.run_dir)
+        self.app.call_from_thread(self._pick_baseline, runs)
+
+    def _pick_baseline(self, runs: list[RunEntry]) -> None:
+        def done(picked: Picked) -> None:
+            if picked == "unpin":
+                self.workers.cancel_group(self, "pin-watch")
+                self.show_pin(None)
+                self._forget_pin()
+            elif picked is not None:
+                self.watch_pin(picked, remember=True)
+
+        self.app.push_screen(PickRunScreen(runs, self.pinned_path), done)
+
+    @work(thread=True, group="pin", exit_on_error=False)
+    def _forget_pin(self) -> None:
+        remember_pin(self.run_dir, None)
+        self.app.call_from_thread(self.notify, "baseline unpinned", timeout=2)
+
+    @work(thread=True, exclusive=True, group="pin-watch", exit_on_error=False)
+    def watch_pin(self, path: Path | None = None, remember: bool = False) -> None:
+        """Load the baseline at `path` (None: the one remembered for this run, if any) and
+        re-read it while it trains; a new pin cancels this worker (exclusive group)."""
+        path = remembered_pin(self.run_dir) if path is None else path
+        if path is None:
+            return
+        worker = get_current_worker()
+        seen = -1
+        while not worker.is_cancelled:
+            mtime = events_mtime_ns(path)
+            if mtime != seen:
+                try:
+                    pin = load_pinned(path)
+                except ValueError as exc:
+                    if seen == -1:  # never shown: say why; a later bad read keeps the last
+                        self.app.call_from_thread(
+                            self.notify, str(exc), title="Baseline", severity="warning"
+                        )
+                        return
+                else:
+                    self.app.call_from_thread(self.show_pin, pin)
+                    if seen == -1 and remember:
+                        saved = remember_pin(self.run_dir, path)
+                        kept = "" if saved else " (for this session: settings not writable)"
+                        self.app.call_from_thread(
+                            self.notify, f"baseline pinned: {pin.name}{kept}", timeout=3
+                        )
+                    if pin.status != "running":
+                        return  # its log is complete
+                seen = mtime
+            until = time.monotonic() + PIN_POLL_S
+            while not worker.is_cancelled and time.monotonic() < until:
+                time.sleep(0.1)
+
+    def show_pin(self, pin: PinnedBaseline | None) -> None:
+        self.pinned_path = pin.path if pin is not None else None
+        self.query_one(LossPlot).pin(pin)
+        self.flush_plot()

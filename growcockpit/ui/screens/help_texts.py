@@ -37,7 +37,8 @@ lines). / filters by a regular expression: the layer rows and the heatmap's (ind
 layer N, state, health), the event logs, the console, and the plots' series by name
 (train/loss, val/loss, tokens/s; grad norm keeps every heatmap row); a plot it leaves
 empty says so. Esc clears it (else goes Home). N and T set the run's note and tags
-(notes.json; shown in the header and on Home). Commands (p pause/resume, g advance,
+and B pins a baseline run (plotted; the border says how much sooner this run got to
+its loss). Commands (p pause/resume, g advance,
 c checkpoint, s stop, e edit the remaining stages, l scale the LR) wait for the
 backend's answer at its next step and show it. b rolls back to a checkpoint (asks; empty: the latest), dropping the
 plots past it (↶); after a NaN or spike pause it offers the last good one at a lower LR

@@ -11,6 +11,7 @@ from textual.reactive import reactive
 from textual_plotext import PlotextPlot
 
 from growcockpit.session.fold.axes import Axis
+from growcockpit.session.pinned_baseline import PinnedBaseline, standing
 from growcockpit.session.plot_view import Curves, PlotView, loss_curves
 from growcockpit.session.run_state import RunState
 from growcockpit.session.smoothing import DEFAULT_FACTOR
@@ -83,17 +84,26 @@ class AxisPlot(PlotextPlot):
         """(legend label, theme colour variable) of a curve."""
         return name, "gc-train-line"
 
+    def extra_key(self) -> object:
+        """What else, besides the run's data and the view, changes the drawing."""
+        return None
+
+    def caption(self, state: RunState) -> str:
+        """A line for the bottom border (next to the filter's count); "" for none."""
+        return ""
+
     def show_state(self, state: RunState) -> bool:
         """Replot if the plot data, width, settings or theme changed; True if it replotted."""
         self._state = state
         width = max(10, self.size.width)
-        key = (state.plot_version, width, self.view, self.app.theme)
+        key = (state.plot_version, width, self.view, self.app.theme, self.extra_key())
         if key == self._key:
             return False
         self._key = key
         shown = self.shown = self.curves(state, 2 * width)
         self.points_plotted = shown.points
-        self.border_subtitle = shown.filter_text(self.view_filter)
+        captions = (shown.filter_text(self.view_filter), self.caption(state))
+        self.border_subtitle = " · ".join(c for c in captions if c)
         plt = self.plt
         plt.clear_data()
         plt.clear_figure()
@@ -113,7 +123,22 @@ class AxisPlot(PlotextPlot):
 
 class LossPlot(AxisPlot):
     """Train loss (TWEMA by default, `raw` for the raw values; the factor in the title)
-    and validation loss."""
+    and validation loss; with a pinned baseline (`pin`), its validation loss too and,
+    in the bottom border, where the run stands against it."""
+
+    pinned: PinnedBaseline | None = None
+
+    def pin(self, pinned: PinnedBaseline | None) -> None:
+        """Draw `pinned` from the next replot on (None: unpin); the screen replots."""
+        self.pinned = pinned
+        self._key = ()
+
+    def extra_key(self) -> object:
+        p = self.pinned
+        return None if p is None else (p.path, p.mtime_ns, len(p.evals))
+
+    def caption(self, state: RunState) -> str:
+        return "" if self.pinned is None else standing(self.pinned, state, self.axis)
 
     raw: reactive[bool] = reactive(False)
     factor: reactive[float] = reactive(DEFAULT_FACTOR)
@@ -129,9 +154,12 @@ class LossPlot(AxisPlot):
         return f"loss ({self.view.smoothing_text()}) · {self.view.axis_text()}  {MARKER_LEGEND}"
 
     def curves(self, state: RunState, max_points: int) -> Curves:
-        return loss_curves(state, self.view, max_points)
+        pinned = self.pinned.curve(self.axis) if self.pinned is not None else None
+        return loss_curves(state, self.view, max_points, pinned)
 
     def style(self, name: str) -> tuple[str, str]:
         if name == "val":
             return "val", "gc-val-line"
+        if name == "baseline" and self.pinned is not None:
+            return self.pinned.label(), "gc-frozen"
         return f"train ({self.view.smoothing_text()})", "gc-train-line"
