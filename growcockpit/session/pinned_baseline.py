@@ -24,7 +24,7 @@ from growcockpit.session.catalog import RunEntry, list_runs
 from growcockpit.session.compare_view import point_x
 from growcockpit.session.fold.axes import Axis
 from growcockpit.session.fold.state import RunData
-from growcockpit.session.plot_view import AXIS_NAMES, PINNED_SERIES, to_axis
+from growcockpit.session.plot_view import PINNED_SERIES, to_axis
 from growcockpit.session.settings import load_settings, save_settings
 
 SETTINGS_KEY = "pinned_baselines"  # {run directory: baseline run directory}
@@ -59,7 +59,7 @@ class PinnedBaseline:
         return xs, ys
 
     def label(self) -> str:
-        return f"baseline {self.name}"
+        return self.name if "baseline" in self.name.lower() else f"baseline {self.name}"
 
 
 def events_mtime_ns(run_dir: Path) -> int:
@@ -107,20 +107,20 @@ def standing(pin: PinnedBaseline, state: RunData, axis: Axis) -> str:
     target = pin.final
     if target is None:
         return f"{pin.label()}: no validation loss yet"
-    head = f"{pin.label()} ({'final' if pin.status != 'running' else 'latest'} val {target:.3f})"
+    head = f"{pin.label()} {'final' if pin.status != 'running' else 'latest'} {target:.3f}"
     steps = [float(s) for s, v in zip(state.val.xs, state.val.ys, strict=True) if v <= target]
     if not steps:
         if not state.val.ys:
             return f"{head}: this run has no validation loss yet"
         gap = state.val.ys[-1] - target
-        return f"{head}: not reached yet, this run's val {state.val.ys[-1]:.3f} ({gap:+.3f})"
+        return f"{head}: not reached, this run's val {state.val.ys[-1]:.3f} ({gap:+.3f})"
     reached = to_axis(state, axis, steps[:1])[0]
     base_xs, _ = pin.curve(axis)
     where = _fmt(axis, reached)
     if not base_xs or reached <= 0:
         return f"{head}: reached at {where}"
     ratio = base_xs[-1] / reached
-    return f"{head}: reached at {where}, {ratio:.2f}× sooner ({AXIS_NAMES[axis]})"
+    return f"{head}: reached at {where}, {ratio:.2f}× sooner"
 
 
 def _fmt(axis: Axis, x: float) -> str:

@@ -73,13 +73,11 @@ def test_standing_says_when_the_run_reached_the_baseline_and_how_much_sooner(
     base = load_pinned(_run(tmp_path, "baseline", BASE, 0.05))  # final 5.0 at step 100
     grown = _state(make_events(GROWN, linear(0.08)))  # 10 - 0.08 s ≤ 5.0 first at step 70
     line = standing(base, grown, "step")
-    assert line == "baseline baseline (final val 5.000): reached at step 70, 1.43× sooner (step)"
+    assert line == "baseline final 5.000: reached at step 70, 1.43× sooner"
     # on training time: 50 × 50 ms + 20 × 100 ms = 4.5 s against the baseline's 10 s
-    assert "reached at 4.5 training s, 2.22× sooner (training time)" in standing(
-        base, grown, "time"
-    )
+    assert "reached at 4.5 training s, 2.22× sooner" in standing(base, grown, "time")
     slow = _state(make_events(GROWN, linear(0.02)))  # ends at 8.0
-    assert standing(base, slow, "step").endswith("not reached yet, this run's val 8.000 (+3.000)")
+    assert standing(base, slow, "step").endswith("not reached, this run's val 8.000 (+3.000)")
     assert standing(base, RunState(), "step").endswith("this run has no validation loss yet")
 
 
@@ -103,6 +101,8 @@ def test_candidates_list_other_runs_baselines_first(tmp_path: Path) -> None:
     _run(tmp_path, "baseline-lr3e-3", BASE, 0.05)
     names = [r.name for r in candidates(tmp_path, here)]
     assert names[0] == "baseline-lr3e-3" and set(names) == {"baseline-lr3e-3", "another"}
+    assert load_pinned(tmp_path / "another").label() == "baseline another"
+    assert load_pinned(tmp_path / "baseline-lr3e-3").label() == "baseline-lr3e-3"
 
 
 def test_a_bad_baseline_is_refused_in_one_line(tmp_path: Path) -> None:
@@ -147,8 +147,8 @@ async def test_dashboard_pins_a_baseline_remembers_it_and_unpins(tmp_path: Path)
         await pilot.press("enter")  # the first run offered: the only other one
         await wait_for(pilot, lambda: "baseline" in plot.shown.curves, "the baseline drawn")
         assert plot.pinned is not None and plot.pinned.name == "baseline-demo"
-        assert "baseline baseline-demo (final val" in str(plot.border_subtitle)
-        assert "1.00× sooner (step)" in str(plot.border_subtitle)
+        assert str(plot.border_subtitle).startswith("baseline-demo final ")
+        assert str(plot.border_subtitle).endswith("reached at step 80, 1.00× sooner")
         await wait_for(pilot, lambda: remembered_pin(run) is not None, "remembered")
         assert remembered_pin(run) == (runs / "baseline-demo").resolve()
     again = GrowCockpitApp(run_dir=run, runs_root=runs, clock=lambda: T0 + 100)
