@@ -74,6 +74,8 @@ def load_pinned(run_dir: Path) -> PinnedBaseline:
     """Read a baseline run; ValueError (one line, naming the run and the fix) when it
     cannot be one: unreadable, unsafe, or without a single evaluation yet."""
     path = Path(run_dir)
+    if not path.is_dir():
+        raise ValueError(f"{path}: no such run (moved or deleted?); press B to pin another")
     mtime = events_mtime_ns(path)
     try:
         progress = load_progress(path)

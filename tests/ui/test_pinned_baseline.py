@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 from test_compare import linear, make_events
 from textual.widgets import OptionList
-from ui_fixtures import T0, write_events, write_recorded_run
+from ui_fixtures import T0, notes, write_events, write_recorded_run
 
 from growcockpit.compare import fold_events
 from growcockpit.session.fold.state import RunData
@@ -118,6 +118,8 @@ def test_a_bad_baseline_is_refused_in_one_line(tmp_path: Path) -> None:
     with pytest.raises(ValueError, match="cannot pin it as the baseline") as bad:
         load_pinned(linked)
     assert "\n" not in str(bad.value)
+    with pytest.raises(ValueError, match="no such run"):
+        load_pinned(tmp_path / "deleted")
 
 
 def test_the_pin_is_remembered_per_run_and_forgotten(tmp_path: Path) -> None:
@@ -162,3 +164,9 @@ async def test_dashboard_pins_a_baseline_remembers_it_and_unpins(tmp_path: Path)
         await pilot.press("enter")
         await wait_for(pilot, lambda: "baseline" not in plot.shown.curves, "unpinned")
         await wait_for(pilot, lambda: remembered_pin(run) is None, "forgotten")
+    remember_pin(run, runs / "deleted-since")  # a remembered baseline whose run is gone
+    gone = GrowCockpitApp(run_dir=run, runs_root=runs, clock=lambda: T0 + 100)
+    async with gone.run_test(size=(160, 48)) as pilot:
+        await wait_for(pilot, lambda: remembered_pin(run) is None, "a gone pin forgotten")
+        await wait_for(pilot, lambda: any("no such run" in n for n in notes(gone)), "said so")
+        assert "baseline" not in gone.screen.query_one(LossPlot).shown.curves

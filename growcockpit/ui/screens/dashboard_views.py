@@ -186,6 +186,7 @@ class DashboardViews(DashboardCommands):
     def watch_pin(self, path: Path | None = None, remember: bool = False) -> None:
         """Load the baseline at `path` (None: the one remembered for this run, if any) and
         re-read it while it trains; a new pin cancels this worker (exclusive group)."""
+        remembered = path is None
         path = remembered_pin(self.run_dir) if path is None else path
         if path is None:
             return
@@ -198,6 +199,8 @@ class DashboardViews(DashboardCommands):
                     pin = load_pinned(path)
                 except ValueError as exc:
                     if seen == -1:  # never shown: say why; a later bad read keeps the last
+                        if remembered and not path.exists():
+                            remember_pin(self.run_dir, None)  # its run is gone: forget it
                         self.app.call_from_thread(
                             self.notify, str(exc), title="Baseline", severity="warning"
                         )
