@@ -280,7 +280,13 @@ def main(argv: list[str] | None = None) -> int:
             best, sweep = pick_best([v for v, _ in per_seed[0][1]], results, seeds)
             best, schedule = tuned_baseline(best, sweep, baseline_rivals(args))
             baseline_lr = (
-                BaselineLR(best["baseline"].lr, tuple(lrs or ())) if "baseline" in best else None
+                BaselineLR(
+                    best["baseline"].lr,
+                    tuple(lrs or ()),
+                    "from --lr" if args.lr else "the scale's default",
+                )
+                if "baseline" in best
+                else None
             )
             runs = []
             for seed, run in runs_at_best(best, results, seeds).items():

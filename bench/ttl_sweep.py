@@ -198,6 +198,7 @@ class BaselineLR:
 
     lr: float
     swept: tuple[float, ...]
+    source: str = "the scale's default"  # where a single LR came from: "--lr" or the default
 
     @property
     def tuned(self) -> bool:
@@ -216,9 +217,10 @@ class BaselineLR:
     def line(self, family: str) -> str:
         if not self.tuned:
             return (
-                f"== {family}: the baseline's LR was NOT tuned (one LR, {self.lr:g}): these "
-                "speedups are against an untuned baseline and may flatter growth; pass "
-                "--lrs (e.g. --lrs 1e-3,3e-3,6e-3) to compare every method at its best LR"
+                f"== {family}: the baseline's LR was NOT tuned here (one LR, {self.lr:g}, "
+                f"{self.source}): unless an earlier sweep picked it, these speedups are against "
+                "an untuned baseline and may flatter growth; pass --lrs (e.g. --lrs "
+                "1e-3,3e-3,6e-3) to compare every method at its best LR"
             )
         edge = (
             ", at the edge of the sweep: widen --lrs, a better LR may lie beyond it"

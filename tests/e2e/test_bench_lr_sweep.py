@@ -184,6 +184,8 @@ def test_the_summary_says_whether_the_baselines_lr_was_tuned() -> None:
     one = ttl_sweep.BaselineLR(1e-3, ())
     assert not one.tuned and one.item("gpt2") == "gpt2.baseline_lr=untuned(0.001)"
     assert "NOT tuned" in one.line("gpt2") and "--lrs" in one.line("gpt2")
+    assert "(one LR, 0.001, the scale's default)" in one.line("gpt2")
+    assert "(one LR, 0.003, from --lr)" in ttl_sweep.BaselineLR(3e-3, (), "from --lr").line("x")
     assert not ttl_sweep.BaselineLR(1e-3, (1e-3,)).tuned  # a sweep of one LR tunes nothing
     mid = ttl_sweep.BaselineLR(3e-3, (1e-3, 3e-3, 6e-3))
     assert mid.tuned and not mid.at_edge and mid.item("llama") == "llama.baseline_lr=tuned(0.003)"
