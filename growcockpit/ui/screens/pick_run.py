@@ -41,7 +41,14 @@ class PickRunScreen(ModalScreen[Picked]):
                 "says when this run reached its final loss. Runs named a baseline come first."
             )
             yield Static(body, classes="dialog-body")
-            options = [Option(run_line(r), id=str(r.path)) for r in self._runs]
+            pinned = self._pinned.resolve() if self._pinned is not None else None
+            options = [
+                Option(
+                    run_line(r) + (" · pinned" if r.path.resolve() == pinned else ""),
+                    id=str(r.path),
+                )
+                for r in self._runs
+            ]
             if self._pinned is not None:
                 options.insert(0, Option("no baseline (unpin)", id=UNPIN))
             if not options:
