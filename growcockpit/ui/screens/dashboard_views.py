@@ -206,6 +206,8 @@ class DashboardViews(DashboardCommands):
                         )
                         return
                 else:
+                    if worker.is_cancelled:  # unpinned or re-pinned while this one read
+                        return
                     self.app.call_from_thread(self.show_pin, pin)
                     if seen == -1 and remember:
                         saved = remember_pin(self.run_dir, path)
