@@ -11,6 +11,7 @@ own CommandEvent, so each command leaves one line, in the order it happened.
 from __future__ import annotations
 
 import threading
+from abc import abstractmethod
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -82,8 +83,9 @@ class DashboardCommands(Screen[None]):
     def read_only(self) -> bool:
         return self.session.read_only
 
+    @abstractmethod
     def flush_text(self) -> None:
-        raise NotImplementedError
+        """The screen's: redraws the text widgets (header, tables, logs) from the state."""
 
     # ---- commands ---------------------------------------------------------
     def _can_command(self, what: str) -> bool:

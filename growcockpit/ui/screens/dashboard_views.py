@@ -13,6 +13,7 @@ from a shell show up here too.
 from __future__ import annotations
 
 import time
+from abc import abstractmethod
 from dataclasses import replace
 from pathlib import Path
 
@@ -64,8 +65,9 @@ class DashboardViews(DashboardCommands):
     notes: RunNotes = RunNotes()
     pinned_path: Path | None = None
 
+    @abstractmethod
     def flush_plot(self) -> None:
-        raise NotImplementedError  # the screen's: redraws the plots that are on screen
+        """The screen's: redraws the plots that are on screen."""
 
     # ---- the filter ---------------------------------------------------------------
     def action_filter(self) -> None:

@@ -8,6 +8,7 @@ composes and redraws the form (designer.py) inherits it.
 
 from __future__ import annotations
 
+from abc import abstractmethod
 from pathlib import Path
 from typing import Any
 
@@ -47,15 +48,17 @@ class DesignerSaving(Screen[list[dict[str, Any]] | None]):
     problems: list[PlanError]
     field_errors: dict[str, str]
 
+    @abstractmethod
     def _show_title(self) -> None:
-        raise NotImplementedError
+        """The screen's: shows the plan's name, path and unsaved state in its title."""
 
+    @abstractmethod
     def _request_launch(self, path: Path, options: LaunchOptions) -> None:
-        raise NotImplementedError
+        """The screen's: launches the saved plan at `path` with `options`."""
 
+    @abstractmethod
     def _rename(self, name: str) -> None:
         """Give the plan a new name and show it (the screen redraws its fields)."""
-        raise NotImplementedError
 
     def action_save(self) -> None:
         if self.plan is None:
