@@ -72,7 +72,8 @@ def events_mtime_ns(run_dir: Path) -> int:
 
 def load_pinned(run_dir: Path) -> PinnedBaseline:
     """Read a baseline run; ValueError (one line, naming the run and the fix) when it
-    cannot be one: unreadable, unsafe, or without a single evaluation yet."""
+    cannot be one: unreadable, unsafe, or ended without a single evaluation. A baseline
+    still training without one is pinned all the same: its curve appears with its first."""
     path = Path(run_dir)
     if not path.is_dir():
         raise ValueError(f"{path}: no such run (moved or deleted?); press B to pin another")
@@ -82,10 +83,10 @@ def load_pinned(run_dir: Path) -> PinnedBaseline:
     except (OSError, RunDirError) as exc:
         why = getattr(exc, "strerror", None) or str(exc).splitlines()[0]
         raise ValueError(f"{path}: cannot pin it as the baseline ({why})") from None
-    if not progress.evals:
+    if not progress.evals and progress.status != "running":
         raise ValueError(
-            f"{path.name}: no evaluation yet, so nothing to compare with; pin it once its "
-            "first validation loss is logged (metrics.eval_every_steps)"
+            f"{path.name}: ended ({progress.status}) without a validation loss, so nothing to "
+            "compare with; pin a run that evaluates (metrics.eval_every_steps)"
         )
     return PinnedBaseline(path, path.name, tuple(progress.evals), progress.status, mtime)
 

@@ -106,12 +106,20 @@ def test_candidates_list_other_runs_baselines_first(tmp_path: Path) -> None:
 
 
 def test_a_bad_baseline_is_refused_in_one_line(tmp_path: Path) -> None:
-    with pytest.raises(ValueError, match="no evaluation yet") as no_eval:
+    with pytest.raises(ValueError, match="without a validation loss") as no_eval:
         run = tmp_path / "fresh"
         run.mkdir()
         write_events(run / "events.jsonl", make_events(BASE, {}))
         load_pinned(run)
     assert "\n" not in str(no_eval.value)
+    training = tmp_path / "training"  # no evaluation yet, but still training: pinned, waiting
+    training.mkdir()
+    write_events(training / "events.jsonl", make_events(BASE, {})[:-1])  # no run_finished
+    waiting = load_pinned(training)
+    assert (
+        waiting.status == "running" and waiting.final is None and waiting.curve("step") == ([], [])
+    )
+    assert standing(waiting, RunState(), "step") == "baseline training: no validation loss yet"
     linked = tmp_path / "linked"
     linked.mkdir()
     os.symlink(tmp_path / "fresh" / "events.jsonl", linked / "events.jsonl")
