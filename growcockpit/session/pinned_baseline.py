@@ -105,8 +105,8 @@ def _named_baseline(entry: RunEntry) -> bool:
 
 def standing(pin: PinnedBaseline, state: RunData, axis: Axis) -> str:
     """One line on where the run stands against the pinned baseline, on `axis`: when it
-    first reached the baseline's final validation loss and how much sooner than the
-    baseline got there, or how far above it the run's latest validation loss still is."""
+    first reached the baseline's final validation loss and how much sooner (or later) than
+    the baseline got there, or how far above it the run's latest validation loss still is."""
     target = pin.final
     if target is None:
         return f"{pin.label()}: no validation loss yet"
@@ -123,7 +123,8 @@ def standing(pin: PinnedBaseline, state: RunData, axis: Axis) -> str:
     if not base_xs or reached <= 0:
         return f"{head}: reached at {where}"
     ratio = base_xs[-1] / reached
-    return f"{head}: reached at {where}, {ratio:.2f}× sooner"
+    pace = f"{ratio:.2f}× sooner" if ratio >= 1.0 else f"{1.0 / ratio:.2f}× later"
+    return f"{head}: reached at {where}, {pace}"
 
 
 def _fmt(axis: Axis, x: float) -> str:

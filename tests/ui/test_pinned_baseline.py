@@ -76,6 +76,8 @@ def test_standing_says_when_the_run_reached_the_baseline_and_how_much_sooner(
     assert line == "baseline final 5.000: reached at step 70, 1.43× sooner"
     # on training time: 50 × 50 ms + 20 × 100 ms = 4.5 s against the baseline's 10 s
     assert "reached at 4.5 training s, 2.22× sooner" in standing(base, grown, "time")
+    later = _state(make_events([(4, [0, 1, 2, 3], 200, 100.0)], linear(0.04, steps=200)))
+    assert standing(base, later, "step").endswith("reached at step 130, 1.30× later")
     slow = _state(make_events(GROWN, linear(0.02)))  # ends at 8.0
     assert standing(base, slow, "step").endswith("not reached, this run's val 8.000 (+3.000)")
     assert standing(base, RunState(), "step").endswith("this run has no validation loss yet")
