@@ -320,9 +320,8 @@ async def test_compare_many_runs_baseline_target_whole_names_and_selection(
         await pilot.pause()
         c = screen.comparison
         assert c.target is not None and c.runs[c.target].name == base.name
-        text = screen_text(app)
-        for name in names:
-            assert text.count(name) >= 2, name  # whole in the list and in the table
+        # whole in the list and in the table (the table fills in after the runs are read)
+        await wait_for(pilot, lambda: all(screen_text(app).count(n) >= 2 for n in names))
         table = screen.query_one("#compare-table", DataTable)
         assert table.row_count == 6 and table.max_scroll_y == 0  # every verdict row shows
         sel = screen.query_one(SelectionList)
