@@ -47,7 +47,7 @@ from common import METHODS, MSLT_VARIANTS, TTL_SIZES, Size, method_plan  # noqa:
 from ttl_flops import flops_split, print_flops  # noqa: E402
 from ttl_plans import Budget, MethodError, budget_plan, method_label, stages_summary  # noqa: E402
 from ttl_report import markdown, plot, report_family  # noqa: E402
-from ttl_runs import Job, analyse, first_reach, run_jobs  # noqa: E402
+from ttl_runs import Job, analyse, completed, first_reach, run_jobs  # noqa: E402
 from ttl_sweep import (  # noqa: E402
     BaselineLR,
     expand,
@@ -228,12 +228,12 @@ def wsd_only(args: argparse.Namespace) -> bool:
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
     if args.replot:
-        data = json.loads(args.replot.read_text())
+        stored = json.loads(args.replot.read_text())
         if args.markdown:
-            print(markdown(data))
+            print(markdown(stored))
             return 0
         xs = ("wall_s", "flops") if args.plot_x == "both" else (args.plot_x,)
-        print("\n\n".join(plot(data, x) for x in xs))
+        print("\n\n".join(plot(stored, x) for x in xs))
         return 0
     scale = "quick" if args.quick else args.scale
     families = {"both": ["gpt2", "bert"], "all": ["gpt2", "bert", "llama"]}.get(
@@ -292,6 +292,15 @@ def main(argv: list[str] | None = None) -> int:
             for seed, run in runs_at_best(best, results, seeds).items():
                 if "baseline" not in run:
                     continue  # --reuse-only without this seed's baseline: nothing to compare with
+                if not completed(run["baseline"]):
+                    base = run["baseline"]
+                    print(
+                        f"time_to_loss: seed {seed}: the baseline did not finish (status "
+                        f"{base['status']}, rc {base['rc']}): no target, the seed is left out; "
+                        "raise --timeout-s or lower --budget",
+                        flush=True,
+                    )
+                    continue
                 for method, res in run.items():
                     plan = plan_of[(best[method].label, seed)]
                     cost = estimate_cost(plan)
@@ -339,6 +348,8 @@ def main(argv: list[str] | None = None) -> int:
                 "flops_split": split,
                 **({"baseline_lr": baseline_lr.as_json()} if baseline_lr else {}),
             }
+            if not runs:
+                items = [f"{family}.compared=none(no_finished_baseline)"]
             summary += ([baseline_lr.item(family)] if baseline_lr else []) + items
     finally:
         if tmp is not None:

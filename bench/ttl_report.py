@@ -83,8 +83,9 @@ def seed_table(runs: list[dict[str, dict[str, Any]]]) -> list[str]:
     for run in runs:
         for name, res in run.items():
             if "final_val_loss" not in res:
+                why = "unfinished" if res.get("evals") else "no eval"
                 lines.append(
-                    f"{res['seed']:>4} {name:<24} (no eval: {res['status']}, rc {res['rc']})"
+                    f"{res['seed']:>4} {name:<24} ({why}: {res['status']}, rc {res['rc']})"
                 )
                 continue
             reach = res["reach"]

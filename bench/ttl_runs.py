@@ -228,10 +228,20 @@ def first_reach(points: list[dict[str, Any]], target: float) -> dict[str, float]
     return None
 
 
+def completed(res: dict[str, Any]) -> bool:
+    """The run trained its whole plan. One killed by --timeout-s or that failed is cut short:
+    as a baseline its last eval is no target, and as a method its curve is no comparison."""
+    return res.get("rc", 0) == 0 and res.get("status") == "completed"
+
+
 def analyse(results: dict[str, dict[str, Any]], baseline: str = "baseline") -> None:
-    """Add time-to-baseline-loss and speedups to each method's result (one seed), in place."""
+    """Add time-to-baseline-loss and speedups to each method's result (one seed), in place.
+
+    Only completed runs are compared: a baseline cut short sets no target (nothing is
+    analysed), a method cut short gets no speedup.
+    """
     base = results.get(baseline)
-    if not base or not base["evals"]:
+    if not base or not base["evals"] or not completed(base):
         return
     target = base["evals"][-1]["val_loss"]
     base_reach = first_reach(base["evals"], target) or {
@@ -240,7 +250,7 @@ def analyse(results: dict[str, dict[str, Any]], baseline: str = "baseline") -> N
         "step": base["steps"],
     }
     for res in results.values():
-        if not res["evals"]:
+        if not res["evals"] or not completed(res):
             continue
         res["final_val_loss"] = res["evals"][-1]["val_loss"]
         res["target"] = target
