@@ -31,6 +31,7 @@ import sys
 import tempfile
 import time
 import warnings
+from collections import Counter
 from pathlib import Path
 from typing import Any
 
@@ -114,6 +115,15 @@ class StageMeter:
             self.rows[-1]["steps"].append(event)
             self.rows[-1]["arrived"].append(time.perf_counter())
 
+    def count_syncs(self, caught: list[warnings.WarningMessage]) -> None:
+        """Fold one step's sync warnings in: the count, and per stage the Python line that
+        made each synchronizing call (so a GPU run names where the syncs come from)."""
+        syncs = [w for w in caught if SYNC_WARNING in str(w.message)]
+        self.syncs += len(syncs)
+        if self.rows and syncs:
+            sites: Counter[str] = self.rows[-1].setdefault("sync_sites", Counter())
+            sites.update(sync_site(w) for w in syncs)
+
     def close_stage(self) -> None:
         if not self.rows or "syncs" in self.rows[-1]:
             return
@@ -121,6 +131,23 @@ class StageMeter:
         row["syncs"] = self.syncs - row["syncs_at_start"]
         if self.device.type == "cuda":
             row["peak_bytes"] = torch.cuda.max_memory_allocated(self.device)
+
+
+def sync_site(w: warnings.WarningMessage) -> str:
+    """Where a synchronizing call was made: `folder/file.py:line`."""
+    path = Path(w.filename)
+    return f"{path.parent.name}/{path.name}:{w.lineno}"
+
+
+def sync_sites_lines(meter: StageMeter, steps: int, top: int = 4) -> list[str]:
+    """Per stage, the lines that synchronized most, in calls per step."""
+    lines = []
+    for row in meter.rows:
+        sites: Counter[str] = row.get("sync_sites") or Counter()
+        if sites:
+            most = ", ".join(f"{site} {n / steps:.2f}" for site, n in sites.most_common(top))
+            lines.append(f"  {row['name']:<14} {most}")
+    return lines
 
 
 def host_overhead(steps: list[Step], arrived: list[float]) -> tuple[float, float] | None:
@@ -241,7 +268,7 @@ def _run_counting(
     def counted() -> Any:
         probe.before(trainer)
         out = original()
-        meter.syncs += sum(SYNC_WARNING in str(w.message) for w in caught)
+        meter.count_syncs(caught)
         caught.clear()
         if meter.rows:
             probe.after(trainer, meter.rows[-1])
@@ -316,6 +343,9 @@ def report(
         print("busy: n/a on CPU (torch.profiler's device time needs CUDA)")
     if not cuda:
         print("syncs/step: n/a on CPU (counted with CUDA's sync debug mode on a GPU)")
+    elif sites := sync_sites_lines(meter, steps):
+        print("sync sites (calls per step; the Python line that made the synchronizing call):")
+        print("\n".join(sites))
     return 0 if status == "completed" else 1
 
 
