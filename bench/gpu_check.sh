@@ -20,7 +20,7 @@
 #                           and 128: tokens/s, host overhead (wall-clock vs in-step tokens/s),
 #                           the GPU's busy share of the engine's own steps (torch.profiler),
 #                           the engine's fwd/bwd/opt split, host syncs per step, memory
-#   3. bench/time_to_loss.py --scale base: a 2-minute equal-budget time-to-loss, baseline vs
+#   3. bench/time_to_loss.py --scale base: a short equal-budget time-to-loss, baseline vs
 #                           the best CPU recipe (GPU_CHECK_TTL_METHODS)
 #   4. with two or more GPUs: a 2-process DDP run (torchrun) of the engine's short plan
 # Without CUDA it exits 3 after its version line, unless --tiny or --allow-cpu.
@@ -152,7 +152,7 @@ LIMIT="${GPU_CHECK_LIMIT_S:-$((450 + COMPILE_BUDGET))}"  # the whole check; each
 BUDGET=$((${GPU_CHECK_BUDGET_S:-120} + COMPILE_BUDGET))  # part 1 shrinks its steps to fit (both families, compile included)
 PLANS="${GPU_CHECK_PLANS:-bert,llama}"    # part 1's families
 TTL_METHODS="${GPU_CHECK_TTL_METHODS:-baseline,mslt-longshallow-emb}"
-TTL_BUDGET="${GPU_CHECK_TTL_BUDGET:-800}"  # baseline steps of the equal budget (estimated ~30 ms/step at 128x128 on an H200: ~1 min per method)
+TTL_BUDGET="${GPU_CHECK_TTL_BUDGET:-800}"  # baseline steps of the equal budget (47.7 ms/step at 128x128 on an H200, 2026-12-04: ~40 s of training per method, plus its start-up)
 "$PY" -c 'import sys, torch; print("gpu_check.sh: python", sys.version.split()[0], "torch", torch.__version__, "cuda", torch.cuda.is_available())'
 if [ "$GPUS" = 0 ] && [ "$TINY" = 0 ] && [ "$ALLOW_CPU" = 0 ]; then
   echo "gpu_check.sh: CUDA is not available to this torch (built for CUDA $("$PY" -c 'import torch; print(torch.version.cuda)'); does it match the driver?): not running BERT-Base on the CPU; pass --tiny or --allow-cpu to run anyway"
