@@ -27,6 +27,7 @@ import argparse
 import copy
 import math
 import os
+import statistics
 import sys
 import tempfile
 import time
@@ -120,6 +121,8 @@ class StageMeter:
         made each synchronizing call (so a GPU run names where the syncs come from)."""
         syncs = [w for w in caught if SYNC_WARNING in str(w.message)]
         self.syncs += len(syncs)
+        if self.rows:
+            self.rows[-1].setdefault("step_syncs", []).append(len(syncs))
         if self.rows and syncs:
             sites: Counter[str] = self.rows[-1].setdefault("sync_sites", Counter())
             sites.update(sync_site(w) for w in syncs)
@@ -131,6 +134,19 @@ class StageMeter:
         row["syncs"] = self.syncs - row["syncs_at_start"]
         if self.device.type == "cuda":
             row["peak_bytes"] = torch.cuda.max_memory_allocated(self.device)
+
+
+def steady_and_change(row: dict[str, Any]) -> tuple[float, float]:
+    """(median syncs of the stage's later steps, syncs of its first step).
+
+    The stage's first counted step holds its stage change (the operator, a checkpoint, the
+    memory release): one-off syncs that the mean over a short stage spreads over every step.
+    """
+    counts: list[int] = row.get("step_syncs") or []
+    if not counts:
+        return float("nan"), float("nan")
+    later = counts[1:] or counts
+    return float(statistics.median(later)), float(counts[0])
 
 
 def sync_site(w: warnings.WarningMessage) -> str:
@@ -290,6 +306,8 @@ def stage_figures(row: dict[str, Any], steps: int, cuda: bool) -> dict[str, floa
     for k in ("step_ms", "fwd_ms", "bwd_ms", "opt_ms"):
         out[k] = sum(getattr(e, k) or 0.0 for e in events) / len(events)
     out["syncs_per_step"] = row.get("syncs", 0) / steps if cuda else float("nan")
+    nan2 = (math.nan, math.nan)
+    out["steady_syncs"], out["change_syncs"] = steady_and_change(row) if cuda else nan2
     out["busy"] = row.get("busy", float("nan"))  # nan: n/a (CPU, or no window)
     host = host_overhead(row["steps"], row["arrived"])
     out["wall_tokens_per_s"], out["host_overhead"] = (
@@ -309,7 +327,10 @@ def report(
         f"{'stage':<14} {'layers':>6} {'tok/s':>10} {'wall tok/s':>10} {'host':>6} {'busy':>6} "
         f"{'step ms':>8} {'fwd':>7} {'bwd':>7} {'opt':>7}"
     )
-    print(head + f" {'syncs/step':>10} {'peak mem':>9} {'freed':>8} {'compile s':>9}")
+    print(
+        head + f" {'syncs/step':>10} {'steady':>6} {'change':>6} {'peak mem':>9} {'freed':>8}"
+        f" {'compile s':>9}"
+    )
     for row in meter.rows:
         fig = stage_figures(row, steps, cuda)
         if fig is None:
@@ -326,7 +347,7 @@ def report(
             f"{fig['wall_tokens_per_s']:>10,.0f} {100 * fig['host_overhead']:>5.1f}% "
             f"{pct(fig['busy']):>6} "
             f"{fig['step_ms']:>8.1f} {fig['fwd_ms']:>7.1f} {fig['bwd_ms']:>7.1f} "
-            f"{fig['opt_ms']:>7.1f} {syncs_cell(fig['syncs_per_step']):>10} {peak:>9} {freed:>8} {comp:>9}"
+            f"{fig['opt_ms']:>7.1f} {syncs_cell(fig['syncs_per_step']):>10} {count_cell(fig['steady_syncs']):>6} {count_cell(fig['change_syncs']):>6} {peak:>9} {freed:>8} {comp:>9}"
         )
     print(
         "host = 1 - wall-clock tokens/s between step events / the engine's in-step tokens/s "
@@ -343,9 +364,14 @@ def report(
         print("busy: n/a on CPU (torch.profiler's device time needs CUDA)")
     if not cuda:
         print("syncs/step: n/a on CPU (counted with CUDA's sync debug mode on a GPU)")
-    elif sites := sync_sites_lines(meter, steps):
-        print("sync sites (calls per step; the Python line that made the synchronizing call):")
-        print("\n".join(sites))
+    else:
+        print(
+            "syncs/step = synchronizing calls over the stage / its steps; steady = the median "
+            "step after the stage's first; change = the stage's first step (its stage change)"
+        )
+        if sites := sync_sites_lines(meter, steps):
+            print("sync sites (calls per step; the Python line that made the synchronizing call):")
+            print("\n".join(sites))
     return 0 if status == "completed" else 1
 
 
@@ -356,12 +382,17 @@ def summary(meter: StageMeter, device: torch.device, steps: int, batch: int) -> 
     tps = ",".join(f"{f['tokens_per_s']:.0f}" for f in figs)
     host = ",".join(f"{100 * f['host_overhead']:.1f}" for f in figs)
     syncs = f"[{','.join(syncs_cell(f['syncs_per_step']) for f in figs)}]" if cuda else "n/a"
+    steady = f"[{','.join(count_cell(f['steady_syncs']) for f in figs)}]" if cuda else "n/a"
     busy = f"[{','.join(pct(f['busy'], '') for f in figs)}]" if cuda else "n/a"
     return (
         f"gpu_engine: batch={batch} stages={len(figs)} tokens_per_s=[{tps}] "
-        f"host_overhead_pct=[{host}] busy_pct={busy} syncs_per_step={syncs} "
+        f"host_overhead_pct=[{host}] busy_pct={busy} syncs_per_step={syncs} steady_syncs={steady} "
         f"device={device.type.upper()}"
     )
+
+
+def count_cell(n: float) -> str:
+    return "n/a" if math.isnan(n) else f"{n:.0f}"
 
 
 def syncs_cell(syncs: float) -> str:

@@ -12,7 +12,13 @@ from repo_paths import REPO
 
 sys.path.insert(0, str(REPO / "bench"))
 
-from gpu_engine import SYNC_WARNING, StageMeter, stage_figures, sync_sites_lines  # noqa: E402
+from gpu_engine import (  # noqa: E402
+    SYNC_WARNING,
+    StageMeter,
+    stage_figures,
+    steady_and_change,
+    sync_sites_lines,
+)
 
 from growcockpit.protocol.events import StageStarted  # noqa: E402
 
@@ -50,3 +56,17 @@ def test_sync_warnings_are_counted_per_stage_by_the_line_that_made_them() -> Non
     ]
     assert lines[1].split() == ["grow-6", "loop/step.py:258", "0.25"]
     assert stage_figures(meter.rows[0], 4, cuda=True) is None  # no step events: no row
+
+
+def test_steady_syncs_leave_out_the_stage_change() -> None:
+    """A stage change (operator, checkpoint, memory release) syncs hundreds of times once; the
+    mean over a 40-step stage spread it over every step (3 to 18 per step on the H200)."""
+    meter = StageMeter(torch.device("cpu"))
+    meter(_stage("grow-6"))
+    one = [_warning(SYNC_WARNING, "/r/growcockpit/backend/data/blocks.py", 47)]
+    meter.count_syncs(one * 300)  # the stage's first step: its stage change
+    for _ in range(39):
+        meter.count_syncs(one * 3)
+    meter.close_stage()
+    assert steady_and_change(meter.rows[0]) == (3.0, 300.0)
+    assert meter.rows[0]["syncs"] / 40 > 10  # what the plain mean says
