@@ -27,12 +27,10 @@ import argparse
 import copy
 import math
 import os
-import statistics
 import sys
 import tempfile
 import time
 import warnings
-from collections import Counter
 from pathlib import Path
 from typing import Any
 
@@ -44,6 +42,13 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
 import torch  # noqa: E402
 from gpu_roofline import BUSY_N, BUSY_WARM, BusyProbe  # noqa: E402
+from gpu_syncs import (  # noqa: E402
+    count_cell,
+    fold_syncs,
+    steady_and_change,
+    sync_sites_lines,
+    syncs_cell,
+)
 
 from growcockpit.backend.control.reporter import RunReporter  # noqa: E402
 from growcockpit.backend.control.sinks import FanOut  # noqa: E402
@@ -56,7 +61,6 @@ from growcockpit.protocol import EventLog, RunPaths  # noqa: E402
 from growcockpit.protocol.events import Event, StageStarted, Step  # noqa: E402
 
 MSLT_PLAN = REPO / "sample_plans" / "mslt-bert-base.toml"
-SYNC_WARNING = "called a synchronizing CUDA operation"
 
 
 def short_plan(
@@ -117,15 +121,8 @@ class StageMeter:
             self.rows[-1]["arrived"].append(time.perf_counter())
 
     def count_syncs(self, caught: list[warnings.WarningMessage]) -> None:
-        """Fold one step's sync warnings in: the count, and per stage the Python line that
-        made each synchronizing call (so a GPU run names where the syncs come from)."""
-        syncs = [w for w in caught if SYNC_WARNING in str(w.message)]
-        self.syncs += len(syncs)
-        if self.rows:
-            self.rows[-1].setdefault("step_syncs", []).append(len(syncs))
-        if self.rows and syncs:
-            sites: Counter[str] = self.rows[-1].setdefault("sync_sites", Counter())
-            sites.update(sync_site(w) for w in syncs)
+        """Fold one step's sync warnings into the total and the current stage's row."""
+        self.syncs += fold_syncs(self.rows[-1] if self.rows else None, caught)
 
     def close_stage(self) -> None:
         if not self.rows or "syncs" in self.rows[-1]:
@@ -134,36 +131,6 @@ class StageMeter:
         row["syncs"] = self.syncs - row["syncs_at_start"]
         if self.device.type == "cuda":
             row["peak_bytes"] = torch.cuda.max_memory_allocated(self.device)
-
-
-def steady_and_change(row: dict[str, Any]) -> tuple[float, float]:
-    """(median syncs of the stage's later steps, syncs of its first step).
-
-    The stage's first counted step holds its stage change (the operator, a checkpoint, the
-    memory release): one-off syncs that the mean over a short stage spreads over every step.
-    """
-    counts: list[int] = row.get("step_syncs") or []
-    if not counts:
-        return float("nan"), float("nan")
-    later = counts[1:] or counts
-    return float(statistics.median(later)), float(counts[0])
-
-
-def sync_site(w: warnings.WarningMessage) -> str:
-    """Where a synchronizing call was made: `folder/file.py:line`."""
-    path = Path(w.filename)
-    return f"{path.parent.name}/{path.name}:{w.lineno}"
-
-
-def sync_sites_lines(meter: StageMeter, steps: int, top: int = 4) -> list[str]:
-    """Per stage, the lines that synchronized most, in calls per step."""
-    lines = []
-    for row in meter.rows:
-        sites: Counter[str] = row.get("sync_sites") or Counter()
-        if sites:
-            most = ", ".join(f"{site} {n / steps:.2f}" for site, n in sites.most_common(top))
-            lines.append(f"  {row['name']:<14} {most}")
-    return lines
 
 
 def host_overhead(steps: list[Step], arrived: list[float]) -> tuple[float, float] | None:
@@ -369,7 +336,7 @@ def report(
             "syncs/step = synchronizing calls over the stage / its steps; steady = the median "
             "step after the stage's first; change = the stage's first step (its stage change)"
         )
-        if sites := sync_sites_lines(meter, steps):
+        if sites := sync_sites_lines(meter.rows, steps):
             print("sync sites (calls per step; the Python line that made the synchronizing call):")
             print("\n".join(sites))
     return 0 if status == "completed" else 1
@@ -389,15 +356,6 @@ def summary(meter: StageMeter, device: torch.device, steps: int, batch: int) -> 
         f"host_overhead_pct=[{host}] busy_pct={busy} syncs_per_step={syncs} steady_syncs={steady} "
         f"device={device.type.upper()}"
     )
-
-
-def count_cell(n: float) -> str:
-    return "n/a" if math.isnan(n) else f"{n:.0f}"
-
-
-def syncs_cell(syncs: float) -> str:
-    """Host syncs per step, "n/a" where they were not counted (CPU)."""
-    return "n/a" if math.isnan(syncs) else f"{syncs:.2f}"
 
 
 def pct(share: float, unit: str = "%") -> str:

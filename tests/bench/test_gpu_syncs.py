@@ -12,13 +12,8 @@ from repo_paths import REPO
 
 sys.path.insert(0, str(REPO / "bench"))
 
-from gpu_engine import (  # noqa: E402
-    SYNC_WARNING,
-    StageMeter,
-    stage_figures,
-    steady_and_change,
-    sync_sites_lines,
-)
+from gpu_engine import StageMeter, stage_figures  # noqa: E402
+from gpu_syncs import SYNC_WARNING, steady_and_change, sync_sites_lines  # noqa: E402
 
 from growcockpit.protocol.events import StageStarted  # noqa: E402
 
@@ -46,7 +41,7 @@ def test_sync_warnings_are_counted_per_stage_by_the_line_that_made_them() -> Non
     meter.close_stage()
     assert meter.syncs == 9
     assert meter.rows[0]["syncs"] == 8 and meter.rows[1]["syncs"] == 1
-    lines = sync_sites_lines(meter, steps=4)
+    lines = sync_sites_lines(meter.rows, steps=4)
     assert lines[0].split() == [
         "shallow-3",
         "loop/step.py:258",
