@@ -111,8 +111,12 @@ install_each() {  # one pip call per wheel: a wheel that does not fit this pytho
   done
   export PYTHONPATH="$SITE:$PYTHONPATH"
 }
-WHEELS="${WHEELS:-$ROOT/shared/wheels}"
-if ! compgen -G "$WHEELS/*.whl" >/dev/null && [ -d "$ROOT/.whl" ]; then WHEELS="$ROOT/.whl"; fi
+# WHEELS as given, else shared/wheels when it holds wheels, else .whl/ (never a fallback past
+# a WHEELS that was given: its wheels are the ones meant)
+if [ -z "${WHEELS:-}" ]; then
+  WHEELS="$ROOT/shared/wheels"
+  if ! compgen -G "$WHEELS/*.whl" >/dev/null && [ -d "$ROOT/.whl" ]; then WHEELS="$ROOT/.whl"; fi
+fi
 if ! LACK=$(missing $NEEDED); then
   if compgen -G "$WHEELS/*.whl" >/dev/null; then
     echo "gpu_check.sh: missing $LACK; installing the carried wheels of $WHEELS not installed here into $SITE (offline, one by one)"
