@@ -19,7 +19,9 @@
 #   2. bench/gpu_engine.py  the real engine on the BERT plan, stages cut short, at batch 32
 #                           and 128: tokens/s, host overhead (wall-clock vs in-step tokens/s),
 #                           the GPU's busy share of the engine's own steps (torch.profiler),
-#                           the engine's fwd/bwd/opt split, host syncs per step, memory
+#                           the engine's fwd/bwd/opt split, host syncs per step (steady and
+#                           at the stage change, and the lines that made them), memory;
+#                           GPU_CHECK_ENGINE_LLAMA=1 adds the Llama plan at batch 8 and 32
 #   3. bench/time_to_loss.py --scale base: a short equal-budget time-to-loss, baseline vs
 #                           the best CPU recipe (GPU_CHECK_TTL_METHODS)
 #   4. with two or more GPUs: a 2-process DDP run (torchrun) of the engine's short plan
@@ -185,10 +187,16 @@ else
 fi
 
 echo "== 2/4 the engine, stages cut short (bench/gpu_engine.py)"
-ENGINE=()
-[ "$TINY" = 1 ] && ENGINE=(--tiny) || ENGINE=(--steps 40 --batch-sizes 32,128)
-[ "$GPUS" = 0 ] && ENGINE+=(--device cpu)
-[ "${GPU_CHECK_COMPILE:-0}" = 1 ] && ENGINE+=(--compile --compile-backend "${GPU_CHECK_COMPILE_BACKEND:-inductor}")
+ENGINE_EXTRA=()
+[ "$GPUS" = 0 ] && ENGINE_EXTRA+=(--device cpu)
+[ "${GPU_CHECK_COMPILE:-0}" = 1 ] && ENGINE_EXTRA+=(--compile --compile-backend "${GPU_CHECK_COMPILE_BACKEND:-inductor}")
+if [ "$TINY" = 1 ]; then
+  ENGINE=(--tiny "${ENGINE_EXTRA[@]}")
+  LLAMA_ENGINE=(--tiny "${ENGINE_EXTRA[@]}")
+else
+  ENGINE=(--steps 40 --batch-sizes 32,128 "${ENGINE_EXTRA[@]}")
+  LLAMA_ENGINE=(--steps 40 --batch-sizes 8,32 "${ENGINE_EXTRA[@]}")
+fi
 T2=$(cap 120)
 if [ "$T2" -lt 20 ]; then
   echo "skipped: ${T2} s left of GPU_CHECK_LIMIT_S=$LIMIT"
@@ -197,6 +205,19 @@ elif timeout -k 10 "$T2" "$PY" bench/gpu_engine.py "${ENGINE[@]}" --write-plan "
   SUMMARY+=("engine $(grep '^gpu_engine: batch=' "$TMPD/2.txt" | sed 's/^gpu_engine: //' | paste -sd ';' -)")
 else
   SUMMARY+=("engine FAILED")
+fi
+# the SmolLM-shaped Llama plan in the engine too, when asked (GPU_CHECK_ENGINE_LLAMA=1): its
+# batch 32 x 512 holds as many tokens as BERT's 128 x 128
+if [ "${GPU_CHECK_ENGINE_LLAMA:-0}" = 1 ]; then
+  T2L=$(cap 120)
+  if [ "$T2L" -lt 20 ]; then
+    echo "skipped: ${T2L} s left of GPU_CHECK_LIMIT_S=$LIMIT"
+    SUMMARY+=("engine llama skipped (time)")
+  elif timeout -k 10 "$T2L" "$PY" bench/gpu_engine.py --plan sample_plans/llama-smollm-135m.toml "${LLAMA_ENGINE[@]}" | tee "$TMPD/2l.txt"; then
+    SUMMARY+=("engine llama $(grep '^gpu_engine: batch=' "$TMPD/2l.txt" | sed 's/^gpu_engine: //' | paste -sd ';' -)")
+  else
+    SUMMARY+=("engine llama FAILED")
+  fi
 fi
 
 echo "== 3/4 equal-budget time-to-loss (bench/time_to_loss.py)"

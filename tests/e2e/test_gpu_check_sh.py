@@ -257,3 +257,32 @@ def test_without_a_gpu_part_1_gets_no_compile_budget_and_own_flags_win(tmp_path:
     assert _budget(part1) == 120 and "--compile" not in part1
     part1 = _calls(tmp_path, "--tiny", "--compile", gpus=0)["bench/gpu_check.py"]
     assert _budget(part1) == 210 and part1[-1] == "--compile"
+
+
+def test_the_llama_plan_runs_in_the_engine_when_asked(tmp_path: Path) -> None:
+    """GPU_CHECK_ENGINE_LLAMA=1: part 2 runs the SmolLM-shaped Llama plan after the BERT one,
+    at batch 8 and 32 (as many tokens as BERT's 32 and 128), with the same compile flags, and
+    the summary has its line; without it, BERT alone."""
+    wrapper, log = _recording_python(tmp_path, gpus=1)
+    env = _env(tmp_path, PYTHON=str(wrapper), GPU_CHECK_ENGINE_LLAMA="1", GPU_CHECK_COMPILE="1")
+    proc = subprocess.run(
+        ["bash", str(SCRIPT)], capture_output=True, text=True, timeout=120, env=env, cwd=tmp_path
+    )
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    engines = [ln.split() for ln in log.read_text().splitlines() if "gpu_engine.py" in ln]
+    assert len(engines) == 2
+    bert, llama = engines
+    assert "--plan" not in bert and bert[bert.index("--batch-sizes") + 1] == "32,128"
+    assert llama[llama.index("--plan") + 1] == "sample_plans/llama-smollm-135m.toml"
+    assert llama[llama.index("--batch-sizes") + 1] == "8,32"
+    assert "--compile" in bert and "--compile" in llama
+    last = proc.stdout.strip().splitlines()[-1]
+    assert "|engine batch=0 recorded|engine llama batch=0 recorded|" in last, last
+    plain = tmp_path / "plain"
+    plain.mkdir()
+    _calls(plain)
+    calls = (plain / "calls.log").read_text().splitlines()
+    assert [ln for ln in calls if "gpu_engine.py" in ln and "--plan" not in ln] == [
+        ln for ln in calls if "gpu_engine.py" in ln
+    ]
+    assert sum("gpu_engine.py" in ln for ln in calls) == 1
