@@ -109,6 +109,7 @@ def run_job(job: Job, device: str | None, threads: int | None, timeout: float) -
         if device:
             cmd += ["--device", device]
         t = time.monotonic()
+        launched = time.time()
         with open(job.log_path, "wb") as log:
             try:
                 rc = subprocess.run(
@@ -122,9 +123,35 @@ def run_job(job: Job, device: str | None, threads: int | None, timeout: float) -
             except subprocess.TimeoutExpired:
                 rc = 124
         secs = time.monotonic() - t
-    res = curve(job.plan, read_events(job.run_dir))
+    events = read_events(job.run_dir)
+    res = curve(job.plan, events)
     res.update({"seed": job.seed, "rc": rc, "process_s": secs, "reused": reused})
+    if not reused:
+        res["startup"] = startup(events, launched)
     return res
+
+
+STARTUP_MARKS = (
+    ("run_started", "started"),
+    ("stage_started", "stage 1"),
+    ("step", "first step event"),
+)
+
+
+def startup(events: list[dict[str, Any]], launched: float) -> dict[str, float]:
+    """Seconds from the process's launch to its first run_started, stage_started and step
+    events (those it reached): where a slow start goes (imports and data before the first,
+    the model, a step-0 checkpoint before the second, the first steps before the third)."""
+    out: dict[str, float] = {}
+    for kind, label in STARTUP_MARKS:
+        first = next((ev for ev in events if ev.get("type") == kind and "t" in ev), None)
+        if first is not None:
+            out[label] = float(first["t"]) - launched
+    return out
+
+
+def startup_text(marks: dict[str, float]) -> str:
+    return ", ".join(f"{label} +{s:.0f} s" for label, s in marks.items()) or "no event"
 
 
 def run_jobs(
@@ -158,7 +185,11 @@ def run_jobs(
         if res["rc"] != 0:
             print(f"time_to_loss: {job.label} exited {res['rc']}; see {job.log_path}", flush=True)
         final = res["evals"][-1]["val_loss"] if res["evals"] else float("nan")
-        how = "reused" if res["reused"] else f"{res['process_s']:.0f} s process"
+        how = (
+            "reused"
+            if res["reused"]
+            else f"{res['process_s']:.0f} s process: {startup_text(res['startup'])}"
+        )
         print(
             f"time_to_loss:   seed {job.seed} {job.label}: {res['wall_s']:.0f} s training "
             f"({how}), final val {final:.3f}",

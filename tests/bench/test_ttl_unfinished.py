@@ -55,3 +55,22 @@ def test_a_method_cut_short_gets_no_speedup_and_the_table_says_so() -> None:
     finished = {"baseline": _res([7.0, 6.0]), "mslt": _res([6.5, 5.9])}
     analyse(finished)
     assert finished["mslt"]["speedup_wall"] and finished["mslt"]["speedup_wall"] > 1.0
+
+
+def test_startup_says_when_each_first_event_came_after_the_launch() -> None:
+    """On a fresh H200 the first baseline spent 65-130 s before its first step and nothing
+    said where: each run's line now says when it started, entered stage 1 and first stepped."""
+    from ttl_runs import startup, startup_text
+
+    events = [
+        {"type": "run_started", "t": 103.0},
+        {"type": "checkpoint", "t": 110.0},
+        {"type": "stage_started", "t": 111.5},
+        {"type": "step", "t": 140.0},
+        {"type": "step", "t": 141.0},
+    ]
+    marks = startup(events, launched=100.0)
+    assert marks == {"started": 3.0, "stage 1": 11.5, "first step event": 40.0}
+    assert startup_text(marks) == "started +3 s, stage 1 +12 s, first step event +40 s"
+    assert startup_text(startup(events[:1], launched=100.0)) == "started +3 s"
+    assert startup_text({}) == "no event"
