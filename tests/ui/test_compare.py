@@ -320,8 +320,17 @@ async def test_compare_many_runs_baseline_target_whole_names_and_selection(
         await pilot.pause()
         c = screen.comparison
         assert c.target is not None and c.runs[c.target].name == base.name
+
         # whole in the list and in the table (the table fills in after the runs are read)
-        await wait_for(pilot, lambda: all(screen_text(app).count(n) >= 2 for n in names))
+        def whole() -> bool:
+            return all(screen_text(app).count(n) >= 2 for n in names)
+
+        try:
+            await wait_for(pilot, whole)
+        except AssertionError:  # say what was on screen (this failed twice in CI, never here)
+            text = screen_text(app)
+            shown = [ln.strip() for ln in text.splitlines() if "-2026010" in ln]
+            raise AssertionError({n: text.count(n) for n in names}, shown) from None
         table = screen.query_one("#compare-table", DataTable)
         assert table.row_count == 6 and table.max_scroll_y == 0  # every verdict row shows
         sel = screen.query_one(SelectionList)
@@ -332,3 +341,35 @@ async def test_compare_many_runs_baseline_target_whole_names_and_selection(
         }
         off, on = prompts[str(runs / names[1])], prompts[str(runs / names[2])]
         assert "dim" in str(off.style) and "bold" in str(on.style)  # type: ignore[union-attr]
+
+
+async def test_compare_names_stay_whole_when_the_run_list_scrolls(tmp_path: Path) -> None:
+    """More runs than the list has rows: its scrollbar takes two columns, and the run list is
+    sized for it, so the longest names (whose tails, the launch times, tell runs of one plan
+    apart) still show whole instead of losing their last digits."""
+    from textual.widgets import SelectionList
+    from ui_fixtures import set_mtime
+
+    runs = tmp_path / "runs"
+    names = []
+    for k in range(60):
+        run = _run_of(
+            runs / f"mslt-emb-late-coalesce-v{k:02d}-20260102-0000{k:02d}", GROW_PLAN, 500.0, 0.05
+        )
+        set_mtime(run, 2000.0 + k)
+        names.append(run.name)
+    app = GrowCockpitApp(runs_root=runs, workdir=tmp_path)
+    async with app.run_test(size=(160, 48)) as pilot:
+        await pilot.pause()
+        app.push_screen(CompareScreen(runs, [runs / names[-1], runs / names[-2]]))
+        await wait_for(pilot, lambda: isinstance(app.screen, CompareScreen))
+        screen = app.screen
+        assert isinstance(screen, CompareScreen)
+        await wait_for(pilot, lambda: len(screen.comparison.runs) == 2)
+        sel = screen.query_one(SelectionList)
+        await wait_for(pilot, lambda: sel.show_vertical_scrollbar)
+        await pilot.pause()
+        listed = [ln for ln in screen_text(app).splitlines() if "mslt-emb" in ln]
+        assert len(listed) >= 30
+        for line in listed:
+            assert any(n in line for n in names), line  # every visible name whole

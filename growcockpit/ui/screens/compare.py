@@ -53,7 +53,7 @@ TARGET_MARKER = "hd"  # half blocks: thicker than the others' braille
 
 
 SIDE_MIN = 26  # the run list's width: at least this, the longest name + SIDE_EXTRA
-SIDE_EXTRA = 8  # (toggle, border, scrollbar), up to 2/5 of the screen
+SIDE_EXTRA = 10  # toggle 4, border 2, padding 2, a scrollbar 2; up to 2/5 of the screen
 
 
 def run_prompt(name: str, colour: str | None, room: int) -> Text:
