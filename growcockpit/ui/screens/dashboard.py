@@ -46,7 +46,7 @@ from growcockpit.ui.widgets import (
     TimingPanel,
 )
 from growcockpit.ui.widgets.console import ConsolePanel
-from growcockpit.ui.widgets.loss_plot import AxisPlot
+from growcockpit.ui.widgets.loss_plot import axis_plots
 
 TEXT_FLUSH_S = 0.25  # ≤ 4 Hz
 PLOT_FLUSH_S = 0.5  # ≤ 2 Hz
@@ -199,14 +199,14 @@ class DashboardScreen(DashboardViews):
         """Every plot to the next x axis the run's log can draw (step, tokens, time, FLOPs)."""
         with self.state_lock:
             axis = next_axis(self.state, self.query_one(LossPlot).axis)
-        for plot in self.query(AxisPlot):
+        for plot in axis_plots(self):
             plot.axis = axis
         self.notify(self.query_one(LossPlot).view.axis_text(), timeout=2)
         self.flush_plot()
 
     def action_zoom(self, by: int) -> None:
         """[ halves the window (the latest half of the x range), ] doubles it, 0 shows all."""
-        for plot in self.query(AxisPlot):
+        for plot in axis_plots(self):
             plot.zoom = plot.view.zoomed(by).zoom if by else 0
         self.flush_plot()
 

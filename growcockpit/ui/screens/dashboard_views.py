@@ -46,7 +46,7 @@ from growcockpit.ui.screens.prompt import PromptScreen
 from growcockpit.ui.widgets.filtered_log import FilteredLog
 from growcockpit.ui.widgets.heatmap import LayerHeatmap
 from growcockpit.ui.widgets.layer_table import LayerTable
-from growcockpit.ui.widgets.loss_plot import AxisPlot, LossPlot
+from growcockpit.ui.widgets.loss_plot import LossPlot, axis_plots
 from growcockpit.ui.widgets.run_header import RunHeader
 
 NOTES_POLL_S = 3.0
@@ -89,7 +89,7 @@ class DashboardViews(DashboardCommands):
             table.view_filter = view_filter
         for log in self.query(FilteredLog):
             log.set_filter(view_filter)
-        for plot in self.query(AxisPlot):
+        for plot in axis_plots(self):
             plot.set_filter(view_filter)
         for heatmap in self.query(LayerHeatmap):
             heatmap.set_filter(view_filter)

@@ -6,7 +6,10 @@ it leaves empty says so in the frame and counts what it kept in the border."""
 
 from __future__ import annotations
 
+from abc import abstractmethod
+
 from textual import events
+from textual.dom import DOMNode
 from textual.reactive import reactive
 from textual_plotext import PlotextPlot
 
@@ -77,8 +80,9 @@ class AxisPlot(PlotextPlot):
     def title_text(self) -> str:
         return f"{self.TITLE} · {self.view.axis_text()}  {MARKER_LEGEND}"
 
+    @abstractmethod
     def curves(self, state: RunState, max_points: int) -> Curves:
-        raise NotImplementedError  # each plot says what it draws
+        """Each plot's: the curves it draws from the state, at most `max_points` each."""
 
     def style(self, name: str) -> tuple[str, str]:
         """(legend label, theme colour variable) of a curve."""
@@ -119,6 +123,11 @@ class AxisPlot(PlotextPlot):
             plt.title(shown.empty_text(self.view_filter))
         self.refresh()
         return True
+
+
+def axis_plots(node: DOMNode) -> list[AxisPlot]:
+    """The axis plots under `node` (AxisPlot is abstract, so a typed query cannot name it)."""
+    return [plot for plot in node.query(PlotextPlot) if isinstance(plot, AxisPlot)]
 
 
 class LossPlot(AxisPlot):
