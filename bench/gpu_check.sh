@@ -225,7 +225,8 @@ if [ "$TINY" = 1 ]; then
   # the two runs side by side (one thread each): the smoke test waits for one, not two
   TTL=(--quick --family bert --methods "$TTL_METHODS" --seeds 0 --threads 1 --parallel 2 --timeout-s 120)
 else
-  # per run: the first one also builds the corpus' tokenizer and cache (~40 s on an H200)
+  # per run: on a fresh H200 the first run's process took 65-130 s before its first step
+  # (the second ~23 s; time_to_loss prints where the start-up went)
   TTL=(--scale base --family bert --methods "$TTL_METHODS" --budget "$TTL_BUDGET" --seeds 0 --timeout-s 150)
 fi
 T3=$(cap 240)
