@@ -116,6 +116,7 @@ class Trainer:
         self.levels: dict[int, LevelSnapshot] = {}  # open levels, by coalesce stage (plan walk)
         self.recipes = StageRecipes()
         self.plateau: PlateauTrigger | None = None  # advance = "plateau": asked after each step
+        self.evaluated_at: int | None = None  # the step of the latest evaluation
 
     # ---- the run -----------------------------------------------------------------
     def run(self) -> str:
@@ -356,6 +357,7 @@ class Trainer:
         return mean_val_loss(self.model, batches, self.device, self.steps.autocast())
 
     def evaluate(self) -> None:
+        self.evaluated_at = self.pos.step
         batches = self.data.val_batches(self.plan.optim.batch_size, self.plan.metrics.eval_batches)
         autocast = self.steps.autocast()
         event = eval_event(
@@ -399,9 +401,18 @@ class Trainer:
         self.last_loss = outcome.loss
         self.pause_if_skipped(outcome)
 
+    def final_evaluation(self) -> None:
+        """Evaluate at the last step unless the periodic evaluation just did: a run's final
+        validation loss (what compare, the pin and a race's rung read) is then its own,
+        never up to `eval_every_steps - 1` steps old."""
+        enabled = self.plan.metrics.eval_every_steps > 0
+        if enabled and self.pos.step > 0 and self.evaluated_at != self.pos.step:
+            self.evaluate()
+
     def finish(self) -> str:
         self.prefetch.close()
         self.flush_steps()
+        self.final_evaluation()
         status = "stopped" if self.stopping else "completed"
         if self.stopping:
             self.checkpoint("stop")
