@@ -11,9 +11,11 @@ loss curves flatten.
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from dataclasses import dataclass
 
+from growcockpit.compare.comparable import mismatches, not_comparable
 from growcockpit.compare.progress import EvalPoint, RunProgress
 
 SLOPE_EVALS = 4  # evaluations the "at the current slope" projection fits
@@ -39,6 +41,7 @@ class Verdict:
     speedup_flops: float | None
     more_steps: int | None  # projected steps still needed (not reached, loss falling)
     text: str
+    mismatches: tuple[str, ...] = ()  # why the run measures another loss (compare/comparable.py)
 
 
 def first_reach(points: list[EvalPoint], target: float) -> Reach | None:
@@ -107,6 +110,12 @@ def verdict(run: RunProgress, target: RunProgress) -> Verdict:
     final = run.final_val_loss
     if goal is None:
         return _verdict(run, target, f"{target.name} has no evaluation yet: no target")
+    found = [] if run is target else mismatches(run.plan, target.plan)
+    if found:
+        text = not_comparable(found, target.name)
+        return dataclasses.replace(
+            _verdict(run, target, text), mismatches=tuple(m.text for m in found)
+        )
     if final is None:
         return _verdict(run, target, "no evaluation yet")
     own = first_reach(target.evals, goal)

@@ -18,10 +18,11 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+from growcockpit.compare.comparable import mismatches
 from growcockpit.plan import Plan, PlanError, dump_plan, estimate_cost, plan_from_dict
 from growcockpit.plan.cost import block_params
 from growcockpit.plan.overrides import apply_overrides, overridden_plan, parse_override
-from growcockpit.plan.save import update_text
+from growcockpit.plan.save import plan_to_dict, update_text
 from growcockpit.race.control import ControlError, control_tables
 from growcockpit.race.halving import rung_computes
 
@@ -208,6 +209,7 @@ def build_race(
             except PlanError as exc:
                 raise RaceError(f"the full-depth baseline: {exc}") from None
             made.append((_label(plan.name, sets), plan.name, sets, True, plan, dump_plan(plan)))
+    _refuse_incomparable(made)
     controls = _controls(made, grown)
     made += [m for m, _ in controls]
     labels = [m[0] for m in made]
@@ -231,6 +233,21 @@ def build_race(
     return RaceSpec(
         candidates, seeds, eta, keep, budget_fraction, budget, rungs, finish, vary, control
     )
+
+
+def _refuse_incomparable(made: list[Made]) -> None:
+    """Every candidate's loss must measure what the first one's does: a rung ranks them."""
+    first = plan_to_dict(made[0][4])
+    for label, _, sets, _, plan, _ in made[1:]:
+        found = mismatches(plan_to_dict(plan), first)
+        if found:
+            facts = "; ".join(m.text for m in found)
+            how = f" (with {' '.join(sets)})" if sets else ""
+            raise RaceError(
+                f"{label}{how} measures another validation loss than {made[0][0]} ({facts}); "
+                "race plans that share family, tokenizer, data, validation split and sequence "
+                "length, and race the others separately"
+            )
 
 
 def _controls(

@@ -14,10 +14,12 @@ Nothing here knows Textual; the dashboard loads pins in a worker.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from growcockpit.compare import EvalPoint, load_progress
+from growcockpit.compare.comparable import mismatches
 from growcockpit.protocol.rundir import RunPaths
 from growcockpit.protocol.safe_fs import RunDirError
 from growcockpit.session.catalog import RunEntry, list_runs
@@ -40,6 +42,7 @@ class PinnedBaseline:
     evals: tuple[EvalPoint, ...]
     status: str = "running"
     mtime_ns: int = 0
+    plan: dict[str, Any] = field(default_factory=dict)  # as launched: what its loss measures
 
     @property
     def final(self) -> float | None:
@@ -88,7 +91,8 @@ def load_pinned(run_dir: Path) -> PinnedBaseline:
             f"{path.name}: ended ({progress.status}) without a validation loss, so nothing to "
             "compare with; pin a run that evaluates (metrics.eval_every_steps)"
         )
-    return PinnedBaseline(path, path.name, tuple(progress.evals), progress.status, mtime)
+    evals = tuple(progress.evals)
+    return PinnedBaseline(path, path.name, evals, progress.status, mtime, progress.plan)
 
 
 def candidates(runs_root: Path, current: Path) -> list[RunEntry]:
@@ -111,6 +115,10 @@ def standing(pin: PinnedBaseline, state: RunData, axis: Axis) -> str:
     if target is None:
         return f"{pin.label()}: no validation loss yet"
     head = f"{pin.label()} {'final' if pin.status != 'running' else 'latest'} {target:.3f}"
+    found = mismatches(state.plan_dict, pin.plan)
+    if found:
+        facts = "; ".join(m.text for m in found)
+        return f"{head}: not comparable ({facts}): a different loss, no ratio"
     steps = [float(s) for s, v in zip(state.val.xs, state.val.ys, strict=True) if v <= target]
     if not steps:
         if not state.val.ys:

@@ -70,3 +70,15 @@ def test_errors_name_the_key(tmp_path: Path) -> None:
     with pytest.raises(RaceError, match="nothing to race"):
         build_race([PLAN], [], [0], tmp_path, budget_fraction=0.1, keep=2)
     assert tomllib.loads(PLAN.read_text())["metrics"]["eval_every_steps"] == 2
+
+
+def test_candidates_measuring_another_loss_are_refused(tmp_path: Path) -> None:
+    """A rung ranks losses: a candidate at another sequence length or vocab scores another
+    quantity, so the race refuses it rather than cut by it."""
+    with pytest.raises(RaceError, match=r"sequence length 16 vs 32.*race the others separately"):
+        build_race([PLAN], ["data.seq_len=32,16"], [0], tmp_path, budget_fraction=0.1)
+    with pytest.raises(RaceError, match="vocab 500 vs 2000"):
+        build_race(
+            [PLAN], ["data.tokenizer=train:2000,train:500"], [0], tmp_path, budget_fraction=0.1
+        )
+    build_race([PLAN], ["optim.batch_size=4,8"], [0], tmp_path, budget_fraction=0.1, write=False)

@@ -157,7 +157,7 @@ def test_no_evaluation_yet() -> None:
 
 def test_unknown_plan_gives_wall_time_only() -> None:
     evs = make_events([(4, [0, 1, 2, 3], 100, 100.0)], linear(0.05))
-    evs[0] = RunStarted(run_id="r", plan={"name": "broken", "model": {"family": "nope"}})
+    evs[0] = RunStarted(run_id="r", plan={"name": "broken", "model": "nope"})
     run = fold_events("x", evs)
     base = fold_events("b", make_events([(4, [0, 1, 2, 3], 100, 200.0)], linear(0.05)))
     v = verdict(run, base)

@@ -83,6 +83,19 @@ def test_standing_says_when_the_run_reached_the_baseline_and_how_much_sooner(
     assert standing(base, RunState(), "step").endswith("this run has no validation loss yet")
 
 
+def test_standing_gives_no_ratio_against_a_baseline_measuring_another_loss(
+    tmp_path: Path,
+) -> None:
+    base = load_pinned(_run(tmp_path, "baseline", BASE, 0.05))
+    events = make_events(GROWN, linear(0.08))
+    plan = dict(events[0].plan)  # type: ignore[attr-defined]
+    events[0].plan = {**plan, "model": {**plan["model"], "family": "llama"}}  # type: ignore[attr-defined]
+    line = standing(base, _state(events), "step")
+    assert line == (
+        "baseline final 5.000: not comparable (family llama vs gpt2): a different loss, no ratio"
+    )
+
+
 def test_loss_curves_draw_the_pin_and_the_filter_names_it(tmp_path: Path) -> None:
     base = load_pinned(_run(tmp_path, "baseline", BASE, 0.05))
     state: RunData = _state(make_events(GROWN, linear(0.08)))
