@@ -61,9 +61,32 @@ def ranked(values: Mapping[str, float | None]) -> list[str]:
     return [key for key, _ in sorted(values.items(), key=_order_key)]
 
 
+def tied(a: float | None, b: float | None) -> bool:
+    """Identical scores (to float noise): no measurement tells the two apart."""
+    if a is None or b is None or not (math.isfinite(a) and math.isfinite(b)):
+        return False
+    return math.isclose(a, b, rel_tol=1e-9, abs_tol=0.0)
+
+
 def cut(values: Mapping[str, float | None], eta: int, keep: int) -> list[str]:
-    """The candidates that go on from a rung where `values` were measured, best first."""
-    return ranked(values)[: survivors_after(len(values), eta, keep)]
+    """The candidates that go on from a rung where `values` were measured, best first.
+
+    A tie at the boundary is kept whole: a candidate whose score equals the last
+    survivor's goes on too (the next rung, or the full budget, tells them apart), never
+    cut by its name's place in the order."""
+    order = ranked(values)
+    n = survivors_after(len(values), eta, keep)
+    while n < len(order) and tied(values[order[n - 1]], values[order[n]]):
+        n += 1
+    return order[:n]
+
+
+def best_tied(values: Mapping[str, float | None]) -> list[str]:
+    """The candidates that share the best score (one, unless the best is a tie)."""
+    order = ranked(values)
+    if not order:
+        return []
+    return [k for k in order if k == order[0] or tied(values[order[0]], values[k])]
 
 
 def value_at(points: Sequence[Point], compute: float, *, finished: bool = False) -> float | None:

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import json
 import math
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -18,7 +18,7 @@ import optuna
 from optuna.trial import TrialState
 
 from growcockpit.race.candidates import Candidate, RaceSpec
-from growcockpit.race.halving import Point, Speedup, first_reach_flops, ranked
+from growcockpit.race.halving import Point, Speedup, best_tied, first_reach_flops
 from growcockpit.race.runs import RunState, run_state
 from growcockpit.race.study import trials_by_key
 
@@ -48,6 +48,7 @@ class RaceResult:
     race_flops: float
     winner: str | None
     speedup: Speedup | None
+    tied: list[str] = field(default_factory=list)  # the best share one score: no winner
 
     def to_dict(self) -> dict[str, Any]:
         out = asdict(self)
@@ -104,7 +105,8 @@ def race_result(spec: RaceSpec, study: optuna.Study) -> RaceResult:
     race_flops = sum(r.race_flops for r in rows)
     top = len(spec.rungs) - 1
     at_top = {r.key: r.rung_losses[top] for r in rows if r.rung_losses and r.state != "cut"}
-    winner = ranked(at_top)[0] if at_top and all(v is not None for v in at_top.values()) else None
+    known = bool(at_top) and all(v is not None for v in at_top.values())
+    winner, tie = _winner(at_top, rows) if known else (None, [])
     rows = [
         (Row(**{**asdict(r), "state": "winner"}) if r.key == winner and r.state == "racing" else r)
         for r in rows
@@ -116,7 +118,23 @@ def race_result(spec: RaceSpec, study: optuna.Study) -> RaceResult:
         race_flops,
         winner,
         _speedup(spec, rows, winner, race_flops),
+        tie,
     )
+
+
+def _winner(at_top: dict[str, float | None], rows: list[Row]) -> tuple[str | None, list[str]]:
+    """The best at the last rung; a tie there is broken by the tied candidates' full-budget
+    final losses (the next measurement), and while it is not, there is no winner."""
+    best = best_tied(at_top)
+    if len(best) == 1:
+        return best[0], []
+    finals = {r.key: r.final_loss for r in rows if r.key in best}
+    if all(v is not None for v in finals.values()):
+        after = best_tied(finals)
+        if len(after) == 1:
+            return after[0], []
+        return None, after
+    return None, best
 
 
 def _speedup(
@@ -166,6 +184,15 @@ def format_result(result: RaceResult) -> str:
 
 
 def verdict_line(result: RaceResult) -> str:
+    if result.tied:
+        names = ", ".join(result.tied)
+        ended = all(r.final_loss is not None for r in result.rows if r.key in result.tied)
+        if ended:
+            return f"tied: {names} end the full budget at the same loss; no winner, no speedup"
+        return (
+            f"tied at the last rung: {names} (the same loss); no winner and no speedup yet: "
+            "the full budget breaks the tie"
+        )
     if result.winner is None:
         return "no winner yet: the race has not reached its last rung"
     s = result.speedup
