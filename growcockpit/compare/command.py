@@ -5,9 +5,9 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from growcockpit.compare.gated import gated_verdicts
 from growcockpit.compare.progress import RunProgress, load_progress
 from growcockpit.compare.report import format_text, to_json
-from growcockpit.compare.verdict import verdicts
 from growcockpit.protocol.rundir import RunPaths
 
 
@@ -54,7 +54,7 @@ def compare(dirs: list[Path], target: Path | None = None, as_json: bool = False)
             "pick a target run that has evaluated (--target) or wait for its first evaluation"
         )
     shown = runs[: len(dirs)]
-    results = verdicts(shown, goal)
+    gated = gated_verdicts(shown, goal)
     if as_json:
-        return json.dumps(to_json(shown, results, goal), indent=2)
-    return format_text(shown, results, goal)
+        return json.dumps(to_json(shown, gated, goal), indent=2)
+    return format_text(shown, gated, goal)

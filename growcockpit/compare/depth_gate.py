@@ -99,7 +99,7 @@ def depth_gate(
     if pays:
         text = (
             f"depth pays at this budget: the {L}-layer baseline ends {best.median - baseline.median:.3f} "
-            f"below the best fixed control ({best.layers} layers), more than {what} {need:.3f}"
+            f"below the best fixed control ({_layers(best.layers)}), more than {what} {need:.3f}"
         )
     elif best.median <= baseline.median:
         text = (
@@ -122,6 +122,10 @@ def depth_gate(
         by_spread,
         text,
     )
+
+
+def _layers(n: int) -> str:
+    return f"{n} layer" if n == 1 else f"{n} layers"
 
 
 def control_depths(final_layers: int) -> list[int]:

@@ -16,7 +16,7 @@ full-width block forward over the step's tokens.
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -124,9 +124,12 @@ def stage_flops_per_token(plan: Plan, ev: StageStarted) -> float:
     return _stage_cost(plan, ev) * _block_fwd_flops_per_token(plan)
 
 
-def _plan_of(data: dict[str, Any] | None) -> Plan | None:
+def plan_of(data: Mapping[str, Any] | None) -> Plan | None:
+    """The plan an event carries (not validated: it ran), None when it cannot be read."""
+    if not data:
+        return None
     try:
-        return plan_from_dict(dict(data or {}), validate=False)
+        return plan_from_dict(dict(data), validate=False)
     except (PlanError, TypeError, ValueError):
         return None
 
@@ -148,7 +151,7 @@ def fold_events(name: str, events: Iterable[Event]) -> RunProgress:
             if isinstance(ev, RunStarted):
                 run.plan_name = str((ev.plan or {}).get("name", ""))
                 run.plan = dict(ev.plan or {})
-            changed = _plan_of(ev.plan)
+            changed = plan_of(ev.plan)
             if changed is not None or isinstance(ev, RunStarted):
                 plan = changed
             if plan is not None:

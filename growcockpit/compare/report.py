@@ -5,8 +5,8 @@ from __future__ import annotations
 from dataclasses import asdict
 from typing import Any
 
+from growcockpit.compare.gated import Gated
 from growcockpit.compare.progress import RunProgress
-from growcockpit.compare.verdict import Verdict
 
 
 def _flops(value: float | None) -> str:
@@ -18,19 +18,23 @@ def _flops(value: float | None) -> str:
     return f"{value:.3g}"
 
 
-def format_text(runs: list[RunProgress], results: list[Verdict], target: RunProgress) -> str:
-    """One line per run: plan, steps, training time, estimated FLOPs, final val loss, verdict."""
+def format_text(runs: list[RunProgress], gated: Gated, target: RunProgress) -> str:
+    """One line per run: plan (and its role), steps, training time, estimated FLOPs, final
+    val loss, verdict; then the depth gate's line."""
     goal = target.final_val_loss
     head = f"target: {target.name}'s final validation loss " + (
         f"{goal:.3f} (step {target.evals[-1].step})" if goal is not None else "(none yet)"
     )
     rows = [("run", "plan", "steps", "train s", "est. FLOPs", "final val", "verdict")]
-    for run, v in zip(runs, results, strict=True):
+    for run, v, role in zip(runs, gated.verdicts, gated.roles, strict=True):
+        plan = run.plan_name or "-"
+        if role.startswith("control"):
+            plan += f" [{role}]"
         total = f"/{run.total_steps}" if run.total_steps and run.status == "running" else ""
         rows.append(
             (
                 run.name,
-                run.plan_name or "-",
+                plan,
                 f"{run.step}{total}",
                 f"{run.wall_s:.0f}",
                 _flops(run.flops),
@@ -42,12 +46,16 @@ def format_text(runs: list[RunProgress], results: list[Verdict], target: RunProg
     lines = [head]
     for r in rows:
         lines.append("  ".join(c.ljust(w) for c, w in zip(r, widths, strict=False)) + "  " + r[-1])
+    lines.append(gated.note)
     return "\n".join(line.rstrip() for line in lines)
 
 
-def to_json(runs: list[RunProgress], results: list[Verdict], target: RunProgress) -> dict[str, Any]:
+def to_json(runs: list[RunProgress], gated: Gated, target: RunProgress) -> dict[str, Any]:
+    gate = gated.gate
     return {
         "target": {"run": target.name, "final_val_loss": target.final_val_loss},
+        "depth_gate": None if gate is None else {**asdict(gate), "pays": gate.pays},
+        "depth_gate_text": gated.note,
         "runs": [
             {
                 "run": run.name,
@@ -58,8 +66,9 @@ def to_json(runs: list[RunProgress], results: list[Verdict], target: RunProgress
                 "train_seconds": run.wall_s,
                 "estimated_flops": run.flops,
                 "evals": [asdict(p) for p in run.evals],
+                "role": role,
                 "verdict": asdict(v),
             }
-            for run, v in zip(runs, results, strict=True)
+            for run, v, role in zip(runs, gated.verdicts, gated.roles, strict=True)
         ],
     }

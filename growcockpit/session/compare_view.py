@@ -20,8 +20,8 @@ from growcockpit.compare import (
     TrainPoint,
     Verdict,
     load_progress,
-    verdicts,
 )
+from growcockpit.compare.gated import gated_verdicts
 from growcockpit.session.fold.axes import AXES, Axis
 from growcockpit.session.plot_view import Curves, PlotView, shape
 from growcockpit.session.smoothing import twema
@@ -34,6 +34,7 @@ class Comparison:
     runs: list[RunProgress]
     target: int | None
     verdicts: list[Verdict]
+    gate: str = ""  # the depth gate's line where fixed-size controls are compared
 
     @property
     def target_loss(self) -> float | None:
@@ -78,8 +79,10 @@ def compare(runs: list[RunProgress], target: int | None) -> Comparison:
     """The verdicts of `runs` against run `target` (None: `default_target`)."""
     if target is None or not 0 <= target < len(runs) or not runs[target].evals:
         target = default_target(runs)
-    results = verdicts(runs, runs[target]) if target is not None else []
-    return Comparison(runs, target, results)
+    if target is None:
+        return Comparison(runs, target, [])
+    gated = gated_verdicts(runs, runs[target])
+    return Comparison(runs, target, gated.verdicts, gated.note if gated.gate else "")
 
 
 def short_verdict(v: Verdict) -> str:

@@ -231,6 +231,7 @@ class CompareScreen(Screen[None]):
         table = self.query_one("#compare-table", DataTable)
         table.clear(columns=True)
         c = self.comparison
+        table.border_subtitle = "" if self.show_diff else c.gate
         if self.show_diff:
             self._diff_table(table)
             return
