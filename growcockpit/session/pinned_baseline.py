@@ -20,6 +20,9 @@ from typing import Any
 
 from growcockpit.compare import EvalPoint, load_progress
 from growcockpit.compare.comparable import mismatches
+from growcockpit.compare.controls import control_depth, fixed_depth
+from growcockpit.compare.depth_gate import DepthArm, depth_gate
+from growcockpit.compare.progress import plan_of
 from growcockpit.protocol.rundir import RunPaths
 from growcockpit.protocol.safe_fs import RunDirError
 from growcockpit.session.catalog import RunEntry, list_runs
@@ -119,6 +122,9 @@ def standing(pin: PinnedBaseline, state: RunData, axis: Axis) -> str:
     if found:
         facts = "; ".join(m.text for m in found)
         return f"{head}: not comparable ({facts}): a different loss, no ratio"
+    gate = _gate(pin, state)
+    if gate is not None:
+        return f"{head}: this run is a control, {gate}"
     steps = [float(s) for s, v in zip(state.val.xs, state.val.ys, strict=True) if v <= target]
     if not steps:
         if not state.val.ys:
@@ -133,6 +139,18 @@ def standing(pin: PinnedBaseline, state: RunData, axis: Axis) -> str:
     ratio = base_xs[-1] / reached
     pace = f"{ratio:.2f}× sooner" if ratio >= 1.0 else f"{1.0 / ratio:.2f}× later"
     return f"{head}: reached at {where}, {pace}"
+
+
+def _gate(pin: PinnedBaseline, state: RunData) -> str | None:
+    """The depth gate's line when this run is a fixed-size control of the pinned baseline
+    (compare/controls.py) and both have ended: one seed each, against the stated margin."""
+    depth = control_depth(state.plan_dict, pin.plan)
+    base = plan_of(pin.plan)
+    layers = fixed_depth(base) if base is not None else None
+    ended = pin.status == "completed" and state.status == "completed"
+    if depth is None or layers is None or not ended or pin.final is None or not state.val.ys:
+        return None
+    return depth_gate(DepthArm(layers, (pin.final,)), [DepthArm(depth, (state.val.ys[-1],))]).text
 
 
 def _fmt(axis: Axis, x: float) -> str:

@@ -96,6 +96,22 @@ def test_standing_gives_no_ratio_against_a_baseline_measuring_another_loss(
     )
 
 
+def test_a_control_that_ends_below_the_pinned_baseline_says_depth_does_not_pay(
+    tmp_path: Path,
+) -> None:
+    base = load_pinned(_run(tmp_path, "baseline", BASE, 0.05))  # final 5.0
+    events = make_events([(1, [0], 100, 25.0)], linear(0.06))  # a 1-layer model, ends at 4.0
+    plan = dict(events[0].plan)  # type: ignore[attr-defined]
+    one = {**plan["stages"][0], "layers": 1}
+    events[0].plan = {**plan, "model": {**plan["model"], "final_layers": 1}, "stages": [one]}  # type: ignore[attr-defined]
+    assert standing(base, _state(events), "step") == (
+        "baseline final 5.000: this run is a control, depth does not pay at this budget: "
+        "a fixed 1-layer model ends lowest; no growth speedup is claimed"
+    )
+    live = _state(events[:-1])  # still training: no verdict on depth yet
+    assert "control" not in standing(base, live, "step")
+
+
 def test_loss_curves_draw_the_pin_and_the_filter_names_it(tmp_path: Path) -> None:
     base = load_pinned(_run(tmp_path, "baseline", BASE, 0.05))
     state: RunData = _state(make_events(GROWN, linear(0.08)))
