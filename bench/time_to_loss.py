@@ -126,6 +126,12 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     )
     ap.add_argument("--layers", type=int, help="final depth (default: the scale's)")
     ap.add_argument("--hidden", type=int, help="width (default: the scale's)")
+    ap.add_argument("--heads", type=int, help="attention heads (default: the scale's)")
+    ap.add_argument("--batch", type=int, help="batch size in sequences (default: the scale's)")
+    ap.add_argument("--vocab", type=int, help="trained tokenizer's vocab (default: the scale's)")
+    ap.add_argument(
+        "--eval-batches", type=int, help="validation batches per evaluation (default: the scale's)"
+    )
     ap.add_argument("--evals", type=int, help="evaluations of the baseline (about; 40 / 20)")
     ap.add_argument("--device", help="passed to growcockpit train (default: cuda if available)")
     ap.add_argument("--threads", type=int, help="OMP_NUM_THREADS for the runs")
@@ -156,6 +162,10 @@ def family_size(args: argparse.Namespace, scale: str, family: str) -> Size:
             ("lr", args.lr),
             ("layers", args.layers),
             ("hidden", args.hidden),
+            ("heads", args.heads),
+            ("batch", args.batch),
+            ("vocab", args.vocab),
+            ("eval_batches", args.eval_batches),
         )
         if v
     }
