@@ -149,12 +149,17 @@ def warm(timed: list[Timed], device: torch.device, steps: int) -> None:
         t.warm_s = time.perf_counter() - start
 
 
-def count_ops(rows: list[Row], plan: Plan, device: torch.device, most: int = 50) -> None:
-    """Eager: dispatched operators over one metrics cycle of the product (every cadence
-    fires once; at most `most` steps), two reference steps. Compiled: the profiler's
-    count over as many."""
+def metrics_cycle(plan: Plan, most: int = 50) -> int:
+    """Steps in which every metrics cadence (layer stats, layer timing, the step read) fires
+    at least once: each timed chunk and each operator count spans one, so that a chunk's
+    mean carries the metrics' cost in proportion (a shorter chunk would skip them)."""
     m = plan.metrics
-    cycle = max(1, min(most, max(m.every_steps, m.timing_every_steps, m.log_every_steps)))
+    return max(1, min(most, max(m.every_steps, m.timing_every_steps, m.log_every_steps)))
+
+
+def count_ops(rows: list[Row], device: torch.device, cycle: int) -> None:
+    """Eager: dispatched operators over one metrics cycle of the product, two reference
+    steps. Compiled: the profiler's count over as many."""
     cuda = device.type == "cuda"
     for r in rows:
         r.product.ops, r.product_ops = dispatched_ops(r.product.step, cycle)
@@ -265,8 +270,13 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--device", default=None)
     ap.add_argument("--compile", action="store_true", help="compiled twins too")
     ap.add_argument("--compile-backend", default="inductor")
-    ap.add_argument("--rounds", type=int, default=6)
-    ap.add_argument("--steps", type=int, default=4, help="steps per configuration per round")
+    ap.add_argument("--rounds", type=int, default=5)
+    ap.add_argument(
+        "--steps",
+        type=int,
+        default=None,
+        help="steps per configuration per round (default: one metrics cycle of the plan)",
+    )
     ap.add_argument("--warmup", type=int, default=3)
     ap.add_argument("--quick", action="store_true", help="2 rounds of 2 steps (the smoke test)")
     ap.add_argument("--json", type=Path, default=None)
@@ -278,7 +288,6 @@ def main(argv: list[str] | None = None) -> int:
         torch.device(args.device or ("cuda" if torch.cuda.is_available() else "cpu"))
     )
     scale = args.scale or ("full" if device.type == "cuda" else "cpu")
-    n_rounds, per_round = (2, 2) if args.quick else (args.rounds, args.steps)
     started = time.perf_counter()
     results: dict[str, dict[str, Any]] = {}
     for family in [f.strip() for f in args.plans.split(",") if f.strip()]:
@@ -288,9 +297,11 @@ def main(argv: list[str] | None = None) -> int:
         with tempfile.TemporaryDirectory(prefix="step-vs-ref-") as tmp:
             rows, nometrics = build_rows(plan, device, Path(tmp), args.compile, batches=4)
             timed = every_timed(rows, nometrics)
+            cycle = 2 if args.quick else metrics_cycle(plan)
             warm(timed, device, 1 if args.quick else args.warmup)
-            count_ops(rows, plan, device, 5 if args.quick else 50)
-            rounds(timed, device, n_rounds, per_round)
+            count_ops(rows, device, cycle)
+            n_rounds = 2 if args.quick else args.rounds
+            rounds(timed, device, n_rounds, args.steps or cycle)
             results[family] = report(family, rows, nometrics, args.compile)
             results[family]["plan"] = {
                 "path": str(PLANS[family]),
