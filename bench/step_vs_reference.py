@@ -1,0 +1,328 @@
+"""The product's training step against a compact reference loop of the same math, per stage.
+
+For each family's grown plan (GPT-2: sample_plans/gpt2-mslt.toml, BERT:
+mslt-bert-base.toml, Llama: llama-smollm-135m.toml) it times, interleaved in
+the same rounds (A/B/…/B/A, so drift hits all alike):
+
+* the product's step, through the engine itself (`Trainer.train_step`, the
+  trainer entered into the stage by `enter_stage`: bench/reference/pairs.py),
+  at full depth (the plan's own baseline: its final depth, all trained) and at
+  every stage, with the plan's per-layer metrics cadence;
+* the full-depth step again with the per-layer metrics off (their cost);
+* the reference loop (bench/reference/: fused QKV into SDPA, no hooks,
+  `F.cross_entropy` on the logits, the same AdamW, clip and autocast) loaded
+  with each configuration's weights, trainable set and frozen bottom;
+* with `--compile`, all of them again compiled (the product as
+  `[optim] compile = true` compiles it, the reference's whole loss with
+  `torch.compile`), as twins in the same rounds.
+
+It prints per configuration the step ms, tokens/s, `vs_reference` (the
+product's tokens/s over its reference's) and the operators per step of both
+(bench/reference/op_count.py: dispatched operators eager; the profiler's count
+compiled), the operators the product adds most, and the per-layer metrics' cost.
+
+    python bench/step_vs_reference.py                      # the three families, CPU shapes
+    python bench/step_vs_reference.py --plans bert --compile
+    python bench/step_vs_reference.py --scale tiny --quick # the CPU smoke test (seconds)
+    python bench/step_vs_reference.py --scale full         # GPT-2-small, BERT-Base, SmolLM (a GPU)
+
+Last line: `step_vs_reference: gpt2 vs_reference=0.97 ... bert ... llama ... device=...`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import sys
+import tempfile
+import time
+from collections import Counter
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+REPO = Path(__file__).resolve().parent.parent
+for _path in (REPO, REPO / "bench"):
+    if str(_path) not in sys.path:
+        sys.path.insert(0, str(_path))
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+
+import torch  # noqa: E402
+from gpu_configs import full_depth_baseline  # noqa: E402
+from reference.op_count import dispatched_ops, profiled_ops, top_differences  # noqa: E402
+from reference.pairs import Timed, reference_twin, timed_plan, tokens_per_step, trainer_at  # noqa: E402
+from reference.scales import SCALES, plan_at  # noqa: E402
+
+from growcockpit.backend.data.blocks import load_blocks  # noqa: E402
+from growcockpit.backend.device import prepare_device  # noqa: E402
+from growcockpit.backend.loop.engine import Trainer  # noqa: E402
+from growcockpit.plan import load_plan  # noqa: E402
+from growcockpit.plan.types import Plan  # noqa: E402
+
+PLANS = {
+    "gpt2": REPO / "sample_plans" / "gpt2-mslt.toml",
+    "bert": REPO / "sample_plans" / "mslt-bert-base.toml",
+    "llama": REPO / "sample_plans" / "llama-smollm-135m.toml",
+}
+
+
+@dataclass
+class Row:
+    """One configuration's product and reference, eager and (optionally) compiled."""
+
+    label: str
+    product: Timed
+    reference: Timed
+    compiled: tuple[Timed, Timed] | None = None
+    product_ops: Counter[str] = field(default_factory=Counter)
+    reference_ops: Counter[str] = field(default_factory=Counter)
+    count_steps: tuple[int, int] = (1, 1)
+
+
+def median_ms(t: Timed) -> float:
+    return statistics.median(t.chunk_ms) if t.chunk_ms else float("nan")
+
+
+def vs(product: Timed, reference: Timed) -> float:
+    return median_ms(reference) / median_ms(product)
+
+
+def product_step(t: Trainer) -> Any:
+    def step() -> None:
+        t.train_step()
+
+    return step
+
+
+def build_rows(
+    plan: Plan, device: torch.device, root: Path, compile_: bool, batches: int
+) -> tuple[list[Row], Timed]:
+    """The full-depth row, one row per stage, and the full-depth product without metrics."""
+    data = load_blocks(plan.data, plan.model.family, plan.seed)
+    base = full_depth_baseline(plan)
+    tokens = tokens_per_step(plan)
+    setups: list[tuple[str, Plan, int]] = [(f"full-{plan.model.final_layers}", base, 0)]
+    setups += [(f"{i + 1} {s.name}", plan, i) for i, s in enumerate(plan.stages)]
+    rows: list[Row] = []
+    for n, (label, p, stage) in enumerate(setups):
+        t = trainer_at(timed_plan(p, False, True), stage, data, device, root / f"{n}")
+        _, ref_step = reference_twin(t, batches, False)
+        row = Row(
+            label,
+            Timed(label, "product", False, product_step(t), tokens),
+            Timed(label, "reference", False, ref_step, tokens),
+        )
+        if compile_:
+            tc = trainer_at(timed_plan(p, True, True), stage, data, device, root / f"{n}c")
+            _, ref_c = reference_twin(tc, batches, True)
+            row.compiled = (
+                Timed(label, "product", True, product_step(tc), tokens),
+                Timed(label, "reference", True, ref_c, tokens),
+            )
+        rows.append(row)
+    quiet = trainer_at(timed_plan(base, False, False), 0, data, device, root / "nometrics")
+    nometrics = Timed(setups[0][0], "product-nometrics", False, product_step(quiet), tokens)
+    return rows, nometrics
+
+
+def every_timed(rows: list[Row], nometrics: Timed) -> list[Timed]:
+    out: list[Timed] = []
+    for r in rows:
+        out += [r.product, r.reference, *(r.compiled or ())]
+    return [*out, nometrics]
+
+
+def sync(device: torch.device) -> None:
+    if device.type == "cuda":
+        torch.cuda.synchronize(device)
+
+
+def warm(timed: list[Timed], device: torch.device, steps: int) -> None:
+    for t in timed:
+        sync(device)
+        start = time.perf_counter()
+        for _ in range(steps):
+            t.step()
+        sync(device)
+        t.warm_s = time.perf_counter() - start
+
+
+def metrics_cycle(plan: Plan, most: int = 50) -> int:
+    """Steps in which every metrics cadence (layer stats, layer timing, the step read) fires
+    at least once: each timed chunk and each operator count spans one, so that a chunk's
+    mean carries the metrics' cost in proportion (a shorter chunk would skip them)."""
+    m = plan.metrics
+    return max(1, min(most, max(m.every_steps, m.timing_every_steps, m.log_every_steps)))
+
+
+def count_ops(rows: list[Row], device: torch.device, cycle: int) -> None:
+    """Eager: dispatched operators over one metrics cycle of the product, two reference
+    steps. Compiled: the profiler's count over as many."""
+    cuda = device.type == "cuda"
+    for r in rows:
+        r.product.ops, r.product_ops = dispatched_ops(r.product.step, cycle)
+        r.reference.ops, r.reference_ops = dispatched_ops(r.reference.step, 2)
+        r.count_steps = (cycle, 2)
+        if r.compiled is not None:
+            r.compiled[0].ops = profiled_ops(r.compiled[0].step, cycle, cuda)
+            r.compiled[1].ops = profiled_ops(r.compiled[1].step, 2, cuda)
+
+
+def rounds(timed: list[Timed], device: torch.device, n_rounds: int, per_round: int) -> None:
+    """Interleaved rounds: every configuration runs `per_round` steps as one chunk per round,
+    in an order reversed every other round; each chunk's mean step is one sample."""
+    for rnd in range(n_rounds):
+        order = timed if rnd % 2 == 0 else list(reversed(timed))
+        for t in order:
+            sync(device)
+            start = time.perf_counter()
+            for _ in range(per_round):
+                t.step()
+            sync(device)
+            t.chunk_ms.append((time.perf_counter() - start) * 1e3 / per_round)
+
+
+def fmt_ops(x: float | None) -> str:
+    return "-" if x is None else f"{x:,.0f}"
+
+
+def report(family: str, rows: list[Row], nometrics: Timed, compiled: bool) -> dict[str, Any]:
+    head = "| config | product ms | reference ms | tok/s product | vs_reference | ops product | ops reference |"
+    if compiled:
+        head += " compiled product ms | compiled reference ms | compiled vs_reference | compiled ops product | compiled ops reference |"
+    print(f"\n{family}:\n{head}\n|{'---|' * head.count(' | ')}")
+    out: list[dict[str, Any]] = []
+    for r in rows:
+        p, ref = r.product, r.reference
+        line = (
+            f"| {r.label} | {median_ms(p):.2f} | {median_ms(ref):.2f} | "
+            f"{p.tokens / median_ms(p) * 1e3:,.0f} | {vs(p, ref):.3f} | "
+            f"{fmt_ops(p.ops)} | {fmt_ops(ref.ops)} |"
+        )
+        item: dict[str, Any] = {
+            "config": r.label,
+            "product_ms": median_ms(p),
+            "reference_ms": median_ms(ref),
+            "vs_reference": vs(p, ref),
+            "product_ops": p.ops,
+            "reference_ops": ref.ops,
+            "product_chunks_ms": p.chunk_ms,
+            "reference_chunks_ms": ref.chunk_ms,
+            "extra_ops": top_differences(r.product_ops, r.reference_ops, r.count_steps),
+        }
+        if r.compiled is not None:
+            cp, cr = r.compiled
+            line += (
+                f" {median_ms(cp):.2f} | {median_ms(cr):.2f} | {vs(cp, cr):.3f} | "
+                f"{fmt_ops(cp.ops)} | {fmt_ops(cr.ops)} |"
+            )
+            item.update(
+                compiled_product_ms=median_ms(cp),
+                compiled_reference_ms=median_ms(cr),
+                compiled_vs_reference=vs(cp, cr),
+                compiled_product_ops=cp.ops,
+                compiled_reference_ops=cr.ops,
+                compile_s=cp.warm_s,
+                compiled_reference_warm_s=cr.warm_s,
+            )
+        print(line)
+        out.append(item)
+    print(f"{family}: operators the product dispatches beyond the reference, per step:")
+    for item in out:
+        print(f"  {item['config']}: {item['extra_ops']}")
+    cost = median_ms(rows[0].product) / median_ms(nometrics) - 1.0
+    print(
+        f"{family}: per-layer metrics at the plan's cadence cost {cost * 100:+.1f} % of the "
+        f"full-depth step ({median_ms(rows[0].product):.2f} vs {median_ms(nometrics):.2f} ms without)"
+    )
+    return {"rows": out, "metrics_cost": cost, "nometrics_ms": median_ms(nometrics)}
+
+
+def summary(results: dict[str, dict[str, Any]], device: str, wall: float) -> str:
+    parts = []
+    for family, res in results.items():
+        rows = res["rows"]
+        full = rows[0]
+        stages = [r["vs_reference"] for r in rows[1:]]
+        text = (
+            f"{family} vs_reference={full['vs_reference']:.3f} stages_min={min(stages):.3f} "
+            f"ops={full['product_ops']:.0f}/{full['reference_ops']:.0f} "
+            f"metrics_cost={res['metrics_cost'] * 100:+.1f}%"
+        )
+        if "compiled_vs_reference" in full:
+            cstages = [r["compiled_vs_reference"] for r in rows[1:]]
+            text += (
+                f" compiled_vs_reference={full['compiled_vs_reference']:.3f} "
+                f"compiled_stages_min={min(cstages):.3f}"
+            )
+        parts.append(text)
+    return f"step_vs_reference: {' | '.join(parts)} wall_s={wall:.0f} device={device}"
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--plans", default="gpt2,bert,llama", help="families, comma-separated")
+    ap.add_argument(
+        "--scale", choices=tuple(SCALES), default=None, help="default: full on CUDA, cpu otherwise"
+    )
+    ap.add_argument("--device", default=None)
+    ap.add_argument("--compile", action="store_true", help="compiled twins too")
+    ap.add_argument("--compile-backend", default="inductor")
+    ap.add_argument("--rounds", type=int, default=5)
+    ap.add_argument(
+        "--steps",
+        type=int,
+        default=None,
+        help="steps per configuration per round (default: one metrics cycle of the plan)",
+    )
+    ap.add_argument("--warmup", type=int, default=3)
+    ap.add_argument("--quick", action="store_true", help="2 rounds of 2 steps (the smoke test)")
+    ap.add_argument("--json", type=Path, default=None)
+    args = ap.parse_args(argv)
+    import transformers
+
+    transformers.utils.logging.set_verbosity_error()  # type: ignore[no-untyped-call]
+    device = prepare_device(
+        torch.device(args.device or ("cuda" if torch.cuda.is_available() else "cpu"))
+    )
+    scale = args.scale or ("full" if device.type == "cuda" else "cpu")
+    started = time.perf_counter()
+    results: dict[str, dict[str, Any]] = {}
+    for family in [f.strip() for f in args.plans.split(",") if f.strip()]:
+        if family not in PLANS:
+            raise SystemExit(f"step_vs_reference: --plans {family!r}: known are {', '.join(PLANS)}")
+        plan = plan_at(load_plan(PLANS[family]), scale, args.compile_backend)
+        with tempfile.TemporaryDirectory(prefix="step-vs-ref-") as tmp:
+            rows, nometrics = build_rows(plan, device, Path(tmp), args.compile, batches=4)
+            timed = every_timed(rows, nometrics)
+            cycle = 2 if args.quick else metrics_cycle(plan)
+            warm(timed, device, 1 if args.quick else args.warmup)
+            count_ops(rows, device, cycle)
+            n_rounds = 2 if args.quick else args.rounds
+            rounds(timed, device, n_rounds, args.steps or cycle)
+            results[family] = report(family, rows, nometrics, args.compile)
+            results[family]["plan"] = {
+                "path": str(PLANS[family]),
+                "scale": scale,
+                "shape": plan.model.__dict__,
+            }
+        if device.type == "cuda":
+            torch.cuda.empty_cache()
+    name = (
+        torch.cuda.get_device_name(device)
+        if device.type == "cuda"
+        else f"cpu({torch.get_num_threads()} threads)"
+    )
+    line = summary(results, name, time.perf_counter() - started)
+    if args.json:
+        args.json.write_text(
+            json.dumps({"summary": line, "families": results}, indent=1, default=str)
+        )
+    print(line)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

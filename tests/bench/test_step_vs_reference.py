@@ -1,0 +1,69 @@
+"""bench/step_vs_reference.py: the product's step and the reference loop timed side by side,
+with operator counts, end to end on a tiny GPT-2 plan (CPU, one process)."""
+
+from __future__ import annotations
+
+import json
+import re
+import sys
+from pathlib import Path
+
+import pytest
+import torch
+from repo_paths import REPO
+
+sys.path.insert(0, str(REPO / "bench"))
+
+from reference.op_count import dispatched_ops, top_differences  # noqa: E402
+
+
+def test_the_operator_counter_sees_forward_backward_and_names() -> None:
+    lin = torch.nn.Linear(4, 3)
+    x = torch.randn(2, 4)
+
+    def step() -> None:
+        lin(x).sum().backward()
+
+    per_step, names = dispatched_ops(step, 2)
+    assert names["addmm"] == 2 and names["mm"] >= 2  # forward, and the weight gradient
+    assert per_step == sum(names.values()) / 2
+    more, _ = dispatched_ops(lambda: (step(), step()), 2)
+    assert more == 2 * per_step
+    assert top_differences(names, names, (2, 2)) == "none"
+
+
+def test_the_benchmark_prints_every_stage_against_its_reference(
+    gc_cache: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    import step_vs_reference
+
+    out_json = tmp_path / "svr.json"
+    code = step_vs_reference.main(
+        [
+            "--plans",
+            "gpt2",
+            "--scale",
+            "tiny",
+            "--quick",
+            "--device",
+            "cpu",
+            "--json",
+            str(out_json),
+        ]
+    )
+    out = capsys.readouterr().out
+    assert code == 0
+    last = out.strip().splitlines()[-1]
+    assert re.match(r"step_vs_reference: gpt2 vs_reference=\d+\.\d{3} stages_min=", last), last
+    data = json.loads(out_json.read_text())
+    rows = data["families"]["gpt2"]["rows"]
+    assert [r["config"] for r in rows] == [
+        "full-4", "1 shallow-3", "2 grow-6", "3 grow-9", "4 grow-12", "5 all-layers",
+    ]  # fmt: skip
+    for r in rows:
+        assert r["product_ms"] > 0 and r["reference_ms"] > 0
+        assert r["product_ops"] > 0 and r["reference_ops"] > 0
+        assert len(r["product_chunks_ms"]) == len(r["reference_chunks_ms"]) == 2
+    # one trained layer does less work than four: the operator count says so too
+    assert rows[1]["reference_ops"] < rows[0]["reference_ops"]
+    assert "metrics at the plan's cadence cost" in out
