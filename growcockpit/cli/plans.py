@@ -45,16 +45,17 @@ def add_parsers(sub: Subparsers) -> None:
 
 
 def cmd_plan_validate(args: argparse.Namespace) -> int:
-    """Every file is checked; each bad one prints its own error line, and the exit is 2 if any failed."""
-    from growcockpit.plan import PlanError, load_plan
+    """Every file is checked and every problem of each is printed, one line each (the
+    designer lists the same ones); the exit is 2 if any file has a problem."""
+    from growcockpit.plan.load import plan_file_problems
     from growcockpit.plan.show import budget_lines
 
     failed = 0
     for path in args.plans:
-        try:
-            plan = load_plan(path)
-        except PlanError as exc:
-            print(str(exc), file=sys.stderr)
+        plan, problems = plan_file_problems(path)
+        for problem in problems:
+            print(str(problem), file=sys.stderr)
+        if plan is None:
             failed += 1
             continue
         print(f"{path}: ok ({len(plan.stages)} stages, {plan.total_steps} steps)")

@@ -264,18 +264,15 @@ def loads_plan(text: str, source: str = "<string>", *, validate: bool = True) ->
     return plan_from_dict(data, source=source, text=text, validate=validate)
 
 
-def load_plan(path: str | Path, *, validate: bool = True) -> Plan:
-    """Read, parse and validate a plan file; raises `PlanError`.
-
-    validate=False skips the semantic checks (see `plan_from_dict`).
-    """
+def read_plan_text(path: str | Path) -> str:
+    """A plan file's text; raises `PlanError` naming the file and the fix."""
     path = Path(path)
     source = str(path)
     try:
         unfit = file_limit_problem(path)
         if unfit:
             raise PlanError(unfit, source=source)
-        text = path.read_text(encoding="utf-8")
+        return path.read_text(encoding="utf-8")
     except FileNotFoundError:
         raise PlanError(
             "file not found; check the path (sample plans are in sample_plans/)", source=source
@@ -292,7 +289,27 @@ def load_plan(path: str | Path, *, validate: bool = True) -> Plan:
         raise PlanError(
             f"cannot read ({exc.strerror}); check the path and permissions", source=source
         ) from None
-    return loads_plan(text, source=source, validate=validate)
+
+
+def load_plan(path: str | Path, *, validate: bool = True) -> Plan:
+    """Read, parse and validate a plan file; raises `PlanError`.
+
+    validate=False skips the semantic checks (see `plan_from_dict`).
+    """
+    return loads_plan(read_plan_text(path), source=str(path), validate=validate)
+
+
+def plan_file_problems(path: str | Path) -> tuple[Plan | None, list[PlanError]]:
+    """A plan file and every problem it has (`plan validate` and the designer list them all):
+    the plan when it has none, else None and the problems in document order."""
+    try:
+        text = read_plan_text(path)
+    except PlanError as exc:
+        return None, [exc]
+    problems = text_problems(text, source=str(path))
+    if problems:
+        return None, problems
+    return loads_plan(text, source=str(path), validate=False), []
 
 
 def parse_stages(

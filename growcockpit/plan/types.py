@@ -79,14 +79,17 @@ class ModelSpec:
 class DataSpec:
     """Where text comes from and how it becomes token blocks.
 
-    `source` is "builtin" (the offline Shakespeare corpus), a local path or
-    glob of text/JSONL/Parquet files, or a `datasets` hub name.
+    `source` is "builtin" (the offline Shakespeare corpus), a `save_to_disk`
+    directory, a local path or glob of .arrow/Parquet/JSONL/text files, or a
+    `datasets` hub name in the local cache (plan/data_source.py). `text_column`
+    is the field that holds the text in Arrow, Parquet and JSONL records.
     `tokenizer` is "train:<vocab>" (trained on the corpus and cached), a local
-    tokenizer directory/file, or a hub name.
+    tokenizer directory/file, or a hub id in the local cache.
     """
 
     source: str = "builtin"
     tokenizer: str = "train:8000"
+    text_column: str = "text"
     seq_len: int = 128  # left out of a plan file: min(128, model.max_seq_len) (load.py)
     val_fraction: float = 0.01
     mlm_probability: float = 0.15

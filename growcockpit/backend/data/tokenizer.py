@@ -47,17 +47,16 @@ def build_tokenizer(
     path = Path(spec).expanduser()
     if path.exists():
         return _load_local(path, family)
-    if os.environ.get("HF_HUB_OFFLINE") == "1":
-        raise DataError(
-            f"data.tokenizer = {spec!r}: not a local path and HF_HUB_OFFLINE=1; "
-            'use "train:8000" or a local tokenizer directory'
-        )
     from transformers import AutoTokenizer
 
-    try:
-        return AutoTokenizer.from_pretrained(spec)
+    try:  # the local cache only, as `plan validate` checked: never a hub lookup at launch
+        return AutoTokenizer.from_pretrained(spec, local_files_only=True)
     except Exception as exc:
-        raise DataError(f"data.tokenizer = {spec!r}: could not load ({exc})") from None
+        raise DataError(
+            f"data.tokenizer = {spec!r}: not a local path and not loadable from the local "
+            f"Hugging Face cache ({str(exc)[:120]}); download it once with `hf download {spec}` "
+            'or use "train:8000"'
+        ) from None
 
 
 def _load_local(path: Path, family: str) -> PreTrainedTokenizerBase:
