@@ -1,3 +1,33 @@
-"""growcockpit: design, run and steer growing-transformer training schedules."""
+"""growcockpit: design, run and steer growing-transformer training schedules.
+
+`growcockpit.track(...)` and the Trainer / Lightning callbacks load torch on first use
+(growcockpit/tracking/), so `import growcockpit` stays light for the cockpit.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
 
 __version__ = "0.1.0"
+
+if TYPE_CHECKING:  # the names `__getattr__` hands out, for type checkers
+    from growcockpit.tracking import Tracker as Tracker
+    from growcockpit.tracking import TrackError as TrackError
+    from growcockpit.tracking import track as track
+
+_TRACKING = (
+    "track",
+    "Tracker",
+    "TrackError",
+)
+
+
+def __getattr__(name: str) -> Any:
+    if name in _TRACKING:
+        import growcockpit.tracking as tracking
+
+        return getattr(tracking, name)
+    raise AttributeError(f"module 'growcockpit' has no attribute {name!r}")
+
+
+__all__ = [*_TRACKING, "__version__"]

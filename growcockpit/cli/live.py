@@ -81,9 +81,9 @@ def cmd_ctl(args: argparse.Namespace) -> int:
                 + "; e.g. `growcockpit ctl RUN rollback --lr-scale 0.1`"
             )
         cmd_args["lr_scale"] = float(scale)
-    elif command == "edit_stages":
+    if command == "edit_stages":
         cmd_args["stages"] = stages_from_file(value)
-    elif value is not None:
+    elif value is not None and command not in ("set_lr", "rollback"):
         raise UserError(f"ctl {command} takes no value (got {value!r})")
     try:
         ack = send_command(args.run_dir, CommandRequest(command, cmd_args), timeout=args.timeout)

@@ -12,6 +12,8 @@ cleared their gradients by the time `collect()` runs.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 import torch
 from torch import nn
 
@@ -42,18 +44,28 @@ def _floats(values: list[float]) -> list[float | None]:
 
 
 class LayerStatsSampler:
-    """Call `before_update()` before `optimizer.step()` and `collect()` after it."""
+    """Call `before_update()` before `optimizer.step()` and `collect()` after it.
 
-    def __init__(self, model: nn.Module) -> None:
+    `blocks`: the layers to report, for a model of no registered family (a tracked
+    loop's own model); by default the family's blocks, read afresh on every call
+    since an operator may have replaced them."""
+
+    def __init__(self, model: nn.Module, blocks: Sequence[nn.Module] | None = None) -> None:
         self.model = model
+        self.blocks = blocks
         self._stepped: list[list[torch.Tensor]] | None = None  # per layer: the params stepped
         self._before: list[torch.Tensor] = []  # their values before the step, flat
+
+    def layers(self) -> Sequence[nn.Module]:
+        if self.blocks is not None:
+            return self.blocks
+        return list(get_layers(self.model))
 
     def before_update(self) -> list[float | None]:
         """Grad norm per layer (None for layers without gradients); snapshots trainable weights."""
         stepped: list[list[torch.Tensor]] = [
             [p for p in layer.parameters() if p.requires_grad and p.grad is not None]
-            for layer in get_layers(self.model)
+            for layer in self.layers()
         ]
         flat = [p.detach() for group in stepped for p in group]
         self._stepped = stepped
@@ -68,7 +80,7 @@ class LayerStatsSampler:
         fwd_ms: list[float | None] | None = None,
         bwd_ms: list[float | None] | None = None,
     ) -> list[LayerStat]:
-        layers = get_layers(self.model)
+        layers = self.layers()
         params = [list(layer.parameters()) for layer in layers]
         trainable = [any(p.requires_grad for p in group) for group in params]
         weights = _per_layer_norms(

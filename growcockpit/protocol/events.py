@@ -80,6 +80,10 @@ class RunStarted(Event):
     pid: int = 0
     versions: dict[str, str] = field(default_factory=dict)
     resumed_from: str | None = None
+    # a run growcockpit only watches (growcockpit.track): whose loop trains it, e.g.
+    # "transformers.Trainer", and the user's own config; "" / {} for growcockpit's engine
+    trainer: str = ""
+    config: dict[str, Any] = field(default_factory=dict)
 
 
 @dataclass(kw_only=True)

@@ -32,6 +32,7 @@ FINISH_SEVERITY = {"completed": "good", "stopped": "warning", "crashed": "error"
 def on_run_started(state: RunData, ev: RunStarted) -> None:
     state.run_id = ev.run_id or state.run_id
     state.device = ev.device
+    state.trainer = ev.trainer
     state.status = "running"
     if not (ev.resumed_from and state.t_start is not None):  # a resume goes on counting
         state.t_start = ev.t or state.t_start

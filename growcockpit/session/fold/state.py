@@ -33,6 +33,7 @@ class RunData:
     run_id: str = ""
     plan_name: str = ""
     device: str = ""
+    trainer: str = ""  # a tracked run's loop ("transformers.Trainer"); "" for growcockpit's engine
     status: str = "starting"  # starting | running | paused | completed | stopped | crashed
     finish_message: str = ""
     stages: list[StageInfo] = field(default_factory=list)

@@ -61,6 +61,8 @@ def header_text(
     status = state.display_status()
     line = Text()
     line.append(state.plan_name or "(unknown plan)", style="bold")
+    if state.trainer:  # a tracked run: the user's own loop trains it
+        line.append(f"  via {state.trainer}", style="italic")
     if state.run_id and wide:
         line.append(f"  {state.run_id}", style="dim")
     line.append("  ● ", style=STATUS_STYLE.get(status, "bold"))

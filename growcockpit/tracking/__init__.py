@@ -1,0 +1,32 @@
+"""Watch, steer and grow training loops growcockpit does not run: a plain PyTorch loop
+(`track`), a Hugging Face `Trainer` (`CockpitCallback`, `GrowthCallback`) and Lightning
+(`CockpitLightningCallback`). Knows torch, transformers, protocol, metrics and grow;
+never Textual or the cockpit. The integrations load on first use."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from growcockpit.tracking.run_files import TrackError
+from growcockpit.tracking.tracker import Tracker, track
+
+if TYPE_CHECKING:
+    pass
+
+_LAZY: dict[str, str] = {}
+
+
+def __getattr__(name: str) -> Any:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module 'growcockpit.tracking' has no attribute {name!r}")
+    import importlib
+
+    return getattr(importlib.import_module(module), name)
+
+
+__all__ = [
+    "TrackError",
+    "Tracker",
+    "track",
+]
