@@ -4,8 +4,10 @@ A rung is a prefix of the candidate's full plan, not a shorter plan: the run tra
 its own plan (same LR schedule over its full total steps) and is sent `stop` once an
 evaluation at or past the rung's compute is in its event log. `stop` checkpoints,
 so the next rung (or the winner's full-budget continuation) is `growcockpit resume`
-of the same run: no compute is thrown away. The steps between that evaluation and
-the stop are counted in the compute the race reports, as everything is.
+of the same run: no compute is thrown away. A rung bills each run its compute up to
+that evaluation (`billed_flops`); the few steps before the stop lands are billed to the
+next rung if the candidate goes on. A backend lives no longer than its race worker
+(supervise.py).
 
 The race never imports torch: the run is `python -m growcockpit train|resume`.
 """
@@ -33,6 +35,15 @@ from growcockpit.race.race_dir import (
     remake_run_dir,
     subdir,
     unsafe,
+)
+from growcockpit.race.supervise import (
+    STOP_WAIT_S,
+    die_with_parent,
+    forget,
+    is_growcockpit,
+    record,
+    run_env,
+    stop_orphan,
 )
 
 POLL_S = 0.2
@@ -83,21 +94,40 @@ def _command(run_dir: Path, plan_file: Path) -> list[str]:
 
 
 def _wait_live(run_dir: Path) -> None:
-    """A run still live from a race that was killed: stop it and wait until it is gone."""
+    """A run still live: its backend left by a killed race is stopped (supervise.py);
+    another growcockpit process training it (a `resume` by hand) is sent `stop` and
+    waited for, at most STOP_WAIT_S. A status.json whose pid is no growcockpit process
+    lies and is not waited on."""
+    stop_orphan(run_dir, lambda line: print(line, flush=True))
     try:
         status = read_status(run_dir)
     except (RunDirError, OSError):
         return
-    if not status.is_live():
+    if not status.is_live() or not is_growcockpit(status.pid):
         return
     with contextlib.suppress(ControlError):
         send_command(run_dir, CommandRequest("stop"), timeout=30)
+    deadline = time.monotonic() + STOP_WAIT_S
     while status.is_live():
+        if time.monotonic() > deadline:
+            raise RaceDirError(
+                f"{run_dir}: still live {STOP_WAIT_S:g} s after `stop` (pid {status.pid}); "
+                f"stop it (growcockpit ctl {run_dir} stop) and run the race again"
+            )
         time.sleep(POLL_S)
         try:
             status = read_status(run_dir)
         except (RunDirError, OSError):
             return
+
+
+def billed_flops(state: RunState, target: float) -> float:
+    """The compute a rung bills a run: up to its first evaluation at or past `target` (what
+    measuring it there took), so what ran on after it (a stop's last steps, or a backend
+    left training by a killed race) is not billed to the race; all of it for a run that
+    ended before reaching `target`."""
+    past = [p.flops for p in state.points if p.flops >= target]
+    return min(min(past), state.flops) if past else state.flops
 
 
 def _log_path(run_dir: Path) -> Path:
@@ -124,10 +154,12 @@ def advance_run(
     if _done(state, target):
         return state
     argv = _command(run_dir, plan_file)
-    try:
-        proc = spawn_backend(argv, _log_path(run_dir), new_session=False)
+    try:  # dies with this worker (supervise.py), found again by its record if not
+        proc = spawn_backend(argv, _log_path(run_dir), new_session=False,
+                             extra_env=run_env(run_dir), preexec_fn=die_with_parent())  # fmt: skip
     except safe_fs.UnsafePath as exc:  # a link or FIFO planted as the run's log
         raise unsafe(exc) from None
+    record(run_dir, proc.pid)
     try:
         stop_sent = False
         wait = POLL_S
@@ -156,4 +188,5 @@ def advance_run(
         if proc.poll() is None:  # the race itself is ending: the run stops with a checkpoint
             proc.terminate()
             proc.wait()
+        forget(run_dir)
     return run_state(run_dir)

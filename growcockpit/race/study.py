@@ -33,7 +33,8 @@ from growcockpit.race.halving import cut, value_at
 from growcockpit.race.journal import JournalError, RaceJournal, way_out
 from growcockpit.race.presence import RaceStopped, open_lock, stop_requested, worker_presence
 from growcockpit.race.race_dir import JOURNAL_FILE
-from growcockpit.race.runs import RunState, advance_run, run_state
+from growcockpit.race.runs import RunState, advance_run, billed_flops, run_state
+from growcockpit.race.supervise import stop_orphan
 
 STUDY_FILE = JOURNAL_FILE
 STUDY_NAME = "race"
@@ -197,6 +198,16 @@ def _claim_loop(
             time.sleep(WAIT_S)
 
 
+def stop_orphans(spec: RaceSpec, race_dir: Path, say: Say) -> None:
+    """Stop every backend a killed race left training (supervise.py), for the candidates
+    no live worker holds: their lock is free."""
+    for c in spec.candidates:
+        with _locked(race_dir, f"{c.key}.lock", wait=False) as mine:
+            if mine:
+                for run in c.runs:
+                    stop_orphan(Path(run), say)
+
+
 def work(spec: RaceSpec, race_dir: Path, say: Say = print) -> None:
     """One worker's share of the race: every rung, then the winners to the full budget.
     RaceStopped once the race is asked to stop (presence.py); the worker is seen in the
@@ -211,13 +222,15 @@ def _work(spec: RaceSpec, race_dir: Path, say: Say) -> None:
         say(torn)
     study = open_study(race_dir)
     ensure_trials(study, spec, race_dir)
+    stop_orphans(spec, race_dir, say)
     for rung, compute in enumerate(spec.rungs):
         live = live_at(spec, study, rung)
 
         def report(c: Candidate, trial: optuna.trial.Trial, rung: int = rung) -> None:
             states = _train(spec, c, spec.rungs[rung], race_dir)
             value = _rung_value(c, states, spec.rungs[rung])
-            trial.set_user_attr(f"flops_{rung}", sum(s.flops for s in states))
+            billed = sum(billed_flops(s, spec.rungs[rung]) for s in states)
+            trial.set_user_attr(f"flops_{rung}", billed)
             trial.report(value, step=rung)
             say(f"rung {rung + 1}/{len(spec.rungs)}  {c.key}: val loss {value:.4f}")
 
