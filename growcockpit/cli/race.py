@@ -70,11 +70,14 @@ def _seeds(text: str) -> list[int]:
 
 
 def _spec(args: argparse.Namespace, race_dir: Path) -> object:
-    from growcockpit.race import RaceError, RaceSpec, build_race
-    from growcockpit.race.candidates import SPEC_FILE
+    from growcockpit.race import RaceError, build_race
+    from growcockpit.race.race_dir import RaceDirError
+    from growcockpit.race.spec_file import load_spec, save_spec
 
-    stored = race_dir / SPEC_FILE
-    old = RaceSpec.from_json(stored.read_text()) if stored.exists() else None
+    try:
+        old = load_spec(race_dir)
+    except RaceDirError as exc:
+        raise UserError(str(exc)) from None
     if not args.plans:
         if old is None:
             raise UserError("give PLAN files, or a --race-dir holding a race to resume or join")
@@ -99,14 +102,22 @@ def _spec(args: argparse.Namespace, race_dir: Path) -> object:
                 )
             return old
         spec = build_race(list(args.plans), args.vary, _seeds(args.seeds), race_dir, **build)
-    except RaceError as exc:
+        save_spec(race_dir, spec)
+    except (RaceError, RaceDirError) as exc:
         raise UserError(str(exc)) from None
-    race_dir.mkdir(parents=True, exist_ok=True)
-    stored.write_text(spec.to_json())
     return spec
 
 
 def cmd_race(args: argparse.Namespace) -> int:
+    from growcockpit.race.race_dir import RaceDirError
+
+    try:
+        return _race(args)
+    except RaceDirError as exc:  # a planted or damaged entry of the race directory
+        raise UserError(str(exc)) from None
+
+
+def _race(args: argparse.Namespace) -> int:
     import dataclasses
 
     from growcockpit.race.candidates import RaceSpec

@@ -11,6 +11,7 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+from collections.abc import Callable
 from pathlib import Path
 
 from . import safe_fs
@@ -38,8 +39,11 @@ def spawn_backend(
     python: str | None = None,
     cwd: str | None = None,
     new_session: bool = True,
+    extra_env: dict[str, str] | None = None,
+    preexec_fn: Callable[[], None] | None = None,
 ) -> subprocess.Popen[bytes]:
-    """Start `growcockpit ARGV` with its output appended to `log_path`."""
+    """Start `growcockpit ARGV` with its output appended to `log_path` (`extra_env` and
+    `preexec_fn`: a race ties its backends to itself, race/supervise.py)."""
     with os.fdopen(safe_fs.open_log(log_path), "ab") as log:
         return subprocess.Popen(
             growcockpit_command(argv, python),
@@ -47,6 +51,7 @@ def spawn_backend(
             stdout=log,
             stderr=subprocess.STDOUT,
             start_new_session=new_session,
-            env=backend_env(),
+            env={**backend_env(), **(extra_env or {})},
             cwd=cwd,
+            preexec_fn=preexec_fn,
         )

@@ -25,8 +25,9 @@ from growcockpit.plan.overrides import apply_overrides, overridden_plan, parse_o
 from growcockpit.plan.save import plan_to_dict, update_text
 from growcockpit.race.control import ControlError, control_tables
 from growcockpit.race.halving import rung_computes
+from growcockpit.race.race_dir import PLANS, make_root, plan_path, run_path, subdir, write_file
+from growcockpit.race.race_dir import SPEC_FILE as SPEC_FILE  # re-exported: its home was here
 
-SPEC_FILE = "race.json"
 BASELINE_STAGE = "full-depth"
 Made = tuple[str, str, list[str], bool, Plan, str]  # label, name, sets, baseline, plan, text
 
@@ -149,9 +150,11 @@ def plan_flops(plan: Plan) -> float:
 
 
 def _write(path: Path, text: str, write: bool) -> str:
+    """A candidate's plan file in `<race>/plans/`, never written through a planted link."""
     if write:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(text, encoding="utf-8")
+        make_root(path.parent.parent)
+        subdir(path.parent.parent, PLANS)
+        write_file(path, text.encode("utf-8"))
     return str(path)
 
 
@@ -220,8 +223,8 @@ def build_race(
         runs: list[str] = []
         for seed in seeds:
             seeded = update_text(text, dataclasses.replace(plan, seed=seed))
-            files.append(_write(race_dir / "plans" / f"{key}-s{seed}.toml", seeded, write))
-            runs.append(str(race_dir / "runs" / f"{key}-s{seed}"))
+            files.append(_write(plan_path(race_dir, key, seed), seeded, write))
+            runs.append(str(run_path(race_dir, key, seed)))
         candidates.append(Candidate(key, name, sets, is_base, files, runs))
     for at, (_, of) in enumerate(controls, start=len(made) - len(controls)):
         keys = [candidates[i].key for i in of]

@@ -18,20 +18,30 @@ import os
 from collections.abc import Iterator
 from pathlib import Path
 
-WORKERS_LOCK = Path("locks") / "workers.lock"
-STOP_FILE = "stop"
+from growcockpit.protocol import safe_fs
+from growcockpit.protocol.safe_fs import UnsafePath
+from growcockpit.race.race_dir import LOCKS, STOP_FILE, RaceDirError, subdir, unsafe, write_file
+
+WORKERS_LOCK = Path(LOCKS) / "workers.lock"
 
 
 class RaceStopped(Exception):
     """A worker left because the race was asked to stop."""
 
 
+def open_lock(race_dir: Path, name: str) -> int:
+    """A descriptor of `<race>/locks/<name>` to flock (made if absent), never through a link."""
+    subdir(race_dir, LOCKS)
+    try:
+        return safe_fs.open_fd(race_dir / LOCKS / name, os.O_RDWR | os.O_CREAT)
+    except UnsafePath as exc:
+        raise unsafe(exc) from None
+
+
 @contextlib.contextmanager
 def worker_presence(race_dir: Path) -> Iterator[None]:
     """Hold the shared presence lock while the body works on the race."""
-    path = race_dir / WORKERS_LOCK
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o600)
+    fd = open_lock(race_dir, WORKERS_LOCK.name)
     try:
         fcntl.flock(fd, fcntl.LOCK_SH)
         yield
@@ -41,10 +51,9 @@ def worker_presence(race_dir: Path) -> Iterator[None]:
 
 def race_live(race_dir: Path) -> bool:
     """Is any worker (of any process, on this machine's view of the file) in the race?"""
-    path = race_dir / WORKERS_LOCK
     try:
-        fd = os.open(path, os.O_RDONLY)
-    except OSError:
+        fd = safe_fs.open_read(race_dir / WORKERS_LOCK)
+    except (OSError, UnsafePath):  # absent, or planted: no worker of ours holds it
         return False
     try:
         fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
@@ -56,13 +65,25 @@ def race_live(race_dir: Path) -> bool:
 
 
 def request_stop(race_dir: Path) -> None:
-    (race_dir / STOP_FILE).write_text("stop requested\n", encoding="utf-8")
+    write_file(race_dir / STOP_FILE, b"stop requested\n")
 
 
 def stop_requested(race_dir: Path) -> bool:
-    return (race_dir / STOP_FILE).exists()
+    """Any entry named `stop` asks the race to stop (nothing is read from it)."""
+    return os.path.lexists(race_dir / STOP_FILE)
 
 
 def clear_stop(race_dir: Path) -> None:
-    with contextlib.suppress(FileNotFoundError):
-        (race_dir / STOP_FILE).unlink()
+    """Remove the stop request; a link there is removed as a link, a directory refused."""
+    path = race_dir / STOP_FILE
+    try:
+        if os.path.islink(path):
+            os.unlink(path)
+        else:
+            safe_fs.remove_file(path)
+    except FileNotFoundError:
+        pass
+    except UnsafePath as exc:
+        raise unsafe(exc) from None
+    except OSError as exc:
+        raise RaceDirError(f"{path}: cannot be removed ({exc.strerror or exc})") from None

@@ -65,11 +65,18 @@ def _finite(v: float | None) -> float | None:
     return v if v is not None and math.isfinite(v) else None
 
 
+def _billed(trial: optuna.trial.FrozenTrial, rung: int) -> float:
+    """The compute billed to the candidate up to `rung` (0 when the journal holds none)."""
+    flops = trial.user_attrs.get(f"flops_{rung}", 0.0)
+    ok = isinstance(flops, int | float) and not isinstance(flops, bool) and math.isfinite(flops)
+    return float(flops) if ok else 0.0
+
+
 def _row(c: Candidate, spec: RaceSpec, trial: optuna.trial.FrozenTrial) -> Row:
     states: list[RunState] = [run_state(Path(r)) for r in c.runs]
     losses = [_finite(trial.intermediate_values.get(r)) for r in range(len(spec.rungs))]
     measured = [r for r in range(len(spec.rungs)) if r in trial.intermediate_values]
-    race_flops = float(trial.user_attrs.get(f"flops_{measured[-1]}", 0.0)) if measured else 0.0
+    race_flops = _billed(trial, measured[-1]) if measured else 0.0
     state = {
         TrialState.PRUNED: "cut",
         TrialState.COMPLETE: "finished",

@@ -25,15 +25,18 @@ from pathlib import Path
 
 import optuna
 from optuna.storages import JournalStorage
-from optuna.storages.journal import JournalFileBackend, JournalFileOpenLock
+from optuna.study import StudyDirection
 from optuna.trial import FrozenTrial, TrialState
 
 from growcockpit.race.candidates import Candidate, RaceSpec
 from growcockpit.race.halving import cut, value_at
-from growcockpit.race.presence import RaceStopped, stop_requested, worker_presence
-from growcockpit.race.runs import RunState, advance_run, run_state
+from growcockpit.race.journal import JournalError, RaceJournal, way_out
+from growcockpit.race.presence import RaceStopped, open_lock, stop_requested, worker_presence
+from growcockpit.race.race_dir import JOURNAL_FILE
+from growcockpit.race.runs import RunState, advance_run, billed_flops, run_state
+from growcockpit.race.supervise import stop_orphan
 
-STUDY_FILE = "study.journal"
+STUDY_FILE = JOURNAL_FILE
 STUDY_NAME = "race"
 WAIT_S = 1.0
 KEY = "candidate"
@@ -42,20 +45,36 @@ Say = Callable[[str], None]
 
 
 def open_study(race_dir: Path) -> optuna.Study:
-    """The race's study, created on first use (every worker opens the same file)."""
+    """The race's study, created on first use (every worker opens the same file); a journal
+    that Optuna's replay cannot use is one JournalError, never a traceback."""
     optuna.logging.set_verbosity(logging.WARNING)
-    path = str(race_dir / STUDY_FILE)
-    storage = JournalStorage(JournalFileBackend(path, lock_obj=JournalFileOpenLock(path)))
-    return optuna.create_study(
-        study_name=STUDY_NAME, storage=storage, direction="minimize", load_if_exists=True
-    )
+    journal = RaceJournal(race_dir)
+    try:
+        study = optuna.create_study(
+            study_name=STUDY_NAME,
+            storage=JournalStorage(journal),
+            direction="minimize",
+            load_if_exists=True,
+        )
+        if study.direction != StudyDirection.MINIMIZE:
+            raise ValueError(f"study {STUDY_NAME!r} does not minimize")
+    except (ValueError, KeyError, TypeError, RuntimeError, AssertionError) as exc:
+        raise JournalError(
+            f"{journal.path}: Optuna cannot replay it ({str(exc)[:80]}); {way_out(journal.path)}"
+        ) from None
+    return study
+
+
+def drop_torn_tail(race_dir: Path) -> str | None:
+    """A crash's torn last journal line cut (the line saying so), before the race reads it."""
+    return RaceJournal(race_dir).drop_torn_tail()
 
 
 @contextlib.contextmanager
-def _locked(path: Path, *, wait: bool) -> Iterator[bool]:
-    """An exclusive flock on `path`: yields whether it was taken (at once, unless `wait`)."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o600)
+def _locked(race_dir: Path, name: str, *, wait: bool) -> Iterator[bool]:
+    """An exclusive flock on `<race>/locks/<name>`: yields whether it was taken (at once,
+    unless `wait`)."""
+    fd = open_lock(race_dir, name)
     try:
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | (0 if wait else fcntl.LOCK_NB))
@@ -68,12 +87,30 @@ def _locked(path: Path, *, wait: bool) -> Iterator[bool]:
 
 
 def trials_by_key(study: optuna.Study) -> dict[str, FrozenTrial]:
-    return {str(t.user_attrs[KEY]): t for t in study.get_trials() if KEY in t.user_attrs}
+    """Each candidate's trial; a second trial claiming a candidate is refused, not taken
+    over (the journal was edited, or two races wrote it)."""
+    out: dict[str, FrozenTrial] = {}
+    for t in study.get_trials():
+        if KEY not in t.user_attrs:
+            continue  # a worker killed between making a trial and naming it
+        key = t.user_attrs[KEY]
+        if not isinstance(key, str):
+            raise JournalError(
+                f"{STUDY_FILE}: trial {t.number} claims candidate {str(key)[:40]!r}, not a "
+                f"key; {way_out(STUDY_FILE)}"
+            )
+        if key in out:
+            raise JournalError(
+                f"{STUDY_FILE}: trials {out[key].number} and {t.number} both claim candidate "
+                f"{key!r}; {way_out(STUDY_FILE)}"
+            )
+        out[key] = t
+    return out
 
 
 def ensure_trials(study: optuna.Study, spec: RaceSpec, race_dir: Path) -> None:
     """One trial per candidate, made once (under the race lock, whoever comes first)."""
-    with _locked(race_dir / "locks" / "race.lock", wait=True):
+    with _locked(race_dir, "race.lock", wait=True):
         have = trials_by_key(study)
         for c in spec.candidates:
             if c.key not in have:
@@ -122,7 +159,7 @@ def _apply_cut(study: optuna.Study, spec: RaceSpec, rung: int, race_dir: Path) -
     trials = trials_by_key(study)
     values = {k: trials[k].intermediate_values.get(rung) for k in live}
     winners = cut(values, spec.eta, spec.keep)
-    with _locked(race_dir / "locks" / "race.lock", wait=True):
+    with _locked(race_dir, "race.lock", wait=True):
         for key, trial in trials_by_key(study).items():
             if key in live and key not in winners and trial.state == TrialState.RUNNING:
                 study.tell(trial.number, state=TrialState.PRUNED)
@@ -149,7 +186,7 @@ def _claim_loop(
             return
         took = False
         for key in pending:
-            with _locked(race_dir / "locks" / f"{key}.lock", wait=False) as mine:
+            with _locked(race_dir, f"{key}.lock", wait=False) as mine:
                 if not mine:
                     continue
                 trial = trials_by_key(study)[key]
@@ -161,6 +198,16 @@ def _claim_loop(
             time.sleep(WAIT_S)
 
 
+def stop_orphans(spec: RaceSpec, race_dir: Path, say: Say) -> None:
+    """Stop every backend a killed race left training (supervise.py), for the candidates
+    no live worker holds: their lock is free."""
+    for c in spec.candidates:
+        with _locked(race_dir, f"{c.key}.lock", wait=False) as mine:
+            if mine:
+                for run in c.runs:
+                    stop_orphan(Path(run), say)
+
+
 def work(spec: RaceSpec, race_dir: Path, say: Say = print) -> None:
     """One worker's share of the race: every rung, then the winners to the full budget.
     RaceStopped once the race is asked to stop (presence.py); the worker is seen in the
@@ -170,15 +217,20 @@ def work(spec: RaceSpec, race_dir: Path, say: Say = print) -> None:
 
 
 def _work(spec: RaceSpec, race_dir: Path, say: Say) -> None:
+    torn = drop_torn_tail(race_dir)
+    if torn is not None:
+        say(torn)
     study = open_study(race_dir)
     ensure_trials(study, spec, race_dir)
+    stop_orphans(spec, race_dir, say)
     for rung, compute in enumerate(spec.rungs):
         live = live_at(spec, study, rung)
 
         def report(c: Candidate, trial: optuna.trial.Trial, rung: int = rung) -> None:
             states = _train(spec, c, spec.rungs[rung], race_dir)
             value = _rung_value(c, states, spec.rungs[rung])
-            trial.set_user_attr(f"flops_{rung}", sum(s.flops for s in states))
+            billed = sum(billed_flops(s, spec.rungs[rung]) for s in states)
+            trial.set_user_attr(f"flops_{rung}", billed)
             trial.report(value, step=rung)
             say(f"rung {rung + 1}/{len(spec.rungs)}  {c.key}: val loss {value:.4f}")
 

@@ -23,6 +23,8 @@ from growcockpit.protocol.launch import spawn_backend
 from growcockpit.race.candidates import SPEC_FILE, RaceSpec
 from growcockpit.race.halving import ranked
 from growcockpit.race.presence import race_live, request_stop, stop_requested
+from growcockpit.race.race_dir import RaceDirError
+from growcockpit.race.spec_file import load_spec
 from growcockpit.race.trust import caveat
 
 if TYPE_CHECKING:  # the report and the study import Optuna: only when a race is read
@@ -148,10 +150,14 @@ def curve_of(run_dir: Path) -> list[CurvePoint]:
 
 
 def read_spec(race_dir: Path) -> RaceSpec:
+    """race.json as the race itself reads it (untrusted: checked, paths derived)."""
     try:
-        return RaceSpec.from_json((race_dir / SPEC_FILE).read_text(encoding="utf-8"))
-    except (OSError, ValueError, TypeError, KeyError) as exc:
+        spec = load_spec(race_dir)
+    except RaceDirError as exc:
         raise RaceReadError(f"{race_dir}: not a readable race ({exc})") from None
+    if spec is None:
+        raise RaceReadError(f"{race_dir}: not a readable race (no {SPEC_FILE})")
+    return spec
 
 
 def load_race_view(race_dir: Path, *, curves: bool = True) -> RaceView:
@@ -180,7 +186,10 @@ def load_race_view(race_dir: Path, *, curves: bool = True) -> RaceView:
         ]
         result = None
     else:
-        result = race_result(spec, open_study(race_dir))
+        try:
+            result = race_result(spec, open_study(race_dir))
+        except RaceDirError as exc:  # a planted or damaged study.journal
+            raise RaceReadError(f"{race_dir}: not a readable race ({exc})") from None
         rows = result.rows
     leader = leader_of(rows)
     views = [
