@@ -7,26 +7,16 @@ from __future__ import annotations
 
 import argparse
 import sys
+from collections.abc import Callable
 from pathlib import Path
 
 from growcockpit.cli.common import EXIT_FAILED, EXIT_OK, Subparsers, UserError, checkpoint_step
-
-CTL_COMMANDS = (
-    "pause",
-    "resume",
-    "advance",
-    "checkpoint",
-    "stop",
-    "set_lr",
-    "edit_stages",
-    "rollback",
-)
 
 
 def add_parsers(sub: Subparsers) -> None:
     c = sub.add_parser("ctl", help="send a command to a live run")
     c.add_argument("run_dir", type=Path)
-    c.add_argument("command", choices=CTL_COMMANDS)
+    c.add_argument("command", choices=tuple(CTL_VALUE_ARGS))
     c.add_argument(
         "value",
         nargs="?",
@@ -47,44 +37,12 @@ def add_parsers(sub: Subparsers) -> None:
 
 
 def cmd_ctl(args: argparse.Namespace) -> int:
-    from growcockpit.protocol import (
-        CommandError,
-        CommandRequest,
-        ControlError,
-        lr_factor_problem,
-        send_command,
-    )
+    from growcockpit.protocol import CommandError, CommandRequest, ControlError, send_command
 
     command: str = args.command
-    value: str | None = args.value
-    cmd_args: dict[str, object] = {}
-    if command == "set_lr":
-        problem = lr_factor_problem(value) if value is not None else "a factor"
-        if problem or value is None:
-            raise UserError(
-                f"ctl set_lr: {problem}; e.g. `growcockpit ctl RUN set_lr 0.5` halves the LR"
-            )
-        cmd_args["factor"] = float(value)
-    elif command == "rollback" and value is not None:
-        cmd_args["step"] = checkpoint_step(value, "ctl rollback")
-    scale: str | None = args.lr_scale
-    if scale is not None:
-        problem = lr_factor_problem(scale)
-        if command != "rollback" or problem:
-            raise UserError(
-                f"ctl {command} --lr-scale: "
-                + (
-                    "only rollback takes it"
-                    if command != "rollback"
-                    else problem.replace("set_lr factor", "the LR scale")
-                )
-                + "; e.g. `growcockpit ctl RUN rollback --lr-scale 0.1`"
-            )
-        cmd_args["lr_scale"] = float(scale)
-    if command == "edit_stages":
-        cmd_args["stages"] = stages_from_file(value)
-    elif value is not None and command not in ("set_lr", "rollback"):
-        raise UserError(f"ctl {command} takes no value (got {value!r})")
+    cmd_args = CTL_VALUE_ARGS[command](args.value, command)
+    if args.lr_scale is not None:
+        cmd_args["lr_scale"] = rollback_lr_scale(args.lr_scale, command)
     try:
         ack = send_command(args.run_dir, CommandRequest(command, cmd_args), timeout=args.timeout)
     except (ControlError, CommandError) as exc:
@@ -96,6 +54,63 @@ def cmd_ctl(args: argparse.Namespace) -> int:
         return EXIT_OK
     print(f"{command}: refused at step {ack.step}: {ack.reason}", file=sys.stderr)
     return EXIT_FAILED
+
+
+def no_value(value: str | None, command: str) -> dict[str, object]:
+    if value is not None:
+        raise UserError(
+            f"ctl {command} takes no value (got {value[:40]}); e.g. `growcockpit ctl RUN {command}`"
+        )
+    return {}
+
+
+def set_lr_factor(value: str | None, command: str) -> dict[str, object]:
+    from growcockpit.protocol import lr_factor_problem
+
+    problem = lr_factor_problem(value) if value is not None else "set_lr needs a factor"
+    if problem:
+        raise UserError(
+            f"ctl set_lr: {problem}; e.g. `growcockpit ctl RUN set_lr 0.5` halves the LR"
+        )
+    return {"factor": float(str(value))}
+
+
+def rollback_step(value: str | None, command: str) -> dict[str, object]:
+    return {} if value is None else {"step": checkpoint_step(value, "ctl rollback")}
+
+
+def edit_stages_file(value: str | None, command: str) -> dict[str, object]:
+    return {"stages": stages_from_file(value)}
+
+
+# What each ctl command makes of its one positional value (the wire's args).
+CTL_VALUE_ARGS: dict[str, Callable[[str | None, str], dict[str, object]]] = {
+    "pause": no_value,
+    "resume": no_value,
+    "advance": no_value,
+    "checkpoint": no_value,
+    "stop": no_value,
+    "set_lr": set_lr_factor,
+    "edit_stages": edit_stages_file,
+    "rollback": rollback_step,
+}
+
+
+def rollback_lr_scale(scale: str, command: str) -> float:
+    """`--lr-scale S`, which only rollback takes, checked before any connection."""
+    from growcockpit.protocol import lr_factor_problem
+
+    problem = (
+        "only rollback takes it"
+        if command != "rollback"
+        else lr_factor_problem(scale).replace("set_lr factor", "the LR scale")
+    )
+    if problem:
+        raise UserError(
+            f"ctl {command} --lr-scale: {problem}; "
+            "e.g. `growcockpit ctl RUN rollback --lr-scale 0.1`"
+        )
+    return float(scale)
 
 
 def stages_from_file(value: str | None) -> list[dict[str, object]]:

@@ -173,3 +173,42 @@ def test_spike_row_round_trip() -> None:
     assert bool(spiked)
     seen = spike_seen(row.tolist(), last_step=100, steps=5, count=1)
     assert (seen.step, seen.signal, seen.value) == (98, "loss", 9.0)
+
+
+def test_after_a_spike_a_ceiling_guards_the_refill() -> None:
+    """Issue 31 §3: a blow-up that goes on after a resume (1.9e6 → 9.4e10 in six steps) is
+    caught as it rises, not once NaN: while the window refills, a value over 10x the
+    pre-spike median is a spike; an expected new level under it is learned as before."""
+    w = SpikeWindow(10, 8.0, CPU)
+    feed(w, noisy(10))
+    assert feed(w, [1.9e6]) == [False]
+    w.refill()  # what the read after the spike does; the user then resumes
+    assert not w.armed and w.count == 0
+    assert feed(w, [3.2e7, 9.4e10]) == [False, False], "the blow-up goes on: still caught"
+    assert feed(w, [30.0, 39.0] * 4) == [True] * 8, "a new level under the ceiling is learned"
+    assert feed(w, [30.0]) == [True]
+    assert w.armed and not w.refilling, "full again: the ceiling is gone, z judges"
+    assert feed(w, [1.9e3]) == [False]
+
+
+def test_the_refill_ceiling_reads_back_as_such() -> None:
+    s = SpikeSentinel(5, 8.0, 0.0, CPU)
+    for v in noisy(5):
+        judge(s, t(v), t(1.0), TRUE)
+    s.refill()
+    window = StepWindow(CPU)
+    checks = judge(s, t(1e6), t(1.0), TRUE)
+    assert checks is not None and not bool(checks[0].ok)
+    window.add(t(1e6), t(1.0), checks[0].ok & checks[1].ok, checks)
+    window.steps += 1
+    spike = window.read(last_step=7).spike
+    assert spike is not None and spike.median == pytest.approx(4.0, abs=0.2)
+    assert s.loss.refilling, "StepRunner.read marks spike.ceiling from this"
+
+
+def test_reset_drops_the_ceiling() -> None:
+    w = SpikeWindow(5, 8.0, CPU)
+    feed(w, noisy(5))
+    w.refill()
+    w.reset()  # a new stage or a restored checkpoint: another loss level
+    assert feed(w, [400.0]) == [True]

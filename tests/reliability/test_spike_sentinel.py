@@ -99,7 +99,9 @@ def test_lr_spike_is_skipped_paused_and_one_ctl_line_recovers(
         assert f"loss spike at step {spike_step}" in message, message
         assert "robust SDs above the median" in message and "update skipped" in message
         assert f"of the last {WINDOW} steps (metrics.spike_z = 8)" in message, message
-        assert f"`growcockpit ctl {run} rollback {good} --lr-scale 100`" in message, message
+        # a tenth of the checkpoint's own scale (1), not of the ×1000 that blew up (issue 31 §3)
+        assert f"`growcockpit ctl {run} rollback {good} --lr-scale 0.1`, then " in message
+        assert f"then `growcockpit ctl {run} resume`" in message, message
         steps = {s.step: s.loss for s in of_type(events, Step)}
         assert f"loss {steps[spike_step]:.4g}" in message, "the message names the value"
         assert math.isfinite(steps[spike_step]) and steps[spike_step] > 2 * steps[spike_step - 2]
@@ -113,7 +115,8 @@ def test_lr_spike_is_skipped_paused_and_one_ctl_line_recovers(
 
         capsys.readouterr()
         assert main(["ctl", str(run), "rollback", "--lr-scale", "1"]) == 0  # the one line
-        assert "accepted" in capsys.readouterr().out
+        ack = capsys.readouterr().out
+        assert "accepted" in ack and f"still paused: `growcockpit ctl {run} resume`" in ack
         assert trainer.pos.lr_scale == 1.0
         assert send_command(run, CommandRequest("resume"), 60).accepted
         (back,) = of_type(read_all(run / "events.jsonl"), RolledBack)

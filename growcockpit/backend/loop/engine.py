@@ -107,6 +107,7 @@ class Trainer:
         self.last_loss: float | None = None
         self.paused = False
         self.lr_raised_at: int | None = None  # later checkpoints may hold ruined weights
+        self.checkpoint_scales: dict[int, float] = {}  # step -> the LR scale it was saved at
         self.waiting = False
         self.advance_now = False
         self.stopping = False
@@ -229,7 +230,8 @@ class Trainer:
         self.paused = True
         root = RunPaths(self.run_dir).checkpoints
         good = advised_rollback_step(root, self.pos.step, self.lr_raised_at)
-        hold = skipped_hold(outcome, self.pos.step, good, str(self.run_dir), self.pos.lr_scale)
+        scale = self.checkpoint_scales.get(good or 0, self.pos.lr_scale)  # good's own scale
+        hold = skipped_hold(outcome, self.pos.step, good, str(self.run_dir), scale)
         self.report.emit(hold.error)
         self.report.paused(self.progress(), reason=hold.reason)
         return True
@@ -374,11 +376,15 @@ class Trainer:
             self.model, self.optimizer, self.pos, self.plan, self.levels, scaler, self.last_loss
         )
         root = RunPaths(self.run_dir).checkpoints
-        return write_checkpoint(root, state, reason, self.dist, self.device, self.report)
+        path = write_checkpoint(root, state, reason, self.dist, self.device, self.report)
+        if path is not None:
+            self.checkpoint_scales[self.pos.step] = self.pos.lr_scale
+        return path
 
     def restore(self, checkpoint_dir: Path) -> None:
         """Continue from a checkpoint: same weights, optimizer, plan position and RNG."""
         restore_trainer(self, checkpoint_dir)
+        self.checkpoint_scales[self.pos.step] = self.pos.lr_scale
         self.plateau = trigger_for(self.stage, self.pos.plateau) if self.pos.stage_entered else None
         self.cadence = CheckpointCadence(self.plan.checkpoint)
         self.cadence.written(self.pos.step)
@@ -392,7 +398,8 @@ class Trainer:
             step = advised_rollback_step(root, self.pos.step, self.lr_raised_at)
         done = rollback_trainer(self, step, lr_scale)
         self.lr_raised_at = None
-        return done
+        paused = f"; still paused: `growcockpit ctl {self.run_dir} resume` trains on"
+        return done + (paused if self.paused else "")
 
     def flush_steps(self) -> None:
         outcome = self.steps.flush(self)

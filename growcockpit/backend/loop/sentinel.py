@@ -16,6 +16,12 @@ ripple of noise must not read as a spike). Only a rise counts: a falling loss
 is training. The window starts empty at every stage entry and restore
 (another model, another loss level) and fills before it judges anything, so
 the first `window` steps of a stage are watched by the finiteness guard only.
+
+After a spike the window starts afresh too (a `resume` says the new level is
+expected), but not unguarded: while it refills, a value over CEILING_FACTOR times
+the median from before the spike still counts as one. Without that ceiling a
+blow-up that goes on after a resume (1.9e6 → 9.4e10 in six steps) was only caught
+once it was NaN, its updates already in the weights.
 """
 
 from __future__ import annotations
@@ -28,6 +34,7 @@ import torch
 MAD_TO_SIGMA = 1.4826  # MAD of a normal distribution × this = its standard deviation
 RELATIVE_FLOOR = 0.01  # the scale is at least this fraction of |median|
 ABSOLUTE_FLOOR = 1e-12
+CEILING_FACTOR = 10.0  # while the window refills after a spike: × the pre-spike median
 
 
 @dataclass
@@ -55,6 +62,8 @@ class SpikeWindow:
         self.device = device
         self.values = torch.full((max(1, self.size),), math.nan, device=device)
         self.count = 0  # steps offered since the last reset (host-side: no read needed)
+        self.ceiling = torch.full((), math.nan, device=device)  # NaN: none
+        self.refilling = False  # a ceiling guards the refill (host-side)
 
     @property
     def enabled(self) -> bool:
@@ -67,15 +76,35 @@ class SpikeWindow:
     def reset(self) -> None:
         self.values.fill_(math.nan)
         self.count = 0
+        self.ceiling.fill_(math.nan)
+        self.refilling = False
+
+    def refill(self) -> None:
+        """Start afresh after a spike, under a ceiling of CEILING_FACTOR × the median from
+        before it (kept from an earlier spike if the refill had not finished)."""
+        if not self.enabled:
+            return
+        before = CEILING_FACTOR * torch.nanmedian(self.values).abs()
+        ceiling = torch.where(torch.isnan(self.ceiling), before, self.ceiling)
+        self.values.fill_(math.nan)
+        self.count = 0
+        self.ceiling.copy_(ceiling)
+        self.refilling = True
 
     def score(self, value: torch.Tensor) -> SpikeCheck:
         """Judge `value` (a 0-d tensor) against the window; no host read."""
         value = value.detach().float().reshape(())
         zero = torch.zeros((), device=value.device)
+        if self.refilling and self.armed:  # the window is full again: z takes over
+            self.ceiling.fill_(math.nan)
+            self.refilling = False
         if not self.armed:
-            return SpikeCheck(
-                torch.ones((), dtype=torch.bool, device=value.device), value, zero, zero
-            )
+            if not self.refilling:
+                ok = torch.ones((), dtype=torch.bool, device=value.device)
+                return SpikeCheck(ok, value, zero, zero)
+            median = self.ceiling / CEILING_FACTOR
+            ok = ~(value > self.ceiling)  # no ceiling (NaN) or a NaN value: not a spike here
+            return SpikeCheck(ok, value, torch.nan_to_num(value / median), median)
         median, z = robust_z(self.values, value)
         ok = ~(z > self.limit)  # a NaN score (non-finite value) is the finiteness guard's
         return SpikeCheck(ok, value, z, median)
@@ -115,6 +144,11 @@ class SpikeSentinel:
         """A new stage or a restored checkpoint: another loss level, judged afresh."""
         self.loss.reset()
         self.grad.reset()
+
+    def refill(self) -> None:
+        """After a spike: both windows start afresh, under the pre-spike ceiling."""
+        self.loss.refill()
+        self.grad.refill()
 
     def check(
         self, loss: torch.Tensor, norm: torch.Tensor, finite: torch.Tensor
@@ -166,6 +200,7 @@ class SpikeSeen:
     count: int  # spiking updates skipped in the window
     limit: float = 0.0  # the signal's z limit and window size (the sentinel's, for the message)
     window: int = 0
+    ceiling: bool = False  # caught by the refill ceiling (median: the pre-spike one), not by z
 
 
 def spike_row(

@@ -12,10 +12,11 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from growcockpit.backend.loop.sentinel import SpikeSeen
+from growcockpit.backend.loop.sentinel import CEILING_FACTOR, SpikeSeen
 from growcockpit.backend.loop.step import StepOutcome
 from growcockpit.grow import GrowResult
 from growcockpit.plan.types import Stage
+from growcockpit.protocol.commands import LR_FACTOR_RANGE
 from growcockpit.protocol.events import AwaitingAdvance, Error, Grow, StageStarted
 
 
@@ -82,12 +83,19 @@ def awaiting_advance(stage: Stage, index: int, step: int) -> AwaitingAdvance:
 
 def rollback_advice(good: int | None, run_dir: str, lr_scale: float) -> str:
     """The way back after a skipped update: `rollback` to `good`, the last checkpoint, at a
-    lower LR scale (resuming as is often blows up again: the weights may be damaged)."""
+    lower LR scale (resuming as is often blows up again: the weights may be damaged), then
+    `resume` (the rollback leaves the run paused, where the blow-up put it).
+
+    `lr_scale`: the scale `good` was trained at. A tenth of it, inside the range rollback
+    takes: a tenth of the scale that blew up (×1e6 after a typo) is one ctl refuses."""
     if good is None:
         return "no checkpoint to roll back to: lower the LR (set_lr), then resume, or stop"
+    low, high = LR_FACTOR_RANGE
+    scale = min(max(lr_scale / 10, low), high)
     return (
         f"roll back to step {good} at a lower LR scale: "
-        f"`growcockpit ctl {run_dir} rollback {good} --lr-scale {lr_scale / 10:g}`"
+        f"`growcockpit ctl {run_dir} rollback {good} --lr-scale {scale:g}`, "
+        f"then `growcockpit ctl {run_dir} resume`"
     )
 
 
@@ -121,10 +129,16 @@ def spike_error(
     """Why the run paused: the sentinel (backend/loop/sentinel.py) saw a spike and skipped it."""
     key = "spike_z" if spike.signal == "loss" else "spike_grad_z"
     more = f" ({spike.count} spiking updates skipped)" if spike.count > 1 else ""
+    how_far = (
+        f"is over {CEILING_FACTOR:g}x the median {spike.median:.4g} from before the last "
+        "spike (the ceiling while the spike window refills)"
+        if spike.ceiling
+        else f"is {spike.z:.3g} robust SDs above the median {spike.median:.4g} of the last "
+        f"{spike.window} steps (metrics.{key} = {spike.limit:g})"
+    )
     return Error(
         message=f"{spike.signal} spike at step {spike.step}: {spike.signal} {spike.value:.4g} "
-        f"is {spike.z:.3g} robust SDs above the median {spike.median:.4g} of the last "
-        f"{spike.window} steps (metrics.{key} = {spike.limit:g}){more}: "
+        f"{how_far}{more}: "
         "update skipped (weights as before the step), paused; "
         f"{rollback_advice(good, run_dir, lr_scale)}; or resume if the jump is expected "
         "(the spike window starts afresh)",

@@ -287,14 +287,16 @@ class StepRunner:
         return outcome
 
     def read(self, last_step: int) -> StepOutcome:
-        """The window's one read. After a spike the sentinel starts afresh: the run pauses
-        there, and a `resume` (not a rollback) says the new level is expected."""
+        """The window's one read. After a spike the sentinel starts afresh, under a ceiling
+        (sentinel.py): the run pauses there, and a `resume` (not a rollback) says the new
+        level is expected."""
         outcome = self.window.read(last_step)
         spike, sentinel = outcome.spike, self.sentinel
         if spike is not None and sentinel is not None:
             watched = sentinel.loss if spike.signal == "loss" else sentinel.grad
             spike.limit, spike.window = watched.limit, watched.size
-            sentinel.reset()
+            spike.ceiling = watched.refilling and watched.count < watched.size
+            sentinel.refill()
         return outcome
 
     def discard(self) -> None:
