@@ -9,7 +9,8 @@ tokens instead of stopping early. The shorter baselines (0.5×,
 its own LR schedule (warm-up and linear decay over its own steps).
 
 Methods are named `baseline`, `baseline-0.5x` (any fraction), `baseline-wsd`, the
-late single expansion `late[-<share>][-copy][-carry]` and its control `depth-1`, one of
+late single expansion `late[-<share>][-copy][-carry]`, a fixed-size control `depth-<N>` (the
+final model at N < L layers for the whole budget: the depth gate's arms), one of
 the templates of bench/common.py (`mslt-<variant>`, `gong`, `vcycle`), or a plan
 file `plan:<path or sample plan name>` whose final model must be the
 benchmark's. The fitted total is rounded down to a multiple of the evaluation
@@ -55,6 +56,7 @@ BASELINE_FRACTION = re.compile(r"^baseline-(\d*\.?\d+)x$")
 # the late single expansion: `late` (80 %), `late-0.7`; `-copy` plain copies instead of
 # identity blocks; `-carry` keeps the one layer's AdamW state for its copies
 LATE = re.compile(r"^late(?:-(0?\.\d+))?(-copy)?(-carry)?$")
+DEPTH = re.compile(r"^depth-(\d+)$")  # a fixed-size control: the final model at N layers
 
 
 class MethodError(ValueError):
@@ -176,8 +178,9 @@ def _method_plan(method: str, size: Size, seed: int, budget: Budget) -> Plan:
         return plan_for(short, f"bench-{size.family}-{method}", baseline_stages(short), seed)
     if method == "baseline-wsd":
         return replace(base, name=f"bench-{size.family}-{method}", optim=_wsd(base.optim))
-    if method == "depth-1":
-        return depth1_plan(size, seed, budget)
+    fixed = DEPTH.match(method)
+    if fixed:
+        return depth_plan(size, seed, budget, int(fixed.group(1)))
     late = LATE.match(method)
     if late:
         plan = late_plan(size, seed, budget, late, method)
@@ -196,7 +199,7 @@ def _method_plan(method: str, size: Size, seed: int, budget: Budget) -> Plan:
     else:
         raise MethodError(
             f"unknown method {method!r}; one of baseline, baseline-<f>x, baseline-wsd, "
-            "late[-<fraction>][-copy][-carry], depth-1, "
+            "late[-<fraction>][-copy][-carry], depth-<N>, "
             f"{', '.join(TEMPLATES)}, plan:<file or sample plan name>"
         )
     fitted = fit_to_budget(plan, budget)
@@ -244,21 +247,26 @@ def late_plan(size: Size, seed: int, budget: Budget, m: re.Match[str], method: s
     return replace(probe, optim=optim, stages=[replace(one, steps=steps), full])
 
 
-def depth1_plan(size: Size, seed: int, budget: Budget) -> Plan:
-    """The late expansion's control: a 1-layer model for the whole budget (WSD), no expansion.
+def depth_plan(size: Size, seed: int, budget: Budget, depth: int) -> Plan:
+    """A fixed-size control: the final model at `depth` layers for the whole budget (WSD),
+    one stage, all trained, no expansion (`depth-1` is the late expansion's control).
 
-    Its steps are what the budget buys at a 1-layer step's estimated cost (as `late_plan`
-    prices its first stage), rounded down to the evaluation interval. The final model is
-    not the benchmark's, so this is a control row, not a recipe: it says how much of a late
-    expansion's lead the extra tokens of a cheap model give by themselves.
+    Its steps are what the budget buys at a `depth`-layer step's estimated cost (as
+    `late_plan` prices its first stage), rounded down to the evaluation interval. The final
+    model is not the benchmark's, so this is a control row, not a recipe: the depth gate
+    (growcockpit/compare/depth_gate.py) asks whether the full depth beats it.
     """
-    one = Stage("one-layer", 1, 1, enter="init", train="all")
+    if not 1 <= depth < size.layers:
+        raise MethodError(f"depth-{depth}: a control needs 1 ≤ N < {size.layers} layers")
+    named = "one-layer" if depth == 1 else f"fixed-{depth}"  # depth-1 runs stay reusable
+    part = Stage(named, depth, 1, enter="init", train="all")
     full = Stage(f"full-{size.layers}", size.layers, 1, enter="stack", init="copy")
-    cost = estimate_cost(plan_for(size, "probe", [one, full], seed))
+    cost = estimate_cost(plan_for(size, "probe", [part, full], seed))
     steps = int(budget.baseline_steps * cost.baseline_step_cost / cost.stages[0].step_cost)
     steps -= steps % budget.eval_every
-    shallow = replace(size, layers=1, steps=steps)
-    plan = plan_for(shallow, f"bench-{size.family}-depth-1", [replace(one, steps=steps)], seed)
+    shallow = replace(size, layers=depth, steps=steps)
+    name = f"bench-{size.family}-depth-{depth}"
+    plan = plan_for(shallow, name, [replace(part, steps=steps)], seed)
     return replace(plan, optim=_wsd(plan.optim))
 
 
