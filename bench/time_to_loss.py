@@ -45,6 +45,7 @@ if str(BENCH) not in sys.path:
 
 from common import METHODS, MSLT_VARIANTS, TTL_SIZES, Size, method_plan  # noqa: E402
 from ttl_flops import flops_split, print_flops  # noqa: E402
+from ttl_gate import against_control, bench_gate, control_methods, gate_report, gated_items  # noqa: E402
 from ttl_plans import Budget, MethodError, budget_plan, method_label, stages_summary  # noqa: E402
 from ttl_report import markdown, plot, report_family  # noqa: E402
 from ttl_runs import Job, analyse, completed, first_reach, run_jobs  # noqa: E402
@@ -102,6 +103,12 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         help="comma list. Budget mode (default: " + ",".join(BUDGET_METHODS) + "): baseline, "
         "baseline-<f>x, gong, vcycle, mslt-<variant>, plan:<file or sample plan>. "
         "--same-steps (default: " + ",".join(METHODS) + "): those four, MSLT variants via --mslt",
+    )
+    ap.add_argument(
+        "--no-depth-controls",
+        action="store_true",
+        help="leave out the fixed-size controls (depth-1 and half depth, run by default in "
+        "budget mode) that the depth gate compares the baseline with",
     )
     ap.add_argument(
         "--mslt",
@@ -204,6 +211,8 @@ def method_plans(args: argparse.Namespace, size: Size, seed: int) -> list[tuple[
         if "baseline" not in methods:
             methods.insert(0, "baseline")
         methods += [m for m in baseline_rivals(args) if m not in methods]
+        if not args.no_depth_controls:
+            methods += [m for m in control_methods(size.layers) if m not in methods]
         budget = Budget(size.steps, size.eval_every)
         out = [
             (
@@ -348,7 +357,19 @@ def main(argv: list[str] | None = None) -> int:
                 if lrs
                 else None,
             )
+            gate = bench_gate(runs, size.layers)
+            vs_control = (
+                against_control(runs, f"depth-{gate.best_control.layers}", first_reach)
+                if gate is not None and gate.pays
+                else {}
+            )
+            print("\n".join(gate_report(family, gate, vs_control)))
+            items = gated_items(items, gate, family)
             data["families"][family] = {
+                "depth_gate": None
+                if gate is None
+                else {**dataclasses.asdict(gate), "pays": gate.pays},
+                "vs_best_control": vs_control,
                 "size": dataclasses.asdict(size),
                 "budget_baseline_steps": None if args.same_steps else size.steps,
                 "runs": runs,

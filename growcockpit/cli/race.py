@@ -51,6 +51,12 @@ def add_parsers(sub: Subparsers) -> None:
         "reduced trainable set?)",
     )
     r.add_argument(
+        "--no-depth-controls",
+        action="store_true",
+        help="leave out the fixed-size controls (the final model at depth 1 and half depth, "
+        "one stage, equal compute) that race by default to say whether depth pays",
+    )
+    r.add_argument(
         "--join", action="store_true", help="join the race in --race-dir as one more worker"
     )
     r.add_argument(
@@ -91,6 +97,7 @@ def _spec(args: argparse.Namespace, race_dir: Path) -> object:
             keep=args.keep,
             finish=not args.no_finish,
             control=args.control,
+            depth_controls=not args.no_depth_controls,
         )
         spec = build_race(list(args.plans), args.vary, _seeds(args.seeds), race_dir,
                           write=False, **build)  # fmt: skip

@@ -99,7 +99,7 @@ def depth_gate(
     if pays:
         text = (
             f"depth pays at this budget: the {L}-layer baseline ends {best.median - baseline.median:.3f} "
-            f"below the best fixed control ({_layers(best.layers)}), more than {what} {need:.3f}"
+            f"below the best fixed control ({layers_text(best.layers)}), more than {what} {need:.3f}"
         )
     elif best.median <= baseline.median:
         text = (
@@ -124,7 +124,7 @@ def depth_gate(
     )
 
 
-def _layers(n: int) -> str:
+def layers_text(n: int) -> str:
     return f"{n} layer" if n == 1 else f"{n} layers"
 
 

@@ -24,6 +24,7 @@ from growcockpit.plan.cost import block_params
 from growcockpit.plan.overrides import apply_overrides, overridden_plan, parse_override
 from growcockpit.plan.save import plan_to_dict, update_text
 from growcockpit.race.control import ControlError, control_tables
+from growcockpit.race.depth_controls import DepthControlError, depth_control_plans
 from growcockpit.race.halving import rung_computes
 from growcockpit.race.race_dir import PLANS, make_root, plan_path, run_path, subdir, write_file
 from growcockpit.race.race_dir import SPEC_FILE as SPEC_FILE  # re-exported: its home was here
@@ -48,6 +49,7 @@ class Candidate:
     runs: list[str]
     control: bool = False  # `--control`: a growth plan's trainable set, no growth
     controls: list[str] = field(default_factory=list)  # a control's growth candidates' keys
+    depth: int = 0  # a fixed-size control's depth (race/depth_controls.py); 0: not one
 
 
 @dataclass
@@ -64,6 +66,7 @@ class RaceSpec:
     finish: bool = True  # continue the winners to the full budget
     vary: list[str] = field(default_factory=list)
     control: bool = False
+    depth_controls: bool = False  # fixed-size controls race too (build_race's default: on)
 
     def to_json(self) -> str:
         return json.dumps(asdict(self), indent=1)
@@ -169,10 +172,12 @@ def build_race(
     keep: int = 1,
     finish: bool = True,
     control: bool = False,
+    depth_controls: bool = True,
     write: bool = True,
 ) -> RaceSpec:
     """Every candidate's plan, checked and (with `write`) written under `race_dir/plans/`;
-    the rungs. With `control`, each growth candidate's control (race/control.py) too."""
+    the rungs. With `control`, each growth candidate's control (race/control.py) too;
+    with `depth_controls`, the fixed-size controls (race/depth_controls.py)."""
     if not plan_paths:
         raise RaceError("give at least one plan file")
     if not 0 < budget_fraction <= 1:
@@ -199,19 +204,22 @@ def build_race(
             if first is None:
                 first = (data, plan)
     assert first is not None
+    base_sets: list[list[str]] = []  # the choices of the non-stage keys
+    for sets in _variations(varies):
+        kept = [s for s in sets if not s.startswith("stages.")]
+        if kept not in base_sets:
+            base_sets.append(kept)
     if not any(m[3] for m in made):  # the baseline, at the same choices of the other keys
         base = baseline_tables(*first)
-        base_sets: list[list[str]] = []
-        for sets in _variations(varies):
-            kept = [s for s in sets if not s.startswith("stages.")]
-            if kept not in base_sets:
-                base_sets.append(kept)
         for sets in base_sets:
             try:
                 plan = plan_from_dict(apply_overrides(base, [parse_override(s) for s in sets]))
             except PlanError as exc:
                 raise RaceError(f"the full-depth baseline: {exc}") from None
             made.append((_label(plan.name, sets), plan.name, sets, True, plan, dump_plan(plan)))
+    budget = plan_flops(made[0][4])  # the first plan's; the baseline costs the same
+    depths = _depth_controls(first, base_sets, budget) if depth_controls else []
+    made += [m for m, _ in depths]
     _refuse_incomparable(made)
     controls = _controls(made, grown)
     made += [m for m, _ in controls]
@@ -229,13 +237,46 @@ def build_race(
     for at, (_, of) in enumerate(controls, start=len(made) - len(controls)):
         keys = [candidates[i].key for i in of]
         candidates[at] = dataclasses.replace(candidates[at], control=True, controls=keys)
-    budget = plan_flops(made[0][4])  # the first plan's; the baseline costs the same
+    start = len(made) - len(controls) - len(depths)
+    for at, (_, depth) in enumerate(depths, start=start):
+        candidates[at] = dataclasses.replace(candidates[at], depth=depth)
     rungs = rung_computes(len(candidates), eta, keep, budget_fraction * budget)
     if not rungs:
         raise RaceError(f"{len(candidates)} candidate(s) and --keep {keep}: nothing to race")
     return RaceSpec(
-        candidates, seeds, eta, keep, budget_fraction, budget, rungs, finish, vary, control
+        candidates,
+        seeds,
+        eta,
+        keep,
+        budget_fraction,
+        budget,
+        rungs,
+        finish,
+        vary,
+        control,
+        depth_controls,
     )
+
+
+def _depth_controls(
+    first: tuple[dict[str, Any], Plan], base_sets: list[list[str]], budget: float
+) -> list[tuple[Made, int]]:
+    """The fixed-size controls of the first plan's model at every choice of the non-stage
+    keys, each at the first plan's compute (race/depth_controls.py)."""
+    out: list[tuple[Made, int]] = []
+    for sets in base_sets:
+        data = apply_overrides(first[0], [parse_override(s) for s in sets])
+        try:
+            plan = plan_from_dict(data)
+            for depth, tables in depth_control_plans(data, plan, budget, plan_flops):
+                ctl = plan_from_dict(tables)
+                made = (_label(ctl.name, sets), ctl.name, sets, False, ctl, dump_plan(ctl))
+                out.append((made, depth))
+        except (PlanError, DepthControlError) as exc:
+            raise RaceError(
+                f"the fixed-size controls: {exc}; or race with --no-depth-controls"
+            ) from None
+    return out
 
 
 def _refuse_incomparable(made: list[Made]) -> None:

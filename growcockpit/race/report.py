@@ -17,7 +17,9 @@ from typing import Any
 import optuna
 from optuna.trial import TrialState
 
+from growcockpit.plan import PlanError, load_plan
 from growcockpit.race.candidates import Candidate, RaceSpec
+from growcockpit.race.depth_controls import Arm, RaceGate, race_gate
 from growcockpit.race.halving import Point, Speedup, best_tied, first_reach_flops
 from growcockpit.race.runs import RunState, run_state
 from growcockpit.race.study import trials_by_key
@@ -38,6 +40,7 @@ class Row:
     final_loss: float | None
     runs: list[str]
     controls: list[str] | None = None  # a control's growth candidates; None: not a control
+    depth: int = 0  # a fixed-size control's depth; 0: not one
 
 
 @dataclass(frozen=True)
@@ -49,9 +52,12 @@ class RaceResult:
     winner: str | None
     speedup: Speedup | None
     tied: list[str] = field(default_factory=list)  # the best share one score: no winner
+    depth_gate: RaceGate | None = None  # baseline against the fixed-size controls
 
     def to_dict(self) -> dict[str, Any]:
         out = asdict(self)
+        if self.depth_gate is not None:
+            out["depth_gate"]["pays"] = self.depth_gate.gate.pays
         if self.speedup is not None:
             out["speedup"]["sooner"] = self.speedup.sooner
             out["speedup"]["with_race"] = self.speedup.with_race
@@ -98,6 +104,7 @@ def _row(c: Candidate, spec: RaceSpec, trial: optuna.trial.FrozenTrial) -> Row:
         final,
         c.runs,
         c.controls if c.control else None,
+        c.depth,
     )
 
 
@@ -126,7 +133,33 @@ def race_result(spec: RaceSpec, study: optuna.Study) -> RaceResult:
         winner,
         _speedup(spec, rows, winner, race_flops),
         tie,
+        _gate(spec, rows),
     )
+
+
+def _gate(spec: RaceSpec, rows: list[Row]) -> RaceGate | None:
+    """The depth gate over the baselines and the fixed-size controls (race/depth_controls.py)."""
+    if not any(r.depth for r in rows):
+        return None
+    full = max(spec_depth(spec), *(r.depth for r in rows))
+    arms: dict[int, list[Arm]] = {}
+    for r in rows:
+        depth = r.depth or (full if r.baseline else 0)
+        if depth:
+            arms.setdefault(depth, []).append((r.key, r.runs, r.rung_losses))
+    return race_gate(spec.rungs, arms)
+
+
+def spec_depth(spec: RaceSpec) -> int:
+    """The race's full depth: one more than its deepest control, at least (the baseline's
+    own depth is read from its plan file)."""
+    for c in spec.candidates:
+        if c.baseline:
+            try:
+                return load_plan(c.plan_files[0]).model.final_layers
+            except (OSError, PlanError):
+                break
+    return 1 + max((c.depth for c in spec.candidates), default=0)
 
 
 def _winner(at_top: dict[str, float | None], rows: list[Row]) -> tuple[str | None, list[str]]:
@@ -178,6 +211,7 @@ def format_result(result: RaceResult) -> str:
             state += f", final {r.final_loss:.4f}"
         name = r.key + (" (baseline)" if r.baseline else "")
         name += " (control)" if r.controls is not None else ""
+        name += f" (fixed {r.depth}-layer control)" if r.depth else ""
         table.append([name, *map(_fmt, r.rung_losses), f"{r.flops:.3g}", state])
     widths = [max(len(row[i]) for row in table) for i in range(len(head))]
     lines += ["  ".join(c.ljust(w) for c, w in zip(row, widths, strict=True)) for row in table]
@@ -187,7 +221,13 @@ def format_result(result: RaceResult) -> str:
     )
     lines.append(verdict_line(result))
     lines += control_lines(result)
+    lines += gate_lines(result)
     return "\n".join(lines)
+
+
+def gate_lines(result: RaceResult) -> list[str]:
+    """Which fixed depth is best at this budget, and whether depth pays."""
+    return result.depth_gate.lines() if result.depth_gate is not None else []
 
 
 def verdict_line(result: RaceResult) -> str:
@@ -202,7 +242,19 @@ def verdict_line(result: RaceResult) -> str:
         )
     if result.winner is None:
         return "no winner yet: the race has not reached its last rung"
+    win = next(r for r in result.rows if r.key == result.winner)
+    if win.depth:
+        return (
+            f"winner: {win.key}, a fixed {win.depth}-layer control: a smaller model is the "
+            "best use of this budget; no growth speedup is claimed"
+        )
     s = result.speedup
+    gate = result.depth_gate
+    if s is not None and s.sooner is not None and gate is not None and not gate.gate.pays:
+        return (
+            f"winner: {result.winner}; depth does not pay at this budget, so no growth speedup "
+            f"is claimed (measured: the baseline's loss {s.sooner:.2f}× sooner)"
+        )
     if s is None:
         return f"winner: {result.winner} (the baseline itself, or no baseline measured)"
     if s.sooner is None:
@@ -212,11 +264,25 @@ def verdict_line(result: RaceResult) -> str:
         )
     with_race = s.with_race
     counted = f"{with_race:.2f}×" if with_race is not None else "—"
-    return (
+    line = (
         f"winner: {result.winner} reaches the baseline's loss {s.target_loss:.4f} "
         f"{s.sooner:.2f}× sooner (estimated from the race: {s.winner_flops:.3g} vs "
         f"{s.baseline_flops:.3g} FLOPs); counting the race's own compute: {counted}"
     )
+    if gate is not None:
+        line += "; " + _against_best_control(result, gate, win)
+    return line
+
+
+def _against_best_control(result: RaceResult, gate: RaceGate, win: Row) -> str:
+    """Where depth pays: how much sooner the winner reaches the best control's loss."""
+    key = gate.keys[gate.gate.best_control.layers]
+    row = next(r for r in result.rows if r.key == key)
+    loss = row.rung_losses[gate.rung]
+    reach = first_reach_flops(run_state(Path(win.runs[0])).points, loss) if loss else None
+    if loss is None or reach is None or reach <= 0:
+        return f"the best control {key}'s loss: not reached"
+    return f"the best control {key}'s loss {loss:.4f} {result.rungs[gate.rung] / reach:.2f}× sooner"
 
 
 def control_lines(result: RaceResult) -> list[str]:

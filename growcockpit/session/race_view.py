@@ -162,7 +162,13 @@ def read_spec(race_dir: Path) -> RaceSpec:
 
 def load_race_view(race_dir: Path, *, curves: bool = True) -> RaceView:
     """The race as it stands on disk; `curves=False` skips the candidates' curves (Home)."""
-    from growcockpit.race.report import Row, control_lines, race_result, verdict_line
+    from growcockpit.race.report import (
+        Row,
+        control_lines,
+        gate_lines,
+        race_result,
+        verdict_line,
+    )
     from growcockpit.race.study import open_study
 
     race_dir = Path(race_dir)
@@ -181,6 +187,7 @@ def load_race_view(race_dir: Path, *, curves: bool = True) -> RaceView:
                 None,
                 c.runs,
                 c.controls if c.control else None,
+                c.depth,
             )  # fmt: skip
             for c in spec.candidates
         ]
@@ -209,7 +216,11 @@ def load_race_view(race_dir: Path, *, curves: bool = True) -> RaceView:
         for r in rows
     ]
     status = status_of(race_live(race_dir), stop_requested(race_dir), rows, spec.finish)
-    verdict = [verdict_line(result), *control_lines(result)] if result else ["not started yet"]
+    verdict = (
+        [verdict_line(result), *control_lines(result), *gate_lines(result)]
+        if result
+        else ["not started yet"]
+    )
     return RaceView(
         race_dir,
         status,

@@ -203,14 +203,30 @@ def test_time_to_loss_quick_budget(gc_cache: Path, tmp_path: Path) -> None:
     assert proc.returncode == 0, proc.stdout + proc.stderr
     last = proc.stdout.splitlines()[-1]
     for key in ("baseline_0_5x", "mslt_longshallow_emb", "vcycle"):
-        assert re.search(rf"gpt2\.{key}_speedup_to_baseline_loss=(\d+\.\d\dx|n/r)", last), last
+        value = r"(\d+\.\d\dx|n/r)"
+        assert re.search(
+            rf"gpt2\.{key}_speedup_to_baseline_loss=({value}|unclaimed\({value}\))", last
+        )
     assert "gpt2.baseline_lr=untuned(0.002)" in last and "LR was NOT tuned" in proc.stdout
     data = json.loads(out.read_text())
     assert data["mode"] == "budget"
     fam = data["families"]["gpt2"]
     assert fam["budget_baseline_steps"] == 24
     run = fam["runs"][0]
-    assert list(run) == ["baseline", "baseline-0.5x", "mslt-longshallow-emb", "vcycle"]
+    # the fixed-size controls run by default: depth 1 and half depth (the depth gate's arms)
+    assert list(run) == [
+        "baseline", "baseline-0.5x", "mslt-longshallow-emb", "vcycle", "depth-1", "depth-2"
+    ]  # fmt: skip
+    assert run["depth-1"]["steps"] > run["depth-2"]["steps"] > 24
+    assert re.search(r"gpt2\.depth_gate=(pays|does_not_pay) gpt2\.best_fixed_depth=[124] ", last)
+    gate = fam["depth_gate"]
+    assert gate["baseline"]["layers"] == 4 and [c["layers"] for c in gate["controls"]] in (
+        [1, 2],
+        [2, 1],
+    )
+    if not gate["pays"]:
+        assert "no growth speedup is claimed" in proc.stdout
+        assert "gpt2.vcycle_speedup_to_baseline_loss=unclaimed(" in last
     for name, res in run.items():
         assert res["rc"] == 0 and res["status"] == "completed", name
         assert res["evals"][-1]["step"] == res["steps"] and res["wall_s"] > 0
@@ -226,7 +242,7 @@ def test_time_to_loss_quick_budget(gc_cache: Path, tmp_path: Path) -> None:
     swept = tmp_path / "sweep.json"
     again = _ttl(
         tmp_path, gc_cache, "--methods", "baseline,vcycle", "--runs-dir", str(runs),
-        "--lrs", "4e-3,2e-3", "--json", str(swept),
+        "--lrs", "4e-3,2e-3", "--json", str(swept), "--no-depth-controls",
     )  # fmt: skip
     assert again.returncode == 0 and again.stdout.count("(reused)") == 2, again.stdout
     assert (runs / "gpt2" / "seed0" / "vcycle@lr0.004").is_dir()
