@@ -33,6 +33,7 @@ from pathlib import Path
 from typing import Any
 
 from growcockpit.plan import (
+    CheckpointSpec,
     DataSpec,
     MetricsSpec,
     ModelSpec,
@@ -135,6 +136,7 @@ def plan_for(size: Size, name: str, stages: list[Stage], seed: int = 0) -> Plan:
             eval_every_steps=size.eval_every,
             eval_batches=size.eval_batches,
         ),
+        checkpoint=CheckpointSpec(stage_start=False),  # nothing written on the timed path
         stages=stages,
     )
     validate_plan(plan, source=name)

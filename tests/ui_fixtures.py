@@ -30,6 +30,7 @@ from growcockpit.protocol import (
     RunFinished,
     RunStarted,
     StageStarted,
+    StartupPhase,
     Step,
     System,
     WarningEvent,
@@ -243,6 +244,40 @@ def recorded_events(finished: bool = True, upto_step: int | None = None) -> list
         t += 1.0
         at(Checkpoint(step=last, path="checkpoints/step-80", reason="final"))
         at(RunFinished(status="completed", step=last, final_path="final"))
+    return evs
+
+
+# a launch's start-up phases and their seconds (protocol/startup_phases.py)
+STARTUP = (
+    ("tokenizer", 0.3),
+    ("token_cache", 4.1),
+    ("model", 0.4),
+    ("checkpoint", 0.2),
+    ("optimizer", 0.1),
+    ("first_step", 0.6),
+)
+
+
+def starting_events(until: str | None = None) -> list[Event]:
+    """A launch from run_started to its first step; `until` cuts the log as that phase
+    begins (a run still starting). The imports (5.2 s) and device arrive done, as a
+    backend sends them once its log is open."""
+    t = T0
+    evs: list[Event] = [RunStarted(run_id="mslt-demo-20260101-000000", plan=PLAN, t=t)]
+    evs.append(StartupPhase(phase="imports", done=True, seconds=5.2, since_launch=5.2, t=t))
+    evs.append(StartupPhase(phase="device", done=True, seconds=0.0, since_launch=5.2, t=t))
+    for phase, seconds in STARTUP:
+        if phase == "first_step":
+            evs.append(StageStarted(index=0, name="shallow", layers=2, steps=STAGE_STEPS, t=t))
+        evs.append(StartupPhase(phase=phase, since_launch=t - T0 + 5.2, t=t))
+        if phase == until:
+            return evs
+        t = round(t + seconds, 3)
+        if phase == "first_step":
+            evs.append(Step(step=1, stage=0, loss=loss_at(1), tokens=2048, step_ms=600.0, t=t))
+        done = StartupPhase(phase=phase, done=True, seconds=seconds, since_launch=t - T0 + 5.2)
+        done.t = t
+        evs.append(done)
     return evs
 
 

@@ -90,6 +90,7 @@ def run_training(
     Under torchrun every rank calls this; only rank 0 writes the run
     directory, listens on the control socket and samples the system.
     """
+    entered = time.time()  # launch → here: the imports (reported once the log is open)
     dist = DistContext.from_env(device)
     paths = RunPaths(run_dir)
     main = dist.is_main
@@ -136,7 +137,9 @@ def run_training(
                 events.close()
             dist.close()
             return 2
+    device_started = time.perf_counter()
     dev = prepare_device(dist.device(device))
+    device_s = time.perf_counter() - device_started
     reporter.emit(
         RunStarted(
             run_id=status.run_id,
@@ -148,6 +151,8 @@ def run_training(
             resumed_from=str(resume_from) if resume_from else None,
         )
     )
+    reporter.startup.ended_before("imports", entered - reporter.startup.launched)
+    reporter.startup.ended_before("device", device_s)
     if writer is not None:
         heartbeat = Heartbeat(writer.beat)
         heartbeat.start()
@@ -172,12 +177,13 @@ def run_training(
     try:
         startup.defer_signals()
         torch.manual_seed(plan.seed)
-        data = _load_data(plan, dist, paths.tokenizer)
+        data = _load_data(plan, dist, paths.tokenizer, reporter)
         # a resume takes its weights from the checkpoint, never from init_from's source
         start = plan if resume_from is None else without_init_from(plan)
         trainer = Trainer(start, paths.root, data, reporter, dev, dist)
         if resume_from is not None:
-            trainer.restore(resume_from)
+            with reporter.startup.phase("restore"):
+                trainer.restore(resume_from)
             reporter.emit(restored_event(trainer.pos, resume_from, None))  # the log may go further
         else:
             seed_rank(plan.seed, dist.rank)  # same weights on every rank, its own dropout
@@ -266,7 +272,9 @@ def _open_mirrors(plan: Plan, root: Path) -> Mirrors | None:
     return open_mirrors(root, log.tensorboard, log.wandb, root.name, plan_to_dict(plan))
 
 
-def _load_data(plan: Plan, dist: DistContext, run_tokenizer: Path) -> TokenBlocks:
+def _load_data(
+    plan: Plan, dist: DistContext, run_tokenizer: Path, reporter: RunReporter
+) -> TokenBlocks:
     """The run's data, with the run's own tokenizer.
 
     The tokenizer a run trained is kept in `runs/<id>/tokenizer/` and reused on
@@ -280,8 +288,8 @@ def _load_data(plan: Plan, dist: DistContext, run_tokenizer: Path) -> TokenBlock
     what = "preparing the data (tokenizer and tokenized corpus, cached for the others)"
     if not dist.is_main:
         dist.wait_for_main(what)
-        return load_blocks(spec, plan.model.family, plan.seed)
-    data = load_blocks(spec, plan.model.family, plan.seed)
+        return load_blocks(spec, plan.model.family, plan.seed, reporter.startup)
+    data = load_blocks(spec, plan.model.family, plan.seed, reporter.startup)
     if not run_tokenizer.is_dir():
         safe_fs.write_dir(run_tokenizer, data.tokenizer.save_pretrained)
     dist.wait_for_main(what)
@@ -334,13 +342,12 @@ def _written_path(exc: BaseException, root: Path) -> str:
 
 
 def _quiet_libraries() -> None:
-    """Progress bars and one-off library notices would only clutter backend.log."""
+    """Progress bars and one-off library notices would only clutter backend.log.
+
+    `datasets` is not imported here (1.7 s): the corpus reader quiets it where a
+    corpus needs it (backend/data/corpus.py), and a plain-text corpus never does."""
     import transformers
 
-    with contextlib.suppress(Exception):  # optional for plain-text corpora (backend/data/corpus.py)
-        import datasets
-
-        datasets.disable_progress_bars()
     quiet = transformers.utils.logging  # unannotated in transformers
     cast(Callable[[], None], quiet.disable_progress_bar)()
     cast(Callable[[], None], quiet.set_verbosity_error)()

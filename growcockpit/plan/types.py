@@ -148,11 +148,14 @@ class MetricsSpec:
 class CheckpointSpec:
     """When a run saves itself. By default every 10 minutes of wall clock and at each
     stage start (before its operator), so a killed run can always be resumed;
-    `every_steps` adds a step cadence, 0 turns either cadence off."""
+    `every_steps` adds a step cadence, 0 turns either cadence off. `stage_start = false`
+    skips the stage-start checkpoint (a benchmark's start-up and stage changes then
+    write nothing; a regretted grow can then only be undone to an older checkpoint)."""
 
     every_steps: int = 0
     every_minutes: float = 10.0
     keep: int = 3
+    stage_start: bool = True
 
 
 @dataclass

@@ -33,6 +33,7 @@ from .events import (
     RunFinished,
     RunStarted,
     StageStarted,
+    StartupPhase,
     Step,
     System,
     UnknownEvent,
@@ -45,6 +46,7 @@ EVENT_TYPES: dict[str, type[Event]] = {
     for cls in (
         RunStarted,
         StageStarted,
+        StartupPhase,
         Step,
         PlateauCheck,
         LayerStats,

@@ -109,6 +109,22 @@ class StageStarted(Event):
 
 
 @dataclass(kw_only=True)
+class StartupPhase(Event):
+    """One phase of a backend's start-up, from launch to its first step (protocol/startup.py
+    names them): sent as it begins (`done` False) and as it ends (`done`, with its `seconds`),
+    so a cockpit can say what a starting run is doing while it does it. `since_launch`: seconds
+    from the process's launch to this event. A phase that ended before the log could be
+    written (the imports) arrives done, without a beginning."""
+
+    TYPE: ClassVar[str] = "startup"
+    phase: str = ""
+    done: bool = False
+    seconds: float | None = None
+    since_launch: float = 0.0
+    note: str = ""  # e.g. "from the cache"
+
+
+@dataclass(kw_only=True)
 class Step(Event):
     TYPE: ClassVar[str] = "step"
     step: int = 0

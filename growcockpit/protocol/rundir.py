@@ -159,6 +159,8 @@ class RunStatus:
     heartbeat: float = 0.0
     started: float = 0.0
     last_checkpoint: str | None = None
+    phase: str = ""  # the start-up phase under way (protocol/startup_phases.py); "" when none
+    phase_since: float = 0.0  # when it began (unix seconds)
 
     def to_json(self) -> str:
         return finite_json.dumps(asdict(self), indent=2)

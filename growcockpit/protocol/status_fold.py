@@ -24,6 +24,7 @@ from growcockpit.protocol.events import (
     RunFinished,
     RunStarted,
     StageStarted,
+    StartupPhase,
     Step,
 )
 from growcockpit.protocol.rundir import FINAL_STATES, RunStatus
@@ -116,7 +117,20 @@ class StatusFold:
         self.status.last_checkpoint = ev.path
         return True
 
+    def _startup(self, ev: StartupPhase) -> bool:
+        """The phase under way while a run starts, for the home screen; none once it ended."""
+        s = self.status
+        if not ev.done:
+            s.phase, s.phase_since = ev.phase, ev.t
+        elif s.phase == ev.phase:
+            s.phase, s.phase_since = "", 0.0
+        else:
+            return False
+        return True
+
     def _finished(self, ev: RunFinished) -> bool:
+        s = self.status
+        s.phase, s.phase_since = "", 0.0  # a run that crashed while starting is no longer starting
         self.status.state = ev.status if ev.status in FINAL_STATES else "crashed"
         if ev.step:
             self.status.step = ev.step
@@ -140,6 +154,7 @@ _HANDLERS: dict[type[Event], Callable[[StatusFold, Any], bool]] = {
     AwaitingAdvance: StatusFold._waiting,
     Checkpoint: StatusFold._checkpoint,
     RunFinished: StatusFold._finished,
+    StartupPhase: StatusFold._startup,
 }
 
 

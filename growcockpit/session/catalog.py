@@ -15,6 +15,7 @@ from pathlib import Path
 from growcockpit.protocol import safe_fs
 from growcockpit.protocol.run_notes import RunNotes, read_notes_quietly
 from growcockpit.protocol.rundir import RunDirError, RunPaths, pid_alive, read_status
+from growcockpit.protocol.startup_phases import starting_line
 from growcockpit.resources import sample_plans_dir
 from growcockpit.session.fold.bulk import fold_lines
 from growcockpit.session.run_state import RunState
@@ -55,6 +56,14 @@ class RunEntry:
     loss: float | None = None
     updated: float = 0.0  # unix time of the last sign of life (heartbeat or log write)
     notes: RunNotes = RunNotes()  # the user's note and tags (notes.json)
+    phase: str = ""  # a starting run's start-up phase under way (protocol/startup_phases.py)
+    phase_since: float = 0.0
+
+    def stage_text(self, now: float) -> str:
+        """The stage column: what a starting run is doing, else its stage."""
+        if self.phase and self.live:
+            return starting_line(self.phase, now - self.phase_since)
+        return self.stage
 
     @property
     def live(self) -> bool:
@@ -168,6 +177,8 @@ def run_entry(run_dir: Path) -> RunEntry | None:
                 total_steps=st.total_steps,
                 loss=st.loss,
                 updated=st.heartbeat,
+                phase=st.phase,
+                phase_since=st.phase_since,
             )
     if paths.events.exists():
         return _from_events(paths)

@@ -68,6 +68,26 @@ def test_run_goes_through_both_stages(finished_run: Path) -> None:
     assert status.state == "completed" and status.step == 40
 
 
+def test_start_up_phases_from_launch_to_the_first_step(finished_run: Path) -> None:
+    """Each phase with its seconds, in launch order, all before the first step's end."""
+    from growcockpit.protocol.events import StartupPhase
+
+    events = read_all(finished_run / "events.jsonl")
+    ended = [e for e in events if isinstance(e, StartupPhase) and e.done]
+    assert [e.phase for e in ended] == [
+        "imports",
+        "device",
+        "tokenizer",
+        "token_cache",
+        "model",
+        "checkpoint",
+        "optimizer",
+        "first_step",
+    ]
+    assert all(e.seconds is not None and 0 <= e.seconds <= e.since_launch for e in ended)
+    assert read_status(finished_run).phase == ""
+
+
 def test_completed_status_names_the_last_stage(finished_run: Path) -> None:
     """Not one past it: `growcockpit status` once printed "stage 3/2" for a finished run."""
     status = read_status(finished_run)

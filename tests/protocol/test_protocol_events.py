@@ -190,6 +190,9 @@ SAMPLES: dict[str, Event] = {
     "probe_picked": ev.ProbePicked(
         seq=17, t=17.0, step=20, stage=1, winner=0, label="stack (top)", val_losses=[7.4, 7.45]
     ),
+    "startup": ev.StartupPhase(
+        seq=18, t=18.0, phase="token_cache", done=True, seconds=4.1, since_launch=9.3, note="x"
+    ),
 }
 
 

@@ -82,3 +82,19 @@ def test_only_changes_of_state_ask_for_a_write_now() -> None:
     assert not fold.apply(System())
     assert fold.apply(Paused(step=2))
     assert fold.apply(Resumed(step=2))
+
+
+def test_the_start_up_phase_under_way_until_the_first_step() -> None:
+    from growcockpit.protocol.events import StartupPhase
+
+    def phase(name: str, t: float, done: bool = False) -> StartupPhase:
+        return StartupPhase(phase=name, done=done, seconds=1.0 if done else None, t=t)
+
+    s = run(phase("imports", 101.0, done=True), phase("token_cache", 102.0))
+    assert (s.phase, s.phase_since) == ("token_cache", 102.0)
+    s = run(phase("token_cache", 102.0), phase("token_cache", 104.0, done=True))
+    assert (s.phase, s.phase_since) == ("", 0.0)
+    s = run(phase("first_step", 105.0), step(1), phase("first_step", 106.0, done=True))
+    assert s.phase == "" and s.step == 1
+    crashed = run(phase("checkpoint", 103.0), RunFinished(status="crashed"))
+    assert (crashed.phase, crashed.state) == ("", "crashed")

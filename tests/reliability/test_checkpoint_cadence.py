@@ -37,6 +37,28 @@ def test_stage_starts_and_the_clock_checkpoint(tmp_path: Path) -> None:
     assert (3, "stage") not in reasons, "stage 2 starts on the step just checkpointed"
 
 
+def test_stage_start_checkpoints_can_be_turned_off_and_round_trip() -> None:
+    from growcockpit.plan import PlanError, dump_plan
+
+    off = tiny_plan().replace("keep = 10", "keep = 10\nstage_start = false")
+    plan = loads_plan(off, "x.toml")
+    assert (
+        plan.checkpoint.stage_start is False
+        and loads_plan(tiny_plan(), "x.toml").checkpoint.stage_start
+    )
+    assert loads_plan(dump_plan(plan), "x.toml").checkpoint.stage_start is False
+    with pytest.raises(PlanError, match="checkpoint.stage_start"):
+        loads_plan(off.replace("stage_start = false", 'stage_start = "no"'), "x.toml")
+
+
+@pytest.mark.usefixtures("gc_cache")
+def test_no_stage_start_checkpoint_when_turned_off(tmp_path: Path) -> None:
+    text = tiny_plan(steps=(2, 2), every_steps=0, every_minutes=0)
+    trainer = make_trainer(tmp_path, text.replace("keep = 10", "keep = 10\nstage_start = false"))
+    assert trainer.run() == "completed"
+    assert of_type(read_all(tmp_path / "events.jsonl"), Checkpoint) == []
+
+
 @pytest.mark.slow
 @pytest.mark.usefixtures("gc_cache")
 def test_resume_from_a_stage_start_with_carried_moments_is_exact(tmp_path: Path) -> None:

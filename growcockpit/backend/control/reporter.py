@@ -13,6 +13,7 @@ import time
 
 from growcockpit.backend.control.command_source import CommandSource
 from growcockpit.backend.control.sinks import EventSink
+from growcockpit.backend.control.startup_phases import StartupClock
 from growcockpit.backend.loop.progress import Progress
 from growcockpit.protocol.commands import CommandAck, CommandRequest
 from growcockpit.protocol.events import (
@@ -35,6 +36,7 @@ class RunReporter:
         self.sink = sink
         self.commands = commands
         self.last_checkpoint: str | None = None  # this process's last good one
+        self.startup = StartupClock(self.emit)  # the start-up phases, until the first step
 
     def emit(self, event: Event) -> Event:
         self.sink(event)

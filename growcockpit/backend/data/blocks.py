@@ -21,6 +21,7 @@ import numpy as np
 import torch
 from transformers import PreTrainedTokenizerBase
 
+from growcockpit.backend.control.startup_phases import StartupClock
 from growcockpit.backend.data.corpus import Corpus, CorpusLines, DataError, resolve_corpus
 from growcockpit.backend.data.token_cache import TokenShard, tokenize_to_shard
 from growcockpit.backend.data.tokenizer import build_tokenizer
@@ -269,22 +270,31 @@ def mask_tokens(
     return Batch(inputs, labels)
 
 
-def load_blocks(spec: DataSpec, family: str, seed: int) -> TokenBlocks:
+def load_blocks(
+    spec: DataSpec, family: str, seed: int, clock: StartupClock | None = None
+) -> TokenBlocks:
     """Corpus → tokenizer → cached token shard → blocks. Raises DataError with a fix on bad input.
 
     A source with a validation split (a `save_to_disk` DatasetDict) validates on that
     split, tokenized into its own shard; otherwise every 1/val_fraction-th block is held out.
+    `clock` reports the tokenizer and the token cache as start-up phases.
     """
+    clock = clock or StartupClock()
     corpus = resolve_corpus(spec.source, spec.text_column)
-    try:
-        tokenizer = build_tokenizer(spec.tokenizer, family, corpus, None)
-    except DataError as exc:
-        if "internal: texts are needed" not in str(exc):
-            raise
-        tokenizer = build_tokenizer(spec.tokenizer, family, corpus, [CorpusLines(corpus)])
-    started = time.perf_counter()
-    shard = tokenize_to_shard(corpus, tokenizer, family)
-    _note_in_index(spec, family, corpus, shard, time.perf_counter() - started)
+    with clock.phase("tokenizer") as note:
+        try:
+            tokenizer = build_tokenizer(spec.tokenizer, family, corpus, None)
+            note.text = "from the cache" if spec.tokenizer.startswith("train:") else ""
+        except DataError as exc:
+            if "internal: texts are needed" not in str(exc):
+                raise
+            tokenizer = build_tokenizer(spec.tokenizer, family, corpus, [CorpusLines(corpus)])
+            note.text = "trained on the corpus"
+    with clock.phase("token_cache") as note:
+        started = time.perf_counter()
+        shard = tokenize_to_shard(corpus, tokenizer, family)
+        _note_in_index(spec, family, corpus, shard, time.perf_counter() - started)
+        note.text = "tokenized the corpus" if shard.fresh else "from the cache"
     ids = shard.ids()
     body = spec.seq_len - family_facts(family).boundary_tokens
     if len(ids) // body < 2:

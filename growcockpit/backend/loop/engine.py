@@ -89,8 +89,9 @@ class Trainer:
         self.report = reporter
         self.device = device
         self.pos = TrainerPosition(plan=plan_to_dict(plan))
-        model, notes = initial_model(plan, data.tokenizer)
-        self.model: nn.Module = model.to(device)
+        with reporter.startup.phase("init_from" if plan.model.init_from else "model"):
+            model, notes = initial_model(plan, data.tokenizer)
+            self.model: nn.Module = model.to(device)
         for note in notes:
             reporter.warn(note)
         self.optimizer: torch.optim.Optimizer | None = None
@@ -160,7 +161,9 @@ class Trainer:
                     self.wait_for_advance()
                     continue
                 return "steps"
-            self.after_step(self.train_step())
+            with self.report.startup.phase("first_step") as first:  # a no-op after the first
+                outcome = self.train_step(report=first.active)  # reported: start-up ends
+            self.after_step(outcome)
 
     def end_early(self, stage: Stage) -> None:
         """The stage ends before its `steps` (plateau or `advance`): it counts the steps it
@@ -197,9 +200,10 @@ class Trainer:
         """Apply queued commands at this step boundary (backend/control/command_loop.py)."""
         handle_commands(self, block)
 
-    def train_step(self) -> StepOutcome | None:
-        """One optimizer step (backend/loop/step.py); an outcome on steps that report."""
-        return self.steps.run(self)
+    def train_step(self, report: bool = False) -> StepOutcome | None:
+        """One optimizer step (backend/loop/step.py); an outcome on steps that report
+        (every `log_every_steps`, or now if `report`)."""
+        return self.steps.run(self, report)
 
     def after_step(self, outcome: StepOutcome | None) -> None:
         """`outcome` is None on steps that read nothing from the device (log_every_steps)."""
@@ -248,7 +252,8 @@ class Trainer:
         index = self.pos.stage_index
         stage = self.stage
         if self.cadence.stage_start_due(self.pos.step):
-            self.checkpoint("stage")
+            with self.report.startup.phase("checkpoint"):
+                self.checkpoint("stage")
         depth_before = len(get_layers(self.model)) if index > 0 else 0
         self.recipes.clear()  # a stage advanced mid-ramp leaves its gates behind
         self.plateau = trigger_for(stage)
@@ -301,9 +306,9 @@ class Trainer:
         self.train_module = self.dist.wrap(LossModule(self.model, self.forward), self.device)
         lr = self.current_lr()
         previous = self.optimizer
-        self.optimizer = build_optimizer(
-            self.model, self.plan.optim, lr, fused=self.device.type == "cuda"
-        )
+        with self.report.startup.phase("optimizer"):
+            fused = self.device.type == "cuda"
+            self.optimizer = build_optimizer(self.model, self.plan.optim, lr, fused=fused)
         if previous is not None and not self.plan.optim.optimizer_reset:
             fresh = fresh_state_layers(stage, grow)
             carry_optimizer_state(previous, self.optimizer, self.model, grow, fresh)

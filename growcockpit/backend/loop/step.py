@@ -201,6 +201,11 @@ class StepRunner:
         self.compile_s = None
         if not t.plan.optim.compile:
             return
+        with t.report.startup.phase("compile"):
+            self.warm_compiled(t)
+
+    def warm_compiled(self, t: StepHost) -> None:
+        """The stage's first forward and backward through the compiled blocks, undone."""
         if self.compiler is None:
             self.compiler = BlockCompiler(t.plan.optim.compile_backend)
         t.forward.compiled = self.compiler
@@ -228,12 +233,13 @@ class StepRunner:
         last_of_stage = t.pos.step_in_stage + 1 >= t.stage.steps
         return last_of_stage or (t.pos.step + 1) % every == 0
 
-    def run(self, t: StepHost) -> StepOutcome | None:
-        """One optimizer step of `t`: accumulate micro-batches, clip, guarded update, report."""
+    def run(self, t: StepHost, report_now: bool = False) -> StepOutcome | None:
+        """One optimizer step of `t`: accumulate micro-batches, clip, guarded update, report
+        (at the cadence, or now if `report_now`: a launch's first step)."""
         optimizer = t.optimizer
         assert optimizer is not None
         accum = t.plan.optim.grad_accum_steps
-        report = self.reports(t)
+        report = report_now or self.reports(t)
         layer_timing, collect = t.timing_due(), t.stats_due()
         if layer_timing:
             t.timer.attach(get_layers(t.model))

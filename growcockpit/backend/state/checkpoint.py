@@ -26,6 +26,7 @@ import torch
 from torch import nn
 
 from growcockpit.backend.state.checkpoint_cap import cap_problem
+from growcockpit.backend.state.finite_scan import first_non_finite
 from growcockpit.metrics.cuda import cuda_initialized
 from growcockpit.plan.types import Plan
 from growcockpit.protocol import safe_fs
@@ -130,16 +131,15 @@ def non_finite_problem(state: dict[str, Any], loss: float | None) -> str:
     if loss is not None and not math.isfinite(loss):
         return f"the last loss is {loss}"
     model: dict[str, torch.Tensor] = state["model"]
-    for name, tensor in model.items():
-        if tensor.is_floating_point() and not bool(torch.isfinite(tensor).all()):
-            return f"weight {name} is not finite"
-    optim = state["optimizer"]
-    for index, slots in (optim or {}).get("state", {}).items():
-        for slot, tensor in slots.items():
-            floating = isinstance(tensor, torch.Tensor) and tensor.is_floating_point()
-            if floating and not bool(torch.isfinite(tensor).all()):
-                return f"optimizer state {slot} of parameter {index} is not finite"
-    return ""
+    slots = (state["optimizer"] or {}).get("state", {})
+    named = [(f"weight {name}", t) for name, t in model.items()]
+    named += [
+        (f"optimizer state {slot} of parameter {index}", t)
+        for index, by_slot in slots.items()
+        for slot, t in by_slot.items()
+    ]
+    culprit = first_non_finite(named)  # one read for all (backend/state/finite_scan.py)
+    return f"{culprit} is not finite" if culprit else ""
 
 
 def is_disk_full(exc: BaseException, where: Path) -> bool:

@@ -34,6 +34,7 @@ from growcockpit.backend.state.checkpoint import (
     load_checkpoint,
     non_finite_problem,
 )
+from growcockpit.backend.state.finite_scan import first_non_finite
 from growcockpit.backend.state.state_checks import (
     MAX_STEP,
     brief,
@@ -312,11 +313,13 @@ def check_state(state: dict[str, Any], path: Path) -> CheckedState:
 
 
 def _levels_non_finite(levels: list[dict[str, Any]]) -> str:
-    for i, level in enumerate(levels):
-        for name, tensor in level["state"].items():
-            if tensor.is_floating_point() and not bool(torch.isfinite(tensor).all()):
-                return f"V-cycle snapshot {i + 1} weight {name} is not finite"
-    return ""
+    named = [
+        (f"V-cycle snapshot {i + 1} weight {name}", tensor)
+        for i, level in enumerate(levels)
+        for name, tensor in level["state"].items()
+    ]
+    culprit = first_non_finite(named)
+    return f"{culprit} is not finite" if culprit else ""
 
 
 def last_finite_advice(path: Path) -> str:

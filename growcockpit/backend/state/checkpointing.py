@@ -45,8 +45,9 @@ class CheckpointCadence:
         return None
 
     def stage_start_due(self, step: int) -> bool:
-        """A stage starting at the step just checkpointed needs no second copy."""
-        return self.last_step != step
+        """A stage starting at the step just checkpointed needs no second copy; none at
+        all when the plan turned stage-start checkpoints off."""
+        return self.spec.stage_start and self.last_step != step
 
     def written(self, step: int) -> None:
         self.last_time = time.monotonic()

@@ -14,8 +14,10 @@ from growcockpit.protocol.events import (
     RunFinished,
     RunStarted,
     StageStarted,
+    StartupPhase,
 )
 from growcockpit.protocol.rundir import FINAL_STATES
+from growcockpit.protocol.startup_phases import FIRST_PHASE, LAST_PHASE, ended_text
 from growcockpit.session.fold import axes
 from growcockpit.session.fold.layers import LayerRow
 from growcockpit.session.fold.plan import StageInfo, decode_plan, stages_of
@@ -151,9 +153,29 @@ def on_run_finished(state: RunData, ev: RunFinished) -> None:
     state.t_finished = ev.t or state.t_last
     state.step = max(state.step, ev.step)
     state.finish_message = ev.message
+    state.starting, state.startup_phase = False, ""  # it may have ended while starting
     text = f"run {state.status} at step {ev.step}"
     if ev.final_path:
         text += f"; final model: {ev.final_path}"
     if ev.message:
         text += f" ({ev.message})"
     state.log_line(ev.step, "finished", text, FINISH_SEVERITY[state.status], ev.t)
+
+
+def on_startup(state: RunData, ev: StartupPhase) -> None:
+    """A start-up phase began or ended; the first step's end logs the whole breakdown."""
+    if ev.phase == FIRST_PHASE:  # a new launch (a resume's) starts a new breakdown
+        state.startup_summary = ""
+    state.starting = ev.phase != LAST_PHASE or not ev.done
+    if not ev.done:
+        state.startup_phase, state.startup_since = ev.phase, ev.t
+        state.changed()
+        return
+    if state.startup_phase == ev.phase:
+        state.startup_phase = ""
+    part = ended_text(ev.phase, ev.seconds or 0.0)
+    state.startup_summary = f"{state.startup_summary} · {part}" if state.startup_summary else part
+    if ev.phase == LAST_PHASE:
+        text = f"first step {ev.since_launch:.1f} s after launch: {state.startup_summary}"
+        state.log_line(None, "start", text, "info", ev.t)
+    state.changed()

@@ -107,6 +107,12 @@ class RunData:
     train_s_total: float = 0.0
     flops_total: float = 0.0
     flops_per_token: float | None = None  # the running stage's (None: its plan is unknown)
+    # start-up (protocol/startup_phases.py): the phase under way and when it began, whether
+    # the latest launch is still before its first step, and its ended phases in words
+    startup_phase: str = ""
+    startup_since: float = 0.0
+    starting: bool = False
+    startup_summary: str = ""
 
     def __post_init__(self) -> None:
         self.train_loss = Series(self.series_cap)
@@ -177,6 +183,8 @@ class RunData:
             return "no backend"
         if self.status == "paused":
             return "paused"
+        if self.starting:
+            return "starting"
         if self.status == "running":
             return "live"
         return "starting"

@@ -169,7 +169,15 @@ class HomeScreen(Screen[None]):
     def show_runs(self, runs: list[RunEntry]) -> None:
         now = self._now()
         key = tuple(
-            (r.path, r.status, r.stage, r.step, r.loss, format_age(now - r.updated), r.notes)
+            (
+                r.path,
+                r.status,
+                r.stage_text(now),
+                r.step,
+                r.loss,
+                format_age(now - r.updated),
+                r.notes,
+            )
             for r in runs
         )
         if key == self._runs_key:
@@ -191,7 +199,7 @@ class HomeScreen(Screen[None]):
                 r.name,
                 Text(r.status, style=STATUS_STYLE.get(r.status, "")),
                 r.plan,
-                r.stage,
+                r.stage_text(now),
                 steps,
                 "–" if r.loss is None else f"{r.loss:.3f}",
                 format_age(now - r.updated) if r.updated else "–",

@@ -6,6 +6,7 @@ from rich.text import Text
 from textual.widgets import Static
 
 from growcockpit.protocol.run_notes import RunNotes
+from growcockpit.protocol.startup_phases import starting_line
 from growcockpit.session.fold.plateau import plateau_label
 from growcockpit.session.run_state import RunState
 from growcockpit.ui.widgets.text_bits import human_count
@@ -45,6 +46,13 @@ def _eta(state: RunState, seconds: float | None) -> str:
     return format_duration(seconds)
 
 
+def starting_phase(state: RunState, now: float | None) -> str:
+    """ "starting: building the token cache 4.1 s": the phase under way, for how long so far
+    (to `now` while live, else to the last event)."""
+    end = now if now is not None else (state.t_last or state.startup_since)
+    return starting_line(state.startup_phase, end - state.startup_since)
+
+
 def header_text(
     state: RunState,
     now: float | None = None,
@@ -67,6 +75,8 @@ def header_text(
         line.append(f"  {state.run_id}", style="dim")
     line.append("  ● ", style=STATUS_STYLE.get(status, "bold"))
     line.append(status, style=STATUS_STYLE.get(status, "bold"))
+    if status == "starting" and state.startup_phase:
+        line.append(starting_phase(state, now).removeprefix("starting"))
     if state.stage_index >= 0:
         n = state.num_stages or state.stage_index + 1
         line.append(f"   stage {state.stage_index + 1}/{n} ")
