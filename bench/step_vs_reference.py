@@ -34,13 +34,13 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import statistics
 import sys
 import tempfile
 import time
 from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Any
 
 REPO = Path(__file__).resolve().parent.parent
@@ -51,8 +51,11 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
 import torch  # noqa: E402
 from gpu_configs import full_depth_baseline  # noqa: E402
-from reference.op_count import dispatched_ops, profiled_ops, top_differences  # noqa: E402
+from gpu_datasheet import datasheet_for  # noqa: E402
+from gpu_roofline import config_flops, measure_peak  # noqa: E402
+from reference.op_count import dispatched_ops, profiled_ops  # noqa: E402
 from reference.pairs import Timed, reference_twin, timed_plan, tokens_per_step, trainer_at  # noqa: E402
+from reference.report import Peaks, report, summary  # noqa: E402
 from reference.scales import SCALES, plan_at  # noqa: E402
 
 from growcockpit.backend.data.blocks import load_blocks  # noqa: E402
@@ -79,14 +82,7 @@ class Row:
     product_ops: Counter[str] = field(default_factory=Counter)
     reference_ops: Counter[str] = field(default_factory=Counter)
     count_steps: tuple[int, int] = (1, 1)
-
-
-def median_ms(t: Timed) -> float:
-    return statistics.median(t.chunk_ms) if t.chunk_ms else float("nan")
-
-
-def vs(product: Timed, reference: Timed) -> float:
-    return median_ms(reference) / median_ms(product)
+    flops: float = 0.0  # model FLOPs of one step (bench/gpu_roofline.py config_flops)
 
 
 def product_step(t: Trainer) -> Any:
@@ -113,6 +109,7 @@ def build_rows(
             label,
             Timed(label, "product", False, product_step(t), tokens),
             Timed(label, "reference", False, ref_step, tokens),
+            flops=config_flops(p, SimpleNamespace(stage_index=stage)),  # type: ignore[arg-type]
         )
         if compile_:
             tc = trainer_at(timed_plan(p, True, True), stage, data, device, root / f"{n}c")
@@ -184,83 +181,6 @@ def rounds(timed: list[Timed], device: torch.device, n_rounds: int, per_round: i
             t.chunk_ms.append((time.perf_counter() - start) * 1e3 / per_round)
 
 
-def fmt_ops(x: float | None) -> str:
-    return "-" if x is None else f"{x:,.0f}"
-
-
-def report(family: str, rows: list[Row], nometrics: Timed, compiled: bool) -> dict[str, Any]:
-    head = "| config | product ms | reference ms | tok/s product | vs_reference | ops product | ops reference |"
-    if compiled:
-        head += " compiled product ms | compiled reference ms | compiled vs_reference | compiled ops product | compiled ops reference |"
-    print(f"\n{family}:\n{head}\n|{'---|' * head.count(' | ')}")
-    out: list[dict[str, Any]] = []
-    for r in rows:
-        p, ref = r.product, r.reference
-        line = (
-            f"| {r.label} | {median_ms(p):.2f} | {median_ms(ref):.2f} | "
-            f"{p.tokens / median_ms(p) * 1e3:,.0f} | {vs(p, ref):.3f} | "
-            f"{fmt_ops(p.ops)} | {fmt_ops(ref.ops)} |"
-        )
-        item: dict[str, Any] = {
-            "config": r.label,
-            "product_ms": median_ms(p),
-            "reference_ms": median_ms(ref),
-            "vs_reference": vs(p, ref),
-            "product_ops": p.ops,
-            "reference_ops": ref.ops,
-            "product_chunks_ms": p.chunk_ms,
-            "reference_chunks_ms": ref.chunk_ms,
-            "extra_ops": top_differences(r.product_ops, r.reference_ops, r.count_steps),
-        }
-        if r.compiled is not None:
-            cp, cr = r.compiled
-            line += (
-                f" {median_ms(cp):.2f} | {median_ms(cr):.2f} | {vs(cp, cr):.3f} | "
-                f"{fmt_ops(cp.ops)} | {fmt_ops(cr.ops)} |"
-            )
-            item.update(
-                compiled_product_ms=median_ms(cp),
-                compiled_reference_ms=median_ms(cr),
-                compiled_vs_reference=vs(cp, cr),
-                compiled_product_ops=cp.ops,
-                compiled_reference_ops=cr.ops,
-                compile_s=cp.warm_s,
-                compiled_reference_warm_s=cr.warm_s,
-            )
-        print(line)
-        out.append(item)
-    print(f"{family}: operators the product dispatches beyond the reference, per step:")
-    for item in out:
-        print(f"  {item['config']}: {item['extra_ops']}")
-    cost = median_ms(rows[0].product) / median_ms(nometrics) - 1.0
-    print(
-        f"{family}: per-layer metrics at the plan's cadence cost {cost * 100:+.1f} % of the "
-        f"full-depth step ({median_ms(rows[0].product):.2f} vs {median_ms(nometrics):.2f} ms without)"
-    )
-    return {"rows": out, "metrics_cost": cost, "nometrics_ms": median_ms(nometrics)}
-
-
-def summary(results: dict[str, dict[str, Any]], device: str, wall: float) -> str:
-    parts = []
-    for family, res in results.items():
-        rows = res["rows"]
-        full = rows[0]
-        stages = [r["vs_reference"] for r in rows[1:]]
-        text = (
-            f"{family} vs_reference={full['vs_reference']:.3f} stages_min={min(stages):.3f} "
-            f"ops={full['product_ops']:.0f}/{full['reference_ops']:.0f} "
-            f"metrics_cost={res['metrics_cost'] * 100:+.1f}%"
-        )
-        if "compiled_vs_reference" in full:
-            cstages = [r["compiled_vs_reference"] for r in rows[1:]]
-            text += (
-                f" compiled_vs_reference={full['compiled_vs_reference']:.3f} "
-                f"compiled_stages_min={min(cstages):.3f}"
-            )
-        parts.append(text)
-    return f"step_vs_reference: {' | '.join(parts)} wall_s={wall:.0f} device={device}"
-
-
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--plans", default="gpt2,bert,llama", help="families, comma-separated")
@@ -289,6 +209,12 @@ def main(argv: list[str] | None = None) -> int:
     )
     scale = args.scale or ("full" if device.type == "cuda" else "cpu")
     started = time.perf_counter()
+    name = (
+        torch.cuda.get_device_name(device)
+        if device.type == "cuda"
+        else f"cpu({torch.get_num_threads()} threads)"
+    )
+    peaks = Peaks(measure_peak(device), datasheet_for(name) if device.type == "cuda" else None)
     results: dict[str, dict[str, Any]] = {}
     for family in [f.strip() for f in args.plans.split(",") if f.strip()]:
         if family not in PLANS:
@@ -302,7 +228,7 @@ def main(argv: list[str] | None = None) -> int:
             count_ops(rows, device, cycle)
             n_rounds = 2 if args.quick else args.rounds
             rounds(timed, device, n_rounds, args.steps or cycle)
-            results[family] = report(family, rows, nometrics, args.compile)
+            results[family] = report(family, rows, nometrics, args.compile, peaks)
             results[family]["plan"] = {
                 "path": str(PLANS[family]),
                 "scale": scale,
@@ -318,7 +244,11 @@ def main(argv: list[str] | None = None) -> int:
     line = summary(results, name, time.perf_counter() - started)
     if args.json:
         args.json.write_text(
-            json.dumps({"summary": line, "families": results}, indent=1, default=str)
+            json.dumps(
+                {"summary": line, "device": name, "peaks": peaks, "families": results},
+                indent=1,
+                default=str,
+            )
         )
     print(line)
     return 0

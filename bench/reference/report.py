@@ -1,0 +1,163 @@
+"""The step benchmark's tables: the product against its reference per configuration, the
+operators it adds, the metrics' cost, MFU against both peaks, and the one-line summary.
+
+MFU is printed against two peaks, labelled: the datasheet's (bench/gpu_datasheet.py,
+dense bf16; n/a for a device not in the table, and on a CPU) and the one measured
+on the spot (bench/gpu_roofline.py `measure_peak`: a square matmul loop), which no
+real step reaches and which reads higher. compiled/eager is the product's compiled
+twin over its eager self from the same interleaved rounds: one eager figure for both.
+"""
+
+from __future__ import annotations
+
+import statistics
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from gpu_datasheet import Datasheet, mfu
+from gpu_roofline import Peak
+
+from reference.op_count import top_differences
+from reference.pairs import Timed
+
+if TYPE_CHECKING:
+    from step_vs_reference import Row
+
+
+@dataclass(frozen=True)
+class Peaks:
+    measured: Peak
+    datasheet: Datasheet | None
+
+
+def median_ms(t: Timed) -> float:
+    return statistics.median(t.chunk_ms) if t.chunk_ms else float("nan")
+
+
+def vs(product: Timed, reference: Timed) -> float:
+    return median_ms(reference) / median_ms(product)
+
+
+def pct(x: float | None) -> str:
+    return "n/a" if x is None else f"{x * 100:.1f} %"
+
+
+def fmt_ops(x: float | None) -> str:
+    return "-" if x is None else f"{x:,.0f}"
+
+
+def mfus(flops: float, ms: float, peaks: Peaks) -> tuple[float | None, float | None]:
+    """(MFU against the datasheet peak, against the measured peak)."""
+    sheet = peaks.datasheet.bf16_tflops if peaks.datasheet else None
+    return mfu(flops, ms, sheet), mfu(flops, ms, peaks.measured.tflops)
+
+
+def mfu_table(family: str, rows: list[Row], out: list[dict[str, Any]], peaks: Peaks) -> None:
+    sheet = peaks.datasheet
+    sheet_label = (
+        f"{sheet.name} {sheet.bf16_tflops:.0f} TFLOP/s" if sheet else "n/a: not in the table"
+    )
+    print(
+        f"{family}: MFU (model FLOPs, bench/common.py) against the datasheet peak ({sheet_label}) "
+        f"and the measured peak ({peaks.measured.tflops:.3g} TFLOP/s {peaks.measured.dtype} "
+        f"matmul, measured here)"
+    )
+    head = "| config | GFLOP/step | product MFU datasheet | product MFU measured | reference MFU datasheet |"
+    compiled = rows[0].compiled is not None
+    if compiled:
+        head += " compiled product MFU datasheet | compiled/eager product (same rounds) |"
+    print(f"{head}\n|{'---|' * head.count(' | ')}")
+    for r, item in zip(rows, out, strict=True):
+        d, m = mfus(r.flops, median_ms(r.product), peaks)
+        rd, _ = mfus(r.flops, median_ms(r.reference), peaks)
+        item.update(flops=r.flops, mfu_datasheet=d, mfu_measured=m, reference_mfu_datasheet=rd)
+        line = f"| {r.label} | {r.flops / 1e9:,.1f} | {pct(d)} | {pct(m)} | {pct(rd)} |"
+        if r.compiled is not None:
+            cd, cm = mfus(r.flops, median_ms(r.compiled[0]), peaks)
+            ratio = median_ms(r.product) / median_ms(r.compiled[0])
+            item.update(
+                compiled_mfu_datasheet=cd, compiled_mfu_measured=cm, compiled_over_eager=ratio
+            )
+            line += f" {pct(cd)} | {ratio:.2f}× |"
+        print(line)
+
+
+def report(
+    family: str, rows: list[Row], nometrics: Timed, compiled: bool, peaks: Peaks
+) -> dict[str, Any]:
+    head = "| config | product ms | reference ms | tok/s product | vs_reference | ops product | ops reference |"
+    if compiled:
+        head += " compiled product ms | compiled reference ms | compiled vs_reference | compiled ops product | compiled ops reference |"
+    print(f"\n{family}:\n{head}\n|{'---|' * head.count(' | ')}")
+    out: list[dict[str, Any]] = []
+    for r in rows:
+        p, ref = r.product, r.reference
+        line = (
+            f"| {r.label} | {median_ms(p):.2f} | {median_ms(ref):.2f} | "
+            f"{p.tokens / median_ms(p) * 1e3:,.0f} | {vs(p, ref):.3f} | "
+            f"{fmt_ops(p.ops)} | {fmt_ops(ref.ops)} |"
+        )
+        item: dict[str, Any] = {
+            "config": r.label,
+            "product_ms": median_ms(p),
+            "reference_ms": median_ms(ref),
+            "vs_reference": vs(p, ref),
+            "product_ops": p.ops,
+            "reference_ops": ref.ops,
+            "product_chunks_ms": p.chunk_ms,
+            "reference_chunks_ms": ref.chunk_ms,
+            "extra_ops": top_differences(r.product_ops, r.reference_ops, r.count_steps),
+        }
+        if r.compiled is not None:
+            cp, cr = r.compiled
+            line += (
+                f" {median_ms(cp):.2f} | {median_ms(cr):.2f} | {vs(cp, cr):.3f} | "
+                f"{fmt_ops(cp.ops)} | {fmt_ops(cr.ops)} |"
+            )
+            item.update(
+                compiled_product_ms=median_ms(cp),
+                compiled_reference_ms=median_ms(cr),
+                compiled_vs_reference=vs(cp, cr),
+                compiled_product_ops=cp.ops,
+                compiled_reference_ops=cr.ops,
+                compile_s=cp.warm_s,
+                compiled_reference_warm_s=cr.warm_s,
+            )
+        print(line)
+        out.append(item)
+    mfu_table(family, rows, out, peaks)
+    print(f"{family}: operators the product dispatches beyond the reference, per step:")
+    for item in out:
+        print(f"  {item['config']}: {item['extra_ops']}")
+    cost = median_ms(rows[0].product) / median_ms(nometrics) - 1.0
+    print(
+        f"{family}: per-layer metrics at the plan's cadence cost {cost * 100:+.1f} % of the "
+        f"full-depth step ({median_ms(rows[0].product):.2f} vs {median_ms(nometrics):.2f} ms without)"
+    )
+    return {"rows": out, "metrics_cost": cost, "nometrics_ms": median_ms(nometrics)}
+
+
+def summary(results: dict[str, dict[str, Any]], device: str, wall: float) -> str:
+    parts = []
+    for family, res in results.items():
+        rows = res["rows"]
+        full = rows[0]
+        stages = [r["vs_reference"] for r in rows[1:]]
+        d = full.get("mfu_datasheet")
+        text = (
+            f"{family} vs_reference={full['vs_reference']:.3f} stages_min={min(stages):.3f} "
+            f"mfu_datasheet={'n/a' if d is None else f'{d * 100:.1f}%'} "
+            f"mfu_measured={full['mfu_measured'] * 100:.1f}% "
+            f"ops={full['product_ops']:.0f}/{full['reference_ops']:.0f} "
+            f"metrics_cost={res['metrics_cost'] * 100:+.1f}%"
+        )
+        if "compiled_vs_reference" in full:
+            cstages = [r["compiled_vs_reference"] for r in rows[1:]]
+            text += (
+                f" compiled_vs_reference={full['compiled_vs_reference']:.3f} "
+                f"compiled_stages_min={min(cstages):.3f}"
+            )
+            cd = full.get("compiled_mfu_datasheet")
+            text += f" compiled_mfu_datasheet={'n/a' if cd is None else f'{cd * 100:.1f}%'}"
+        parts.append(text)
+    return f"step_vs_reference: {' | '.join(parts)} wall_s={wall:.0f} device={device}"
