@@ -23,6 +23,7 @@ from .events import (
     Grow,
     LayerStat,
     LayerStats,
+    ModelLoaded,
     Paused,
     PlanChanged,
     PlateauCheck,
@@ -63,6 +64,7 @@ EVENT_TYPES: dict[str, type[Event]] = {
         RunFinished,
         ProbeCandidate,
         ProbePicked,
+        ModelLoaded,
     )
 }
 

@@ -190,6 +190,9 @@ SAMPLES: dict[str, Event] = {
     "probe_picked": ev.ProbePicked(
         seq=17, t=17.0, step=20, stage=1, winner=0, label="stack (top)", val_losses=[7.4, 7.45]
     ),
+    "model_loaded": ev.ModelLoaded(
+        seq=18, t=18.0, path="runs/a/final", family="gpt2", layers=4, parameters=1234, val_loss=5.5
+    ),
 }
 
 
