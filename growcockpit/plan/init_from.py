@@ -90,6 +90,21 @@ def read_source(path: str) -> SourceShape:
     return SourceShape(family=facts.name, **values)
 
 
+# a directory holding one of these has a tokenizer of its own
+TOKENIZER_FILES = ("tokenizer.json", "vocab.txt", "vocab.json")
+
+
+def tokenizer_used(plan: Plan) -> str:
+    """The tokenizer a run of `plan` loads: an init_from model comes with its own tokenizer
+    (its embedding rows only mean something for those ids), which replaces "train:<vocab>";
+    a tokenizer path or hub id the plan names is kept."""
+    spec, path = plan.data.tokenizer, plan.model.init_from
+    if path is None or not spec.startswith("train:"):
+        return spec
+    root = Path(path).expanduser()
+    return str(root) if any((root / name).exists() for name in TOKENIZER_FILES) else spec
+
+
 def without_init_from(plan: Plan) -> Plan:
     """`plan` as a resume sees it: the checkpoint holds the weights the source once gave,
     so the source directory may be gone (moved, cleaned up) without stopping the run."""

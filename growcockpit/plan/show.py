@@ -7,7 +7,8 @@ from collections.abc import Iterable
 from growcockpit.plan.advance_checks import min_delta_of
 from growcockpit.plan.budget import FittedBudget, fit_budget
 from growcockpit.plan.cost import PlanCost, estimate_cost
-from growcockpit.plan.families import family_facts
+from growcockpit.plan.families import FAMILIES, family_facts
+from growcockpit.plan.init_from import tokenizer_used
 from growcockpit.plan.operators import operator_label
 from growcockpit.plan.shapes import resolve_shapes
 from growcockpit.plan.types import Plan, Stage
@@ -85,6 +86,42 @@ def budget_lines(plan: Plan, fit: FittedBudget | None = None) -> list[str]:
     ]
 
 
+def _model_extras(plan: Plan) -> list[str]:
+    """The family's own keys (their defaults when the plan leaves them out) and init_from."""
+    m = plan.model
+    keys = family_facts(m.family).model_keys if m.family in FAMILIES else {}
+    lines = []
+    if keys:
+        values = {key: m.kv_heads if key == "num_kv_heads" else m.family_value(key) for key in keys}
+        shown = ", ".join(f"{key} {_value(value)}" for key, value in values.items())
+        lines.append(f"       {m.family} keys: {shown}")
+    if m.init_from is not None:
+        lines.append(f"       init_from {m.init_from} (stage 1 starts from its weights)")
+    return lines
+
+
+def _value(value: object) -> str:
+    return (
+        str(value).lower()
+        if isinstance(value, bool)
+        else f"{value:g}"
+        if isinstance(value, float)
+        else str(value)
+    )
+
+
+def _column(plan: Plan) -> str:
+    column = plan.data.text_column
+    return "" if column == "text" else f" (column {column!r})"
+
+
+def _tokenizer(plan: Plan) -> str:
+    used = tokenizer_used(plan)
+    if used == plan.data.tokenizer:
+        return used
+    return f"{used} (the init_from model's own; the plan says {plan.data.tokenizer})"
+
+
 def format_plan(plan: Plan, cost: PlanCost | None = None) -> str:
     """Name, model/data/optim summary, the stage table, the budget and the cost estimate."""
     if cost is None:
@@ -96,7 +133,8 @@ def format_plan(plan: Plan, cost: PlanCost | None = None) -> str:
     lines += [
         f"model: {m.family}, {m.final_layers} layers × hidden {m.hidden_size}, {m.num_heads} heads, "
         f"FFN {m.intermediate_size}, max_seq_len {m.max_seq_len}, dropout {m.dropout:g}",
-        f"data:  {d.source}, tokenizer {d.tokenizer}, seq_len {d.seq_len}, val_fraction {d.val_fraction:g}"
+        *_model_extras(plan),
+        f"data:  {d.source}{_column(plan)}, tokenizer {_tokenizer(plan)}, seq_len {d.seq_len}, val_fraction {d.val_fraction:g}"
         + (
             f", mlm_probability {d.mlm_probability:g}"
             if family_facts(m.family).objective == "masked"

@@ -23,6 +23,7 @@ from .events import (
     Grow,
     LayerStat,
     LayerStats,
+    ModelLoaded,
     Paused,
     PlanChanged,
     PlateauCheck,
@@ -65,6 +66,7 @@ EVENT_TYPES: dict[str, type[Event]] = {
         RunFinished,
         ProbeCandidate,
         ProbePicked,
+        ModelLoaded,
     )
 }
 

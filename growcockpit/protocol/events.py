@@ -321,6 +321,27 @@ class WarningEvent(Event):
 
 
 @dataclass(kw_only=True)
+class ModelLoaded(Event):
+    """`model.init_from`: the weights stage 1 starts from, and how good they already are
+    (`val_loss`: the first validation batch, before any training step)."""
+
+    TYPE: ClassVar[str] = "model_loaded"
+    path: str = ""
+    family: str = ""
+    layers: int = 0
+    parameters: int = 0
+    val_loss: float | None = None
+
+    def summary(self) -> str:
+        """One line for the run log and the Events tab."""
+        loss = "" if self.val_loss is None else f"; val loss before training {self.val_loss:.4f}"
+        return (
+            f"loaded {self.path}: {self.family}, {self.layers} layers, "
+            f"{self.parameters:,} parameters{loss}"
+        )
+
+
+@dataclass(kw_only=True)
 class Error(Event):
     TYPE: ClassVar[str] = "error"
     message: str = ""

@@ -166,3 +166,43 @@ def test_a_run_resumes_after_its_init_from_source_is_gone(
     events = read_all(run / "events.jsonl")
     assert isinstance(events[-1], RunFinished) and events[-1].status == "completed"
     assert [e.step for e in events[-4:] if isinstance(e, Step)][-1] == 4
+
+
+def test_what_was_loaded_is_said_in_an_event_the_log_and_plan_show(
+    source_run: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from growcockpit.cli import main
+    from growcockpit.protocol.events import ModelLoaded
+
+    final = source_run / "final"
+    text = GROWN.format(final=final)
+    events = _train(text, tmp_path / "grown")
+    [loaded] = [e for e in events if isinstance(e, ModelLoaded)]
+    source = BertForMaskedLM.from_pretrained(final, attn_implementation="sdpa")
+    assert (loaded.path, loaded.family, loaded.layers) == (str(final), "bert", 2)
+    assert loaded.parameters == sum(p.numel() for p in source.parameters())
+    plan = loads_plan(text)
+    data = load_blocks(data_spec_for(plan), "bert", plan.seed)
+    source.eval()
+    with torch.no_grad():
+        first_val = float(StagedForward(0, True).loss(source, data.val_batches(4, 1)[0]))
+    assert loaded.val_loss == pytest.approx(first_val, rel=1e-5)
+    assert f"loaded {final}: bert, 2 layers" in capsys.readouterr().out
+
+    (tmp_path / "grown.toml").write_text(text)
+    assert main(["plan", "show", str(tmp_path / "grown.toml")]) == 0
+    shown = capsys.readouterr().out
+    assert f"init_from {final}" in shown
+    assert f"tokenizer {final} (the init_from model's own; the plan says train:2000)" in shown
+
+
+def test_every_mismatch_is_listed_at_once_at_launch_too(source_run: Path) -> None:
+    from growcockpit.backend.data.corpus import DataError
+    from growcockpit.backend.state.init_from import initial_model
+
+    text = re.sub(r"^layers = 2$", "layers = 3", GROWN, count=1, flags=re.M)
+    text = text.format(final=source_run / "final").replace("hidden_size = 32", "hidden_size = 64")
+    plan = loads_plan(text, validate=False)
+    with pytest.raises(DataError) as err:
+        initial_model(plan, None)  # type: ignore[arg-type]
+    assert "model.hidden_size" in str(err.value) and "stages[0].layers" in str(err.value)

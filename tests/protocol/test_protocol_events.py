@@ -193,6 +193,9 @@ SAMPLES: dict[str, Event] = {
     "startup": ev.StartupPhase(
         seq=18, t=18.0, phase="token_cache", done=True, seconds=4.1, since_launch=9.3, note="x"
     ),
+    "model_loaded": ev.ModelLoaded(
+        seq=19, t=19.0, path="runs/a/final", family="gpt2", layers=4, parameters=1234, val_loss=5.5
+    ),
 }
 
 

@@ -12,6 +12,7 @@ from growcockpit.protocol.events import (
     Eval,
     Event,
     Grow,
+    ModelLoaded,
     Paused,
     Resumed,
     RunFinished,
@@ -92,6 +93,8 @@ def console_line(event: Event, every: int) -> str | None:
         return f"   grow {event.operator}: {event.from_layers} -> {event.to_layers} layers ({event.detail})"
     if isinstance(event, Eval):
         return f"   eval step {event.step}: val loss {event.val_loss:.4f}  ppl {event.val_ppl:.1f}"
+    if isinstance(event, ModelLoaded):
+        return f"   {event.summary()}"
     if isinstance(event, CommandEvent):
         verdict = "accepted" if event.accepted else f"refused: {event.reason}"
         return f"   command {event.command}: {verdict}"

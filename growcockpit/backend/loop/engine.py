@@ -48,7 +48,7 @@ from growcockpit.backend.state.checkpointing import (
     write_checkpoint,
 )
 from growcockpit.backend.state.final import finish_run
-from growcockpit.backend.state.init_from import initial_model
+from growcockpit.backend.state.init_from import initial_model, loaded_event
 from growcockpit.backend.state.restore import (
     advised_rollback_step,
     restore_trainer,
@@ -94,6 +94,8 @@ class Trainer:
             self.model: nn.Module = model.to(device)
         for note in notes:
             reporter.warn(note)
+        if plan.model.init_from is not None:
+            reporter.emit(loaded_event(plan, self.model, data, device))
         self.optimizer: torch.optim.Optimizer | None = None
         self.forward = StagedForward(0, True)
         self.train_module: nn.Module = LossModule(self.model, self.forward)

@@ -8,32 +8,37 @@ tokenizer path or hub name keeps it, and its size must match the model.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 from pathlib import Path
 
+import torch
 from torch import nn
 from transformers import PreTrainedTokenizerBase
 
+from growcockpit.backend.data.blocks import TokenBlocks
 from growcockpit.backend.data.corpus import DataError
+from growcockpit.backend.loop.evaluation import mean_val_loss
 from growcockpit.backend.model import build_model
 from growcockpit.backend.state.source_weights import SourceWeightsError, check_source_weights
 from growcockpit.families import spec_for
-from growcockpit.plan.init_from import KEY, SourceError, init_from_problems, read_source
+from growcockpit.plan.init_from import (
+    KEY,
+    SourceError,
+    init_from_problems,
+    read_source,
+    tokenizer_used,
+)
 from growcockpit.plan.types import DataSpec, Plan
-
-_TOKENIZER_FILES = ("tokenizer.json", "vocab.txt", "vocab.json")
+from growcockpit.protocol.events import ModelLoaded
 
 
 def data_spec_for(plan: Plan) -> DataSpec:
     """The plan's data spec, with the init_from model's tokenizer when the plan would train one."""
-    spec = plan.data
-    path = plan.model.init_from
-    if path is None or not spec.tokenizer.startswith("train:"):
-        return spec
-    root = Path(path).expanduser()
-    if any((root / name).exists() for name in _TOKENIZER_FILES):
-        return dataclasses.replace(spec, tokenizer=str(root))
-    return spec
+    used = tokenizer_used(plan)
+    return (
+        plan.data if used == plan.data.tokenizer else dataclasses.replace(plan.data, tokenizer=used)
+    )
 
 
 def initial_model(plan: Plan, tokenizer: PreTrainedTokenizerBase) -> tuple[nn.Module, list[str]]:
@@ -46,9 +51,8 @@ def initial_model(plan: Plan, tokenizer: PreTrainedTokenizerBase) -> tuple[nn.Mo
     if path is None:
         return build_model(plan.model, first_layers, tokenizer), []
     problems = init_from_problems(plan)
-    if problems:
-        key, problem = problems[0]
-        raise DataError(f"{key}: {problem}")
+    if problems:  # every mismatch at once, as `plan validate` lists them
+        raise DataError("; ".join(f"{key}: {problem}" for key, problem in problems))
     try:  # `train` checked this before the run directory existed; any other caller here
         check_source_weights(plan)
     except SourceWeightsError as exc:
@@ -82,3 +86,19 @@ def initial_model(plan: Plan, tokenizer: PreTrainedTokenizerBase) -> tuple[nn.Mo
         shown = ", ".join(sorted(missing)[:3]) + (" …" if len(missing) > 3 else "")
         notes.append(f"{KEY}: {len(missing)} weight(s) not in {path} start fresh: {shown}")
     return model, notes
+
+
+def loaded_event(
+    plan: Plan, model: nn.Module, data: TokenBlocks, device: torch.device
+) -> ModelLoaded:
+    """What `init_from` loaded, with the loss of the first validation batch before any step."""
+    path = plan.model.init_from or ""
+    batches = data.val_batches(plan.optim.batch_size, 1)
+    val = mean_val_loss(model, batches, device, contextlib.nullcontext())
+    return ModelLoaded(
+        path=path,
+        family=plan.model.family,
+        layers=plan.stages[0].layers,
+        parameters=sum(p.numel() for p in model.parameters()),
+        val_loss=val,
+    )

@@ -11,6 +11,7 @@ from growcockpit.protocol.events import (
     CommandEvent,
     ErrorEvent,
     Grow,
+    ModelLoaded,
     WarningEvent,
 )
 
@@ -62,6 +63,10 @@ def on_command(state: RunData, ev: CommandEvent) -> None:
             state.lr_scale *= float(factor)
         label = f"lr ×{factor:g}" if isinstance(factor, int | float) else "lr"
         state.mark(ev.step, "lr", label, ev.t)
+
+
+def on_model_loaded(state: RunData, ev: ModelLoaded) -> None:
+    state.log_line(0, "loaded", ev.summary(), "good", ev.t)
 
 
 def on_waiting(state: RunData, ev: AwaitingAdvance) -> None:

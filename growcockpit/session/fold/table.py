@@ -15,6 +15,7 @@ from growcockpit.protocol.events import (
     Event,
     Grow,
     LayerStats,
+    ModelLoaded,
     Paused,
     PlanChanged,
     PlateauCheck,
@@ -62,6 +63,7 @@ FOLDS: dict[type[Event], Fold] = dict(
         _fold(CommandEvent, messages.on_command),
         _fold(AwaitingAdvance, messages.on_waiting),
         _fold(WarningEvent, messages.on_warning),
+        _fold(ModelLoaded, messages.on_model_loaded),
         _fold(ErrorEvent, messages.on_error),
     ]
 )
