@@ -11,9 +11,9 @@ from growcockpit.tracking.run_files import TrackError
 from growcockpit.tracking.tracker import Tracker, track
 
 if TYPE_CHECKING:
-    pass
+    from growcockpit.tracking.hf import CockpitCallback
 
-_LAZY: dict[str, str] = {}
+_LAZY: dict[str, str] = {"CockpitCallback": "growcockpit.tracking.hf"}
 
 
 def __getattr__(name: str) -> Any:
@@ -26,6 +26,7 @@ def __getattr__(name: str) -> Any:
 
 
 __all__ = [
+    "CockpitCallback",
     "TrackError",
     "Tracker",
     "track",
