@@ -12,6 +12,8 @@ __version__ = "0.1.0"
 
 if TYPE_CHECKING:  # the names `__getattr__` hands out, for type checkers
     from growcockpit.tracking import CockpitCallback as CockpitCallback
+    from growcockpit.tracking import GrowthCallback as GrowthCallback
+    from growcockpit.tracking import GrowthError as GrowthError
     from growcockpit.tracking import Tracker as Tracker
     from growcockpit.tracking import TrackError as TrackError
     from growcockpit.tracking import track as track
@@ -21,6 +23,8 @@ _TRACKING = (
     "Tracker",
     "TrackError",
     "CockpitCallback",
+    "GrowthCallback",
+    "GrowthError",
 )
 
 

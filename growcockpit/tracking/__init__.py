@@ -12,8 +12,13 @@ from growcockpit.tracking.tracker import Tracker, track
 
 if TYPE_CHECKING:
     from growcockpit.tracking.hf import CockpitCallback
+    from growcockpit.tracking.hf_growth import GrowthCallback, GrowthError
 
-_LAZY: dict[str, str] = {"CockpitCallback": "growcockpit.tracking.hf"}
+_LAZY: dict[str, str] = {
+    "CockpitCallback": "growcockpit.tracking.hf",
+    "GrowthCallback": "growcockpit.tracking.hf_growth",
+    "GrowthError": "growcockpit.tracking.hf_growth",
+}
 
 
 def __getattr__(name: str) -> Any:
@@ -27,6 +32,8 @@ def __getattr__(name: str) -> Any:
 
 __all__ = [
     "CockpitCallback",
+    "GrowthCallback",
+    "GrowthError",
     "TrackError",
     "Tracker",
     "track",
