@@ -11,6 +11,9 @@ from typing import TYPE_CHECKING, Any
 __version__ = "0.1.0"
 
 if TYPE_CHECKING:  # the names `__getattr__` hands out, for type checkers
+    from growcockpit.tracking import CockpitCallback as CockpitCallback
+    from growcockpit.tracking import GrowthCallback as GrowthCallback
+    from growcockpit.tracking import GrowthError as GrowthError
     from growcockpit.tracking import Tracker as Tracker
     from growcockpit.tracking import TrackError as TrackError
     from growcockpit.tracking import track as track
@@ -19,6 +22,9 @@ _TRACKING = (
     "track",
     "Tracker",
     "TrackError",
+    "CockpitCallback",
+    "GrowthCallback",
+    "GrowthError",
 )
 
 

@@ -11,9 +11,14 @@ from growcockpit.tracking.run_files import TrackError
 from growcockpit.tracking.tracker import Tracker, track
 
 if TYPE_CHECKING:
-    pass
+    from growcockpit.tracking.hf import CockpitCallback
+    from growcockpit.tracking.hf_growth import GrowthCallback, GrowthError
 
-_LAZY: dict[str, str] = {}
+_LAZY: dict[str, str] = {
+    "CockpitCallback": "growcockpit.tracking.hf",
+    "GrowthCallback": "growcockpit.tracking.hf_growth",
+    "GrowthError": "growcockpit.tracking.hf_growth",
+}
 
 
 def __getattr__(name: str) -> Any:
@@ -26,6 +31,9 @@ def __getattr__(name: str) -> Any:
 
 
 __all__ = [
+    "CockpitCallback",
+    "GrowthCallback",
+    "GrowthError",
     "TrackError",
     "Tracker",
     "track",

@@ -42,6 +42,7 @@ def scale_lr(optimizer: torch.optim.Optimizer, scheduler: Any, factor: float) ->
     scaling only the groups would last one step; scaling the bases (and `initial_lr`,
     from which a rebuilt scheduler starts) makes the schedule go on from the new scale.
     """
+    scheduler = getattr(scheduler, "scheduler", scheduler)  # accelerate's wrapper holds one
     for group in optimizer.param_groups:
         group["lr"] = group["lr"] * factor
         if "initial_lr" in group:

@@ -8,6 +8,7 @@ directory is the one the backend writes, so every growcockpit tool reads it unch
 
 from __future__ import annotations
 
+import atexit
 import json
 import math
 import os
@@ -156,6 +157,7 @@ class Tracker:
         if plan is None:
             self.emit(self._stage_started(blocks, total_steps))
         self.files.start_sampler()
+        atexit.register(self._at_exit)
         self._last = time.perf_counter()
 
     # ---- what the run directory says about the run -------------------------------
@@ -305,10 +307,18 @@ class Tracker:
         """End the run: `completed`, or `stopped` after a stop command (idempotent)."""
         if self.files.closed:
             return
+        atexit.unregister(self._at_exit)
         if self.probe is not None:
             self.probe.close()
         final = status or ("stopped" if self.should_stop else "completed")
         self.files.close(RunFinished(status=final, step=self.step_count, message=message))
+
+    def _at_exit(self) -> None:
+        """The interpreter ends with the run still open: an exception ended the loop (the
+        Trainer calls no callback then), or close() was never called. Never left live."""
+        self.close(
+            "crashed", "the process ended without closing the run (an exception, or no close())"
+        )
 
     def crash(self, exc: BaseException) -> None:
         tb = "".join(traceback.format_exception(exc))[-4000:]

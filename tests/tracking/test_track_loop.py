@@ -187,3 +187,22 @@ def test_a_crash_in_the_loop_is_recorded(tmp_path: Path) -> None:
         raise RuntimeError("the loop broke")
     finished = of_type(read_all(tmp_path / "c" / "events.jsonl"), RunFinished)[-1]
     assert finished.status == "crashed" and "the loop broke" in finished.message
+
+
+def test_a_script_that_exits_without_close_leaves_no_live_run(tmp_path: Path) -> None:
+    script = (
+        "import sys, torch, growcockpit\n"
+        "m = torch.nn.Linear(2, 2)\n"
+        "o = torch.optim.SGD(m.parameters(), lr=0.1)\n"
+        "growcockpit.track(sys.argv[1], model=m, optimizer=o).step(loss=1.0)\n"
+        "raise SystemExit(3)\n"
+    )
+    run = tmp_path / "noclose"
+    out = subprocess.run(
+        [sys.executable, "-c", script, str(run)], capture_output=True, text=True, timeout=120
+    )
+    assert out.returncode == 3
+    finished = of_type(read_all(run / "events.jsonl"), RunFinished)
+    assert [f.status for f in finished] == ["crashed"]
+    assert json.loads((run / "status.json").read_text())["state"] == "crashed"
+    assert not (run / "control.sock").exists()
