@@ -73,6 +73,7 @@ class RaceSpec:
 
     @staticmethod
     def from_json(text: str) -> RaceSpec:
+        """Trusts `text`: a race directory's race.json is read with spec_file.load_spec."""
         data = json.loads(text)
         data["candidates"] = [Candidate(**c) for c in data["candidates"]]
         return RaceSpec(**data)

@@ -19,6 +19,7 @@ its runs' own event logs, which hold every evaluation, so nothing is trained twi
 
 from __future__ import annotations
 
+import contextlib
 import fcntl
 import json
 import os
@@ -27,6 +28,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
+from optuna.exceptions import OptunaError
 from optuna.storages.journal import BaseJournalBackend
 
 from growcockpit.plan.source_files import json_depth
@@ -164,6 +166,19 @@ def _state_times(log: dict[str, Any]) -> bool:
     if log["state"] in (1, 2, 3):
         return "datetime_complete" in log
     return True
+
+
+@contextlib.contextmanager
+def replay_errors(path: Path | str = JOURNAL_FILE) -> Iterator[None]:
+    """Optuna's refusals of well-formed lines a race never wrote (a deleted study, a trial
+    finished behind the race's back) as one JournalError."""
+    try:
+        yield
+    except (OptunaError, KeyError) as exc:
+        raise JournalError(
+            f"{path}: Optuna refuses what it holds ({type(exc).__name__}: {str(exc)[:80]}); "
+            f"{way_out(path)}"
+        ) from None
 
 
 class RaceJournal(BaseJournalBackend):

@@ -21,6 +21,7 @@ from growcockpit.plan import PlanError, load_plan
 from growcockpit.race.candidates import Candidate, RaceSpec
 from growcockpit.race.depth_controls import Arm, RaceGate, race_gate
 from growcockpit.race.halving import Point, Speedup, best_tied, first_reach_flops
+from growcockpit.race.journal import replay_errors
 from growcockpit.race.runs import RunState, run_state
 from growcockpit.race.study import trials_by_key
 
@@ -114,6 +115,11 @@ def _last(row: Row) -> tuple[int, float] | None:
 
 
 def race_result(spec: RaceSpec, study: optuna.Study) -> RaceResult:
+    with replay_errors():
+        return _result(spec, study)
+
+
+def _result(spec: RaceSpec, study: optuna.Study) -> RaceResult:
     trials = trials_by_key(study)
     rows = [_row(c, spec, trials[c.key]) for c in spec.candidates if c.key in trials]
     race_flops = sum(r.race_flops for r in rows)

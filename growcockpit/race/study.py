@@ -30,7 +30,7 @@ from optuna.trial import FrozenTrial, TrialState
 
 from growcockpit.race.candidates import Candidate, RaceSpec
 from growcockpit.race.halving import cut, value_at
-from growcockpit.race.journal import JournalError, RaceJournal, way_out
+from growcockpit.race.journal import JournalError, RaceJournal, replay_errors, way_out
 from growcockpit.race.presence import RaceStopped, open_lock, stop_requested, worker_presence
 from growcockpit.race.race_dir import JOURNAL_FILE
 from growcockpit.race.runs import RunState, advance_run, billed_flops, run_state
@@ -212,7 +212,7 @@ def work(spec: RaceSpec, race_dir: Path, say: Say = print) -> None:
     """One worker's share of the race: every rung, then the winners to the full budget.
     RaceStopped once the race is asked to stop (presence.py); the worker is seen in the
     race (presence.race_live) while it works."""
-    with worker_presence(race_dir):
+    with worker_presence(race_dir), replay_errors(race_dir / STUDY_FILE):
         _work(spec, race_dir, say)
 
 

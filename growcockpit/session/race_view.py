@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Literal
 
 from growcockpit.compare import load_progress
 from growcockpit.protocol.launch import spawn_backend
+from growcockpit.protocol.safe_fs import RunDirError
 from growcockpit.race.candidates import SPEC_FILE, RaceSpec
 from growcockpit.race.halving import ranked
 from growcockpit.race.presence import race_live, request_stop, stop_requested
@@ -144,7 +145,7 @@ def curve_of(run_dir: Path) -> list[CurvePoint]:
     """A run's evaluations with known FLOPs (empty while it has none, or unreadable)."""
     try:
         prog = load_progress(run_dir)
-    except OSError:
+    except (OSError, RunDirError):  # a link or FIFO planted in the run: no curve drawn
         return []
     return [CurvePoint(e.flops, e.wall_s, e.val_loss) for e in prog.evals if e.flops is not None]
 

@@ -76,6 +76,31 @@ journal_lines = st.one_of(
         ),  # fmt: skip
     ),
     st.integers(1, 3000).map(lambda n: b"[" * n + b"]" * n),
+    st.builds(  # well-formed lines a race never wrote: deletes, states, values, claims
+        lambda op, i, state, value, key: json.dumps(
+            {
+                "op_code": op,
+                "worker_id": "w",
+                "study_id": i,
+                "trial_id": i,
+                "step": i,
+                "state": state,
+                "values": [value],
+                "intermediate_value": value,
+                "datetime_start": "2026-01-01T00:00:00",
+                "datetime_complete": "2026-01-01T00:00:01",
+                "user_attr": {key: value},
+                "system_attr": {key: value},
+                "study_name": "race",
+                "directions": [state % 3],
+            }
+        ).encode(),
+        st.sampled_from([0, 1, 2, 3, 4, 6, 7, 8, 9]),
+        st.integers(0, 3),
+        st.integers(0, 4),
+        st.floats(),
+        st.sampled_from(["candidate", "flops_0", "baseline", "x"]),
+    ),  # fmt: skip
 )
 
 
