@@ -17,6 +17,7 @@ from pathlib import Path
 from . import finite_json
 from .safe_fs import DIR_MODE, MAX_STATUS_BYTES, UnsafePath, read_bytes, write_atomic
 from .safe_fs import RunDirError as RunDirError  # re-exported: its home was here
+from .safe_text import quoted
 
 LIVE_STATES = ("starting", "running", "paused", "waiting")
 FINAL_STATES = ("completed", "stopped", "crashed")
@@ -222,8 +223,7 @@ def _checked(name: str, hint: str, value: object) -> object:
         "float": isinstance(value, int | float) and not isinstance(value, bool),
     }[hint.split(" ")[0]]
     if not ok:
-        shown = repr(value)
-        shown = shown if len(shown) <= 40 else shown[:37] + "..."
+        shown = quoted(value, 37) if isinstance(value, str) else repr(value)[:37]
         raise ValueError(f"{name} = {shown} is not a valid {hint.split(' ')[0]}")
     return float(value) if hint.startswith("float") else value  # type: ignore[arg-type]
 
