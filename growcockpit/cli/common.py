@@ -12,6 +12,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, TypeAlias
 
+from growcockpit.protocol.safe_text import quoted
+
 if TYPE_CHECKING:
     from growcockpit.plan import Plan
 
@@ -44,7 +46,10 @@ def run_command(func: Command, args: argparse.Namespace) -> int:
 
         if not isinstance(exc, RunDirError):
             raise
-        print(f"growcockpit: {str(exc).splitlines()[0] if str(exc) else exc!r}", file=sys.stderr)
+        print(
+            f"growcockpit: {str(exc).splitlines()[0] if str(exc) else type(exc).__name__}",
+            file=sys.stderr,
+        )
         return EXIT_USAGE
     except KeyboardInterrupt:
         return EXIT_INTERRUPTED
@@ -110,7 +115,7 @@ def checkpoint_step(value: str, where: str) -> int:
     text = value.removeprefix("step-")
     if not text.isdigit() or len(text) > 18:
         raise UserError(
-            f"{where}: {value[:40]!r} is not a checkpoint step; give one such as 200 or step-200 "
+            f"{where}: {quoted(value)} is not a checkpoint step; give one such as 200 or step-200 "
             "(ls RUN/checkpoints)"
         )
     return int(text)

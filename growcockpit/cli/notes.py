@@ -9,10 +9,15 @@ replaces it ("" clears). Standard library and `protocol` only: instant over SSH.
 from __future__ import annotations
 
 import argparse
+import sys
 from dataclasses import replace
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from growcockpit.cli.common import EXIT_OK, Subparsers, UserError
+
+if TYPE_CHECKING:
+    from growcockpit.protocol.run_notes import RunNotes
 
 
 def add_parsers(sub: Subparsers) -> None:
@@ -40,12 +45,27 @@ def _run_dir(path: Path) -> Path:
     return path
 
 
+def notes_to_update(run: Path, setting: bool) -> RunNotes:
+    """The run's notes; when `setting`, a corrupt notes.json is moved aside (said on
+    stderr) and the note or tags start afresh, instead of failing as before."""
+    from growcockpit.protocol.run_notes import keep_corrupt_aside, read_notes
+
+    aside = keep_corrupt_aside(run) if setting else None
+    if aside is not None:
+        print(
+            f"growcockpit: {run / 'notes.json'}: not a notes file growcockpit wrote; "
+            f"moved aside to {aside.name}",
+            file=sys.stderr,
+        )
+    return read_notes(run)
+
+
 def cmd_note(args: argparse.Namespace) -> int:
-    from growcockpit.protocol.run_notes import note_problem, read_notes, write_notes
+    from growcockpit.protocol.run_notes import note_problem, write_notes
     from growcockpit.protocol.safe_text import terminal_safe
 
     run = _run_dir(args.run_dir)
-    notes = read_notes(run)
+    notes = notes_to_update(run, args.text is not None)
     if args.text is None:
         print(terminal_safe(notes.note) if notes.note else "(no note)")
         return EXIT_OK
@@ -59,10 +79,10 @@ def cmd_note(args: argparse.Namespace) -> int:
 
 
 def cmd_tag(args: argparse.Namespace) -> int:
-    from growcockpit.protocol.run_notes import parse_tags, read_notes, write_notes
+    from growcockpit.protocol.run_notes import parse_tags, write_notes
 
     run = _run_dir(args.run_dir)
-    notes = read_notes(run)
+    notes = notes_to_update(run, args.tags is not None)
     if args.tags is None:
         print(", ".join(notes.tags) if notes.tags else "(no tags)")
         return EXIT_OK

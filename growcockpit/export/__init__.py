@@ -14,6 +14,7 @@ import sys
 from pathlib import Path
 from typing import Any, Protocol
 
+from growcockpit.protocol.event_fields import bad_field
 from growcockpit.protocol.eventlog import EventTail
 from growcockpit.protocol.events import Event
 from growcockpit.protocol.rundir import RunPaths
@@ -114,6 +115,9 @@ def export_tensorboard(run_dir: Path, out_dir: Path) -> str:
     try:
         while batch := _read(tail, log):
             for event in batch:
+                if bad_field(event) is not None:  # the cockpit's fold skips the same lines
+                    damaged += 1
+                    continue
                 try:
                     mirror(event)
                 except (TypeError, ValueError, AttributeError, KeyError, OverflowError):

@@ -14,6 +14,7 @@ from growcockpit.families.gpt2 import GPT2Spec
 from growcockpit.families.llama import LlamaSpec
 from growcockpit.families.spec import BlockCall, FamilySpec, ModelShape, TensorRule
 from growcockpit.plan.families import FAMILIES, UnknownFamily
+from growcockpit.protocol.safe_text import quoted
 
 FAMILY_SPECS: dict[str, FamilySpec] = {
     spec.name: spec for spec in (BertSpec(), GPT2Spec(), LlamaSpec())
@@ -37,7 +38,7 @@ def spec_of(model: nn.Module) -> FamilySpec:
     spec = FAMILY_SPECS.get(str(model_type))
     if spec is None:
         raise TypeError(
-            f"unsupported model type {model_type!r}: growcockpit handles {', '.join(FAMILY_SPECS)}"
+            f"unsupported model type {quoted(model_type)}: growcockpit handles {', '.join(FAMILY_SPECS)}"
         )
     return spec
 

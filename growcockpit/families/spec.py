@@ -21,6 +21,7 @@ from transformers import PretrainedConfig, PreTrainedTokenizerBase
 
 from growcockpit.plan.families import FamilyFacts, family_facts
 from growcockpit.plan.types import ModelSpec
+from growcockpit.protocol.safe_text import quoted
 
 # (dim, axis kind, role): kind "h" residual/head axis, "qkv" GPT-2 fused Q|K|V,
 # "ffn" FFN axis, "kv" a grouped-query K/V axis; role "row" = output side /
@@ -142,7 +143,7 @@ class FamilySpec(ABC):
             if re.fullmatch(pattern, name):
                 return rule
         raise ValueError(
-            f"no width rule for {self.name} tensor {name!r}: growcockpit cannot map it"
+            f"no width rule for {self.name} tensor {quoted(name)}: growcockpit cannot map it"
         )
 
     @abstractmethod

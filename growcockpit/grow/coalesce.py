@@ -48,6 +48,7 @@ from growcockpit.families import FAMILY_SPECS, ModelShape, TensorRule, spec_for
 from growcockpit.grow.model_parts import family_of, part
 from growcockpit.grow.stack import GrowResult
 from growcockpit.grow.width import Grouping, depth_groups
+from growcockpit.protocol.safe_text import quoted
 
 RECIPES = ("auto", "multilevel", "preln-tied", "preln-untied")
 
@@ -86,7 +87,7 @@ _RECIPE_SCALES = {
 def recipe_scales(family: str, recipe: str) -> Scales:
     """The scales of `recipe` ("auto": the family's default, plan/families.py)."""
     if recipe not in RECIPES:
-        raise ValueError(f"unknown recipe {recipe!r}: expected one of {', '.join(RECIPES)}")
+        raise ValueError(f"unknown recipe {quoted(recipe)}: expected one of {', '.join(RECIPES)}")
     allowed = spec_for(family).facts.width_recipes
     if recipe == "auto":
         recipe = allowed[0]

@@ -47,6 +47,7 @@ from growcockpit.grow.coalesce import (
 from growcockpit.grow.model_parts import family_of, part
 from growcockpit.grow.stack import GrowResult
 from growcockpit.grow.width import depth_groups
+from growcockpit.protocol.safe_text import quoted
 
 
 def decoalesced_shape(small: ModelShape, *, width: bool, depth: bool) -> ModelShape:
@@ -86,8 +87,8 @@ def decoalesce_model(
     else:
         if getattr(target_config, "model_type", None) != family:
             raise ValueError(
-                f"target_config is for {getattr(target_config, 'model_type', '?')!r}, "
-                f"the model is {family!r}"
+                f"target_config is for {quoted(getattr(target_config, 'model_type', '?'))}, "
+                f"the model is {quoted(family)}"
             )
         large = config_shape(target_config, family)
         expected = coalesced_shape(large, width=width, depth=depth)

@@ -15,6 +15,7 @@ from growcockpit.families import spec_of
 from growcockpit.families.spec import identity_init_refusal
 from growcockpit.grow.model_parts import get_layers, part, set_layers
 from growcockpit.plan.types import middle_insert_ids
+from growcockpit.protocol.safe_text import quoted
 
 INITS = ("copy", "zero")
 
@@ -59,7 +60,7 @@ def stack_layers(model: nn.Module, k: int, source: str = "top", init: str = "cop
     exactly the old function; gradients still reach those projections.
     """
     if init not in INITS:
-        raise ValueError(f"unknown stack init {init!r}: expected one of {', '.join(INITS)}")
+        raise ValueError(f"unknown stack init {quoted(init)}: expected one of {', '.join(INITS)}")
     spec = spec_of(model)
     if init == "zero" and not spec.facts.identity_init:
         raise ValueError(identity_init_refusal(spec.name))
@@ -69,7 +70,7 @@ def stack_layers(model: nn.Module, k: int, source: str = "top", init: str = "cop
         raise ValueError(f"stack needs k >= 1 new layers, got {k}")
     if source in ("bottom", "middle") and k > depth:
         raise ValueError(
-            f"stack source={source!r} cannot copy {k} layers from a {depth}-layer model; "
+            f"stack source={quoted(source)} cannot copy {k} layers from a {depth}-layer model; "
             "use source='top' (cycles through the stack) or 'random'"
         )
     width = int(part(model, "config.hidden_size"))
@@ -85,7 +86,9 @@ def stack_layers(model: nn.Module, k: int, source: str = "top", init: str = "cop
     elif source == "random":
         sources = [None] * k
     else:
-        raise ValueError(f"unknown stack source {source!r}: expected top, bottom, middle or random")
+        raise ValueError(
+            f"unknown stack source {quoted(source)}: expected top, bottom, middle or random"
+        )
     new_layers = [
         copy.deepcopy(layers[src]) if src is not None else _fresh_layer(model, at + i)
         for i, src in enumerate(sources)

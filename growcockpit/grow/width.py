@@ -31,6 +31,8 @@ from dataclasses import dataclass, field
 
 import torch
 
+from growcockpit.protocol.safe_text import quoted
+
 PAIRINGS = ("adjacent", "half")
 
 
@@ -66,7 +68,7 @@ def depth_groups(layers: int, pairing: str) -> list[list[int]]:
         return [[2 * i, 2 * i + 1] for i in range(half)]
     if pairing == "half":
         return [[i, i + half] for i in range(half)]
-    raise ValueError(f"unknown pairing {pairing!r}: expected one of {', '.join(PAIRINGS)}")
+    raise ValueError(f"unknown pairing {quoted(pairing)}: expected one of {', '.join(PAIRINGS)}")
 
 
 def averaging_matrix(groups: list[list[int]], size: int) -> torch.Tensor:

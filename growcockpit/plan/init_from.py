@@ -19,6 +19,7 @@ from pathlib import Path
 from growcockpit.plan.families import FAMILIES, FAMILY_FACTS, family_of_model_type
 from growcockpit.plan.source_files import SourceFileError, check_source_files, read_json
 from growcockpit.plan.types import Plan, Stage
+from growcockpit.protocol.safe_text import quoted
 
 KEY = "model.init_from"
 
@@ -85,7 +86,7 @@ def read_source(path: str) -> SourceShape:
             factor, other = facts.config_defaults[key].split("*")
             value = int(factor) * int(config.get(other) or 0)
         if not isinstance(value, int) or isinstance(value, bool) or value < 1:
-            raise SourceError(f"{config_file}: {key} = {value!r} is not a positive integer")
+            raise SourceError(f"{config_file}: {key} = {quoted(value)} is not a positive integer")
         values[field] = value
     return SourceShape(family=facts.name, **values)
 

@@ -43,11 +43,18 @@ MAX_STAGE_NAME = 64
 
 
 def echo(value: Any) -> str:
-    """`repr(value)`, cut to MAX_ECHO characters with the length said."""
-    text = repr(value)
+    """`value` as a plan writes it (a string in "…", escaped; else its repr), cut to
+    MAX_ECHO characters with the length said. Not repr for a string: its '…' is how
+    Python writes it, not the plan the user wrote."""
+    text = double_quoted(value) if isinstance(value, str) else repr(value)
     if len(text) <= MAX_ECHO:
         return text
     return f"{text[: MAX_ECHO - 20]}… ({len(text)} characters)"
+
+
+def double_quoted(value: str) -> str:
+    escaped = value.replace("\\", "\\\\").replace('"', '\\"')
+    return '"' + "".join(ch if ch.isprintable() else ascii(ch)[1:-1] for ch in escaped) + '"'
 
 
 def quoted(value: str) -> str:

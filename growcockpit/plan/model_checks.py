@@ -11,6 +11,7 @@ from __future__ import annotations
 import math
 
 from growcockpit.plan.families import FAMILY_FACTS, FAMILY_MODEL_KEYS
+from growcockpit.plan.limits import echo
 from growcockpit.plan.types import Plan
 
 Problem = tuple[str, str]
@@ -27,7 +28,7 @@ def model_key_problems(plan: Plan) -> list[Problem]:
             problems.append(
                 (
                     f"model.{key}",
-                    f"only applies to family = {' or '.join(repr(o) for o in owners)}, not "
+                    f"only applies to family = {' or '.join(echo(o) for o in owners)}, not "
                     f'"{m.family}"; remove it',
                 )
             )

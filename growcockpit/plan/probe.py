@@ -19,6 +19,7 @@ from collections.abc import Callable
 from typing import Any
 
 from growcockpit.plan.types import Plan, Stage
+from growcockpit.protocol.safe_text import quoted
 
 PROBE = "probe"
 Problem = tuple[str, str]
@@ -70,7 +71,7 @@ def _item_problems(key: str, item: object) -> list[Problem]:
             valid = ", ".join(CANDIDATE_KEYS)
             out.append((f"{key}.{name}", f'unknown candidate key "{name}"; valid keys: {valid}'))
         elif not _typed(value, kinds):
-            out.append((f"{key}.{name}", f"expected {_TYPE_WORDS[kinds[-1]]}, got {value!r}"))
+            out.append((f"{key}.{name}", f"expected {_TYPE_WORDS[kinds[-1]]}, got {quoted(value)}"))
     enter = item.get("enter")
     if enter is None:
         out.append((f"{key}.enter", 'missing; say which operator, e.g. enter = "stack"'))

@@ -18,6 +18,8 @@ import stat
 import struct
 from pathlib import Path
 
+from growcockpit.protocol.safe_text import quoted
+
 MAX_JSON_BYTES = 64 << 20  # a large tokenizer.json is ~20 MB
 MAX_JSON_DEPTH = 64  # tokenizer.json nests ~6 deep, config.json ~3
 MAX_HEADER_BYTES = 100 << 20  # safetensors' own limit
@@ -129,12 +131,12 @@ def check_safetensors(path: Path) -> dict[str, tuple[str, list[int]]]:
 def _tensor_entry(
     path: Path, name: str, entry: object, data: int, spans: list[tuple[int, int, str]]
 ) -> tuple[str, list[int]]:
-    bad = f"{path}: tensor {name[:80]!r}"
+    bad = f"{path}: tensor {quoted(name)}"
     if not isinstance(entry, dict):
         raise SourceFileError(f"{bad} has no dtype, shape and offsets")
     dtype, shape, offsets = entry.get("dtype"), entry.get("shape"), entry.get("data_offsets")
     if dtype not in DTYPE_BYTES:
-        raise SourceFileError(f"{bad}: unknown dtype {str(dtype)[:20]!r}")
+        raise SourceFileError(f"{bad}: unknown dtype {quoted(str(dtype))}")
     if not isinstance(shape, list) or len(shape) > 8 or not all(_count(d) for d in shape):
         raise SourceFileError(f"{bad}: shape {str(shape)[:60]} is not a list of sizes")
     if not (isinstance(offsets, list) and len(offsets) == 2 and all(_count(o) for o in offsets)):

@@ -14,6 +14,8 @@ import uuid
 from dataclasses import dataclass, field
 from typing import Any
 
+from growcockpit.protocol.safe_text import quoted
+
 COMMANDS: tuple[str, ...] = (
     "pause",
     "resume",
@@ -24,6 +26,19 @@ COMMANDS: tuple[str, ...] = (
     "set_lr",
     "rollback",
 )
+
+# The args each command takes; any other key is refused (a typo such as
+# {"stpe": 200} must not be carried out as a plain rollback).
+COMMAND_ARGS: dict[str, tuple[str, ...]] = {
+    "pause": (),
+    "resume": (),
+    "advance": (),
+    "checkpoint": (),
+    "stop": (),
+    "edit_stages": ("stages",),
+    "set_lr": ("factor",),
+    "rollback": ("step", "lr_scale"),
+}
 
 # One set_lr factor, and the product of all of them, must stay inside these
 # bounds: beyond them an LR is no longer a choice but a typo (1e9, 1e-300) that
@@ -42,7 +57,7 @@ def lr_factor_problem(factor: object) -> str:
         try:
             factor = float(text)
         except ValueError:
-            return f"set_lr needs a positive number such as 0.5, got {text[:40]!r}"
+            return f"set_lr needs a positive number such as 0.5, got {quoted(text)}"
     if isinstance(factor, bool) or not isinstance(factor, int | float):
         return "set_lr needs a positive number such as 0.5"
     low, high = LR_FACTOR_RANGE
@@ -76,7 +91,14 @@ class CommandRequest:
     def validate(self) -> None:
         if self.command not in COMMANDS:
             raise CommandError(
-                f"unknown command {self.command!r}; expected one of {', '.join(COMMANDS)}"
+                f"unknown command {quoted(self.command)}; expected one of {', '.join(COMMANDS)}"
+            )
+        takes = COMMAND_ARGS[self.command]
+        unknown = sorted(str(key)[:40] for key in self.args if key not in takes)
+        if unknown:
+            raise CommandError(
+                f"{self.command} does not take args.{', args.'.join(unknown)}; "
+                + (f"it takes args.{', args.'.join(takes)}" if takes else "send no args")
             )
         if self.command == "set_lr":
             factor = self.args.get("factor")

@@ -14,9 +14,12 @@ Where the socket lives for long run paths, and the peer-uid check, are in
 `send_command` (the client) is in `control_client`.
 
 A connection is served by its own thread, so the server bounds them: at
-most `max_clients` at once (more are told "busy" and closed), each closed
-after `idle_timeout` seconds without a request, and a listen backlog of
-`socket.SOMAXCONN`, so a burst of connects does not time clients out.
+most `max_clients` at once, each closed after `idle_timeout` seconds without
+a request, and a listen backlog of `socket.SOMAXCONN`, so a burst of connects
+does not time clients out. When all `max_clients` are taken, the connection
+idle longest (no request in flight) is closed to make room: 256 idle
+connections used to lock a real `ctl` out for the 30 s of their timeout. Only
+when every connection has a request in flight is a newcomer told "busy".
 
 Every connection gets a number (`PendingCommand.client`), so a later
 "one controller, many read-only viewers" role can be decided per connection
@@ -90,6 +93,7 @@ class ControlServer:
         self._conns: dict[int, socket.socket] = {}
         self._workers: dict[int, threading.Thread] = {}
         self._inflight: set[PendingCommand] = set()
+        self._idle_since: dict[int, float] = {}  # connections waiting for a request
         self._clients = 0
 
     # -- lifecycle ---------------------------------------------------------
@@ -251,8 +255,11 @@ class ControlServer:
                 return
             for cid in [c for c, w in self._workers.items() if not w.is_alive()]:
                 del self._workers[cid]
-            if len(self._conns) >= self.max_clients:
-                _refuse_now(conn, f"busy: {self.max_clients} connections open; try again")
+            if len(self._conns) >= self.max_clients and not self._evict_idlest():
+                _refuse_now(
+                    conn,
+                    f"busy: {self.max_clients} connections with a command in flight; try again",
+                )
                 return
             self._clients += 1
             client = self._clients
@@ -263,6 +270,18 @@ class ControlServer:
             self._conns[client] = conn
             self._workers[client] = worker
         worker.start()
+
+    def _evict_idlest(self) -> bool:
+        """Close the connection idle longest to make room (under the lock); False if none is."""
+        idle = [c for c in self._idle_since if c in self._conns]
+        if not idle:
+            return False
+        victim = min(idle, key=self._idle_since.__getitem__)
+        del self._idle_since[victim]
+        conn = self._conns.pop(victim)
+        with contextlib.suppress(OSError):
+            conn.shutdown(socket.SHUT_RDWR)  # its thread's recv returns; it closes the socket
+        return True
 
     def _handle(self, conn: socket.socket, client: int) -> None:
         buf = b""
@@ -281,7 +300,9 @@ class ControlServer:
                         return
                     if self._closed.is_set():
                         return
+                    self._idle_since[client] = time.monotonic()
                     data = conn.recv(_RECV)
+                    self._idle_since.pop(client, None)
                     if not data:
                         return
                     buf += data
@@ -304,6 +325,7 @@ class ControlServer:
         finally:
             with self._lock:
                 self._conns.pop(client, None)
+                self._idle_since.pop(client, None)
             with contextlib.suppress(OSError):
                 conn.close()
 

@@ -11,12 +11,14 @@ special files, and checks every value; a bad file is reported, not trusted.
 from __future__ import annotations
 
 import json
+import os
 import re
 from dataclasses import dataclass
 from pathlib import Path
 
 from .rundir import RunPaths
 from .safe_fs import RunDirError, UnsafePath, read_bytes, write_atomic
+from .safe_text import quoted
 
 MAX_NOTES_BYTES = 64 << 10
 MAX_NOTE_CHARS = 500
@@ -61,8 +63,7 @@ def parse_tags(text: str) -> tuple[str, ...]:
             continue
         tag = tag.removeprefix("#")
         if len(tag) > MAX_TAG_CHARS or not _TAG.fullmatch(tag):
-            shown = tag if len(tag) <= 40 else tag[:37] + "..."
-            raise ValueError(f"tag {ascii(shown)}: use {TAG_RULE}")
+            raise ValueError(f"tag {quoted(tag, 37)}: use {TAG_RULE}")
         if tag not in out:
             out.append(tag)
     if len(out) > MAX_TAGS:
@@ -79,24 +80,41 @@ def tags_problem(text: str) -> str:
     return ""
 
 
+class CorruptNotes(RunDirError):
+    """A regular notes.json that growcockpit did not write (torn, edited, garbage): setting
+    a note or tags moves it aside (`set_aside_corrupt`) and starts afresh."""
+
+
 def _decode(path: Path, data: bytes) -> RunNotes:
     bad = f"{path}: not a notes file growcockpit wrote"
+    again = "set the note or tags again to replace it (the bad file is kept aside)"
     try:
         obj = json.loads(data.decode("utf-8"))
     except (UnicodeDecodeError, ValueError, RecursionError):
-        raise RunDirError(f"{bad} (not JSON); set the note again to replace it") from None
+        raise CorruptNotes(f"{bad} (not JSON); {again}") from None
     if not isinstance(obj, dict):
-        raise RunDirError(f"{bad} (not a JSON object); set the note again to replace it")
+        raise CorruptNotes(f"{bad} (not a JSON object); {again}")
     note, tags = obj.get("note", ""), obj.get("tags", [])
     if not isinstance(note, str) or note_problem(note):
-        raise RunDirError(f"{bad} (its note is not one short line); set the note again")
+        raise CorruptNotes(f"{bad} (its note is not one short line); {again}")
     if not isinstance(tags, list) or not all(isinstance(t, str) for t in tags):
-        raise RunDirError(f"{bad} (its tags are not a list of strings); set the tags again")
+        raise CorruptNotes(f"{bad} (its tags are not a list of strings); {again}")
     try:
         parsed = parse_tags(",".join(tags))
     except ValueError as exc:
-        raise RunDirError(f"{path}: {exc}; set the tags again") from None
+        raise CorruptNotes(f"{path}: {exc}; {again}") from None
     return RunNotes(note, parsed)
+
+
+def set_aside_corrupt(run_dir: Path) -> Path:
+    """Move a corrupt notes.json to notes.json.corrupt (replacing an older one); its path.
+
+    Only after `read_notes` raised CorruptNotes: the file was then a regular file of
+    ours to read (links and special files are refused before that), and nothing in it is lost."""
+    path = RunPaths(Path(run_dir)).notes
+    aside = path.with_name(path.name + ".corrupt")
+    os.replace(path, aside)
+    return aside
 
 
 def read_notes(run_dir: Path) -> RunNotes:
@@ -119,6 +137,18 @@ def read_notes_quietly(run_dir: Path) -> RunNotes:
         return read_notes(run_dir)
     except RunDirError:
         return RunNotes()
+
+
+def keep_corrupt_aside(run_dir: Path) -> Path | None:
+    """Before replacing the notes: a corrupt notes.json goes aside (its new path), so that
+    what the cockpit saves over it loses nothing; None when there was nothing to keep."""
+    try:
+        read_notes(run_dir)
+    except CorruptNotes:
+        return set_aside_corrupt(run_dir)
+    except RunDirError:
+        pass  # a link or special file: write_notes refuses it with its own line
+    return None
 
 
 def write_notes(run_dir: Path, notes: RunNotes) -> None:

@@ -7,9 +7,11 @@ another SSH session without the backend noticing.
 
 from __future__ import annotations
 
+import errno
 import json
 import os
 import re
+import stat
 import time
 from dataclasses import asdict, dataclass, fields
 from pathlib import Path
@@ -17,6 +19,7 @@ from pathlib import Path
 from . import finite_json
 from .safe_fs import DIR_MODE, MAX_STATUS_BYTES, UnsafePath, read_bytes, write_atomic
 from .safe_fs import RunDirError as RunDirError  # re-exported: its home was here
+from .safe_text import quoted
 
 LIVE_STATES = ("starting", "running", "paused", "waiting")
 FINAL_STATES = ("completed", "stopped", "crashed")
@@ -224,8 +227,7 @@ def _checked(name: str, hint: str, value: object) -> object:
         "float": isinstance(value, int | float) and not isinstance(value, bool),
     }[hint.split(" ")[0]]
     if not ok:
-        shown = repr(value)
-        shown = shown if len(shown) <= 40 else shown[:37] + "..."
+        shown = quoted(value, 37) if isinstance(value, str) else repr(value)[:37]
         raise ValueError(f"{name} = {shown} is not a valid {hint.split(' ')[0]}")
     return float(value) if hint.startswith("float") else value  # type: ignore[arg-type]
 
@@ -247,9 +249,32 @@ def pid_alive(pid: int) -> bool:
 
 
 def write_status(path: Path, status: RunStatus) -> None:
-    """Write via a temp file and rename so readers never see half a file (never through a link)."""
+    """Write via a temp file and rename so readers never see half a file (never through a link).
+
+    On a full disk the temp file cannot be made, and a crash left status.json saying
+    "running" for good: then the file is rewritten in place, in the blocks it already
+    has (a status is far under one block), as the last resort it is."""
     status.heartbeat = time.time()
-    write_atomic(path, status.to_json().encode("utf-8"))
+    data = status.to_json().encode("utf-8")
+    try:
+        write_atomic(path, data)
+    except OSError as exc:
+        if exc.errno not in (errno.ENOSPC, errno.EDQUOT):
+            raise
+        overwrite_in_place(path, data)
+
+
+def overwrite_in_place(path: Path, data: bytes) -> None:
+    """Write `data` over the existing regular file `path` (no link, no new file), then cut
+    it to length: no new block is needed while `data` fits in the ones it holds."""
+    fd = os.open(path, os.O_WRONLY | getattr(os, "O_NOFOLLOW", 0) | os.O_NONBLOCK)
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise UnsafePath(f"{path}: not a regular file; remove it")
+        os.pwrite(fd, data, 0)
+        os.ftruncate(fd, len(data))
+    finally:
+        os.close(fd)
 
 
 def read_status(run_dir: Path) -> RunStatus:

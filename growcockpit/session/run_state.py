@@ -14,6 +14,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 from growcockpit.plan.show import layer_ranges
+from growcockpit.protocol.event_fields import bad_field
 from growcockpit.protocol.events import Event
 from growcockpit.session.fold.layers import LayerRow
 from growcockpit.session.fold.plan import StageInfo
@@ -48,6 +49,9 @@ class RunState(RunData):
     def apply(self, ev: Event) -> None:
         if ev.seq <= self.last_seq and ev.seq != 0:
             return  # already seen (a replay after reconnecting)
+        if bad_field(ev) is not None:
+            self.damaged += 1  # a value of the wrong type: skipped as export skips it
+            return
         self.last_seq = max(self.last_seq, ev.seq)
         if self.t_start is None and ev.t:
             self.t_start = ev.t

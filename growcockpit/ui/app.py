@@ -15,6 +15,7 @@ from textual.app import App, SystemCommand
 from textual.binding import Binding
 from textual.screen import Screen
 
+from growcockpit.protocol.safe_text import quoted
 from growcockpit.resources import themes_dir
 from growcockpit.session.run_client import LaunchError, RunClient
 from growcockpit.session.settings import load_settings, save_settings
@@ -96,7 +97,7 @@ class GrowCockpitApp(App[None]):
             self.theme_names.append(file.name)
         if theme is not None and theme not in self.theme_names:
             raise ValueError(
-                f"unknown theme {theme!r}; expected one of {', '.join(self.theme_names)}"
+                f"unknown theme {quoted(theme)}; expected one of {', '.join(self.theme_names)}"
             )
         remembered = load_settings().get("theme")
         choice = theme or (remembered if remembered in self.theme_names else DEFAULT_THEME)

@@ -36,7 +36,7 @@ def test_note_and_tag_set_show_clear(tmp_path: Path, capsys: pytest.CaptureFixtu
 
 def test_bad_input(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     run = write_recorded_run(tmp_path / "r1")
-    _one_line_error(capsys, main(["tag", str(run), "ok,no/slash"]), "tag 'no/slash'", "e.g.")
+    _one_line_error(capsys, main(["tag", str(run), "ok,no/slash"]), 'tag "no/slash"', "e.g.")
     _one_line_error(capsys, main(["note", str(run), "a\nb"]), "note:", "one line")
     _one_line_error(capsys, main(["note", str(tmp_path / "nope"), "x"]), "no such run directory")
     (tmp_path / "empty").mkdir()
@@ -44,3 +44,23 @@ def test_bad_input(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     (run / "notes.json").symlink_to(tmp_path / "elsewhere.json")
     _one_line_error(capsys, main(["note", str(run), "x"]), "symbolic link")
     assert not (tmp_path / "elsewhere.json").exists()
+
+
+@pytest.mark.parametrize("bad", [b'{"note": "half', b"\xff\xfe", b"[1, 2]", b'{"tags": "x"}'])
+def test_a_corrupt_notes_file_is_moved_aside_when_set(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], bad: bytes
+) -> None:
+    """Issue 31 §4: "set the note again" used to fail with the same error. Showing still
+    says what is wrong; setting moves the bad file aside, says so, and sets the note."""
+    run = write_recorded_run(tmp_path / "r1")
+    (run / "notes.json").write_bytes(bad)
+    _one_line_error(capsys, main(["note", str(run)]), "notes.json", "set the note or tags again")
+    assert main(["note", str(run), "fixed"]) == 0
+    out, err = capsys.readouterr()
+    assert "r1: note set" in out
+    assert err.count("\n") == 1 and "moved aside to notes.json.corrupt" in err, err
+    assert (run / "notes.json.corrupt").read_bytes() == bad, "nothing lost"
+    assert read_notes(run) == RunNotes("fixed", ())
+    (run / "notes.json").write_bytes(bad)
+    assert main(["tag", str(run), "best"]) == 0
+    assert read_notes(run) == RunNotes("", ("best",))

@@ -62,7 +62,7 @@ def test_bad_llama_keys_name_the_key_and_the_fix(extra: str, key: str, words: st
 def test_a_llama_key_on_another_family_is_refused_not_ignored() -> None:
     found = problems(llama("num_kv_heads = 2", family="gpt2"))
     assert any(
-        "model.num_kv_heads: only applies to family = 'llama', not \"gpt2\"" in p for p in found
+        'model.num_kv_heads: only applies to family = "llama", not "gpt2"' in p for p in found
     ), found
 
 

@@ -121,7 +121,7 @@ def test_unknown_command_refused(run_dir: Path, served: tuple[ControlServer, Loo
             "step": 0,
         }
     ]
-    assert "unknown command 'self_destruct'" in str(acks[0]["reason"])
+    assert 'unknown command "self_destruct"' in str(acks[0]["reason"])
     assert loop.seen == []
     with pytest.raises(CommandError):  # the client refuses to even send it
         send_command(run_dir, CommandRequest("self_destruct"))

@@ -41,7 +41,7 @@ def test_parse_tags() -> None:
             parse_tags(bad)
     with pytest.raises(ValueError, match="at most"):
         parse_tags(",".join(f"t{i}" for i in range(17)))
-    assert tags_problem("ok,fine") == "" and "tag '../x'" in tags_problem("../x")
+    assert tags_problem("ok,fine") == "" and 'tag "../x"' in tags_problem("../x")
 
 
 def test_note_problem() -> None:

@@ -61,10 +61,10 @@ def test_deeply_nested_toml_to_edit_stages(
     [
         (b'{"run_id": "r", "state": "running", "pid": 1}\xff\xfe', "not UTF-8"),
         (b'{"run_id": "\xc3\x28"}', "not UTF-8"),
-        (b'{"state": "running", "pid": "abc"}', "pid = 'abc'"),
+        (b'{"state": "running", "pid": "abc"}', 'pid = "abc"'),
         (b'{"state": "running", "step": 1.5}', "step = 1.5"),
         (b'{"state": ["running"]}', "state = ['running']"),
-        (b'{"loss": "bad"}', "loss = 'bad'"),
+        (b'{"loss": "bad"}', 'loss = "bad"'),
         (b"[" * 100_000, "not valid JSON"),
         (b"{" + b'"a": ' * 1 + b'"' + b"x" * 100_000, "not valid JSON"),
     ],

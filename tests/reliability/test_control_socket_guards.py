@@ -230,25 +230,52 @@ def test_burst_of_silent_connects_does_not_starve_real_clients(run_dir: Path) ->
                 s.close()
 
 
-def test_more_clients_than_the_bound_get_a_busy_answer(run_dir: Path) -> None:
+def test_idle_connections_make_room_for_a_command(run_dir: Path) -> None:
+    """Issue 31 §4: 256 idle connections (the default bound) locked `ctl` out for the 30 s
+    of their idle timeout; the one idle longest is now closed to make room."""
     path = RunPaths(run_dir).control
-    for _server in _serve(path, max_clients=4):
+    for server in _serve(path):
         held = []
         try:
-            for _ in range(4):
+            for _ in range(server.max_clients):
                 s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
                 s.connect(str(path))
                 held.append(s)
-            time.sleep(0.2)
-            ack = _ask(path, b'{"command": "pause"}\n')
-            assert ack["accepted"] is False and "busy" in str(ack["reason"])
-            busy = send_command(run_dir, CommandRequest("pause"), timeout=5)
-            assert not busy.accepted and "busy" in busy.reason
+            deadline = time.monotonic() + 30
+            while len(server._idle_since) < server.max_clients:
+                assert time.monotonic() < deadline, "the held connections were never served"
+                time.sleep(0.05)
+            ack = send_command(run_dir, CommandRequest("pause"), timeout=10)
+            assert ack.accepted, ack.reason
+            held[0].settimeout(5)
+            assert held[0].recv(1) == b"", "the connection idle longest was the one closed"
         finally:
             for s in held:
                 s.close()
-        time.sleep(0.2)
-        assert send_command(run_dir, CommandRequest("pause"), timeout=5).accepted
+
+
+def test_more_clients_than_the_bound_in_flight_get_a_busy_answer(run_dir: Path) -> None:
+    """Connections that each wait for an ack are not idle: a newcomer is told "busy"."""
+    path = RunPaths(run_dir).control
+    server = ControlServer(path, max_clients=2)
+    server.start()  # no loop answers: the requests stay in flight
+    held = []
+    try:
+        for _ in range(2):
+            s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+            s.connect(str(path))
+            s.sendall(b'{"command": "pause"}\n')
+            held.append(s)
+        deadline = time.monotonic() + 10
+        while len(server._inflight) < 2:
+            assert time.monotonic() < deadline
+            time.sleep(0.05)
+        ack = _ask(path, b'{"command": "pause"}\n')
+        assert ack["accepted"] is False and "busy" in str(ack["reason"])
+    finally:
+        for s in held:
+            s.close()
+        server.close()
 
 
 @pytest.mark.skipif(os.getuid() != 0, reason="needs root to serve as another user")

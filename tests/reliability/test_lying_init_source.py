@@ -190,7 +190,7 @@ def _integer_weight(t: dict[str, object]) -> None:
 
 WEIGHT_LIES = [
     ("wider-embedding", _wider_embedding, "has shape [2000, 33] but its config.json implies [2000, 32]"),
-    ("missing-layer-weight", _missing_layer_weight, "no tensor 'bert.encoder.layer.1.attention.self.query.weight' (shape [32, 32])"),
+    ("missing-layer-weight", _missing_layer_weight, 'no tensor "bert.encoder.layer.1.attention.self.query.weight" (shape [32, 32])'),
     ("extra-layer", _extra_layer, "belongs to a layer its config.json does not have"),
     ("integer-weight", _integer_weight, "is stored as I32"),
 ]  # fmt: skip

@@ -35,7 +35,7 @@ async def test_dashboard_note_and_tags_keys(tmp_path: Path) -> None:
         await pilot.pause()
         await pilot.press(*"best,bad/tag")
         await pilot.pause()
-        assert "tag 'bad/tag'" in screen_text(app)  # one line in the prompt, never a crash
+        assert 'tag "bad/tag"' in screen_text(app)  # one line in the prompt, never a crash
         await pilot.press("enter")  # refused while the tags are bad
         await pilot.pause()
         assert read_notes(run).tags == ()

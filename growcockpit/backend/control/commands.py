@@ -16,6 +16,7 @@ from growcockpit.backend.loop.progress import Progress
 from growcockpit.plan import PlanError, parse_stages, replace_remaining_stages
 from growcockpit.plan.types import Plan
 from growcockpit.protocol.commands import CommandRequest, lr_factor_problem, lr_scale_problem
+from growcockpit.protocol.safe_text import quoted
 
 
 @dataclass(frozen=True)
@@ -76,7 +77,7 @@ def decide(request: CommandRequest, run: Progress) -> Intent | Refusal:
         return Refusal("the run is stopping")
     rule = _RULES.get(cmd)
     if rule is None:
-        return Refusal(f"unknown command {cmd!r}")
+        return Refusal(f"unknown command {quoted(cmd)}")
     return rule(request, run)
 
 

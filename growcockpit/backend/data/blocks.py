@@ -27,6 +27,7 @@ from growcockpit.backend.data.token_cache import TokenShard, tokenize_to_shard
 from growcockpit.backend.data.tokenizer import build_tokenizer
 from growcockpit.plan.families import family_facts
 from growcockpit.plan.types import DataSpec
+from growcockpit.protocol.safe_text import quoted
 from growcockpit.protocol.token_index import CacheRecord, read_record, record_path, write_record
 
 
@@ -299,7 +300,7 @@ def load_blocks(
     body = spec.seq_len - family_facts(family).boundary_tokens
     if len(ids) // body < 2:
         raise DataError(
-            f"data.source = {spec.source!r}: only {len(ids) // body} block(s) of {spec.seq_len} tokens; "
+            f"data.source = {quoted(spec.source)}: only {len(ids) // body} block(s) of {spec.seq_len} tokens; "
             "add more text or lower data.seq_len"
         )
     val_corpus = corpus.validation()

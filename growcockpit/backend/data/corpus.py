@@ -15,6 +15,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 
 from growcockpit.plan.data_source import SourceProblem, resolve_source
+from growcockpit.protocol.safe_text import quoted
 
 
 class DataError(Exception):
@@ -81,28 +82,28 @@ def iter_line_batches(corpus: Corpus, batch_lines: int = 8192) -> Iterator[list[
         import datasets
     except Exception as exc:
         raise DataError(
-            f"data.source = {corpus.name!r}: reading {corpus.kind} needs the `datasets` package "
+            f"data.source = {quoted(corpus.name)}: reading {corpus.kind} needs the `datasets` package "
             f"({type(exc).__name__}: {exc}); install it, or use plain .txt files"
         ) from None
     datasets.disable_progress_bars()
     if corpus.kind == "hub":
         if os.environ.get("HF_HUB_OFFLINE") == "1" or os.environ.get("HF_DATASETS_OFFLINE") == "1":
             raise DataError(
-                f"data.source = {corpus.name!r} is a hub dataset but HF_HUB_OFFLINE=1; "
+                f"data.source = {quoted(corpus.name)} is a hub dataset but HF_HUB_OFFLINE=1; "
                 "download it first, or point data.source at local files"
             )
-        where = f"data.source = {corpus.name!r}: could not load from the hub"
+        where = f"data.source = {quoted(corpus.name)}: could not load from the hub"
         args: tuple[str, ...] = (corpus.name,)
         kwargs: dict[str, object] = {}
     else:
-        where = f"data.source = {corpus.name!r}: could not read as {corpus.kind}"
+        where = f"data.source = {quoted(corpus.name)}: could not read as {corpus.kind}"
         args, kwargs = (corpus.kind,), {"data_files": list(corpus.files)}
     try:
         ds = datasets.load_dataset(*args, split="train", streaming=True, **kwargs)
         for batch in ds.iter(batch_size=batch_lines):
             if corpus.text_column not in batch:
                 raise DataError(
-                    f"data.source = {corpus.name!r}: no {corpus.text_column!r} column "
+                    f"data.source = {quoted(corpus.name)}: no {quoted(corpus.text_column)} column "
                     f"(has {sorted(batch)}); set data.text_column to the field that holds the text"
                 )
             lines = [t for t in batch[corpus.text_column] if t]

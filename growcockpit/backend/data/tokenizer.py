@@ -17,6 +17,7 @@ from transformers import PreTrainedTokenizerBase, PreTrainedTokenizerFast
 
 from growcockpit.backend.data.corpus import Corpus, DataError
 from growcockpit.plan.families import family_facts
+from growcockpit.protocol.safe_text import quoted
 from growcockpit.protocol.token_index import cache_root
 
 
@@ -29,7 +30,7 @@ def build_tokenizer(
             vocab = int(spec.split(":", 1)[1])
         except ValueError:
             raise DataError(
-                f'data.tokenizer = {spec!r}: expected "train:<vocab size>", e.g. "train:8000"'
+                f'data.tokenizer = {quoted(spec)}: expected "train:<vocab size>", e.g. "train:8000"'
             ) from None
         cache = cache_root() / "tokenizers" / f"v2-{family}-{vocab}-{corpus.fingerprint()}"
         if (cache / "tokenizer.json").exists():
@@ -53,7 +54,7 @@ def build_tokenizer(
         return AutoTokenizer.from_pretrained(spec, local_files_only=True)
     except Exception as exc:
         raise DataError(
-            f"data.tokenizer = {spec!r}: not a local path and not loadable from the local "
+            f"data.tokenizer = {quoted(spec)}: not a local path and not loadable from the local "
             f"Hugging Face cache ({str(exc)[:120]}); download it once with `hf download {spec}` "
             'or use "train:8000"'
         ) from None
@@ -71,7 +72,7 @@ def _load_local(path: Path, family: str) -> PreTrainedTokenizerBase:
         tok.add_special_tokens(missing)  # type: ignore[arg-type]
     if facts.objective == "masked" and tok.mask_token_id is None:
         raise DataError(
-            f"data.tokenizer = {str(path)!r}: a masked-LM plan ({family}) needs a tokenizer "
+            f"data.tokenizer = {quoted(str(path))}: a masked-LM plan ({family}) needs a tokenizer "
             "with a mask token"
         )
     return tok

@@ -28,6 +28,7 @@ from growcockpit.families import spec_for
 from growcockpit.plan.init_from import KEY
 from growcockpit.plan.source_files import SourceFileError, check_safetensors
 from growcockpit.plan.types import Plan
+from growcockpit.protocol.safe_text import quoted
 
 FLOAT_DTYPES = ("F16", "BF16", "F32", "F64")
 _INDEX = re.compile(r"\.\d+\.")
@@ -98,12 +99,12 @@ def check_source_weights(plan: Plan) -> None:
         used.add(key)
         if shape != shapes[key]:
             raise SourceWeightsError(
-                f"{KEY}: {file}: tensor {name[:100]!r} has shape {shape} but its config.json "
+                f"{KEY}: {file}: tensor {quoted(name)} has shape {shape} but its config.json "
                 f"implies {shapes[key]}; the weights do not belong to that config"
             )
         if key in params and dtype not in FLOAT_DTYPES:
             raise SourceWeightsError(
-                f"{KEY}: {file}: weight {name[:100]!r} is stored as {dtype}; a weight must be "
+                f"{KEY}: {file}: weight {quoted(name)} is stored as {dtype}; a weight must be "
                 f"one of {', '.join(FLOAT_DTYPES)}"
             )
     patterns = {_INDEX.sub(".#.", n) for n in shapes}
@@ -111,7 +112,7 @@ def check_source_weights(plan: Plan) -> None:
         pattern = _INDEX.sub(".#.", name)
         if pattern != name and (pattern in patterns or prefix + pattern in patterns):
             raise SourceWeightsError(
-                f"{KEY}: {found[name][2]}: tensor {name[:100]!r} belongs to a layer its "
+                f"{KEY}: {found[name][2]}: tensor {quoted(name)} belongs to a layer its "
                 f"config.json does not have; the weights do not belong to that config"
             )
     for group in _groups(model):
@@ -119,6 +120,6 @@ def check_source_weights(plan: Plan) -> None:
             continue
         if group[0].startswith(prefix):  # a head weight may start fresh, the body may not
             raise SourceWeightsError(
-                f"{KEY}: {root}: no tensor {group[0]!r} (shape {shapes[group[0]]}), which its "
+                f"{KEY}: {root}: no tensor {quoted(group[0])} (shape {shapes[group[0]]}), which its "
                 "config.json implies; the source is incomplete or does not belong to that config"
             )

@@ -79,6 +79,7 @@ class RunData:
     stage_timings: dict[int, StageTiming] = field(default_factory=dict)
     backend_alive: bool | None = None  # None: unknown (nobody told us)
     last_seq: int = -1
+    damaged: int = 0  # events skipped for a field of the wrong type (event_fields.py)
     version: int = 0  # bumps on every change
     plot_version: int = 0  # bumps when series or markers change
     layers: dict[int, LayerRow] = field(default_factory=dict)

@@ -23,6 +23,7 @@ from textual.worker import get_current_worker
 from growcockpit.protocol.run_notes import (
     TAG_RULE,
     RunNotes,
+    keep_corrupt_aside,
     note_problem,
     parse_tags,
     read_notes,
@@ -127,6 +128,7 @@ class DashboardViews(DashboardCommands):
     @work(thread=True, group="notes", exit_on_error=False)
     def _save_notes(self, notes: RunNotes) -> None:
         try:
+            keep_corrupt_aside(self.run_dir)
             write_notes(self.run_dir, notes)
         except (OSError, RunDirError, ValueError) as exc:
             text = str(exc).splitlines()[0] if str(exc) else repr(exc)
