@@ -11,6 +11,7 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+from collections.abc import Mapping
 from pathlib import Path
 
 from . import safe_fs
@@ -18,11 +19,15 @@ from . import safe_fs
 GLIBC_TUNABLES = "glibc.malloc.mmap_threshold=4294967296:glibc.malloc.trim_threshold=4294967296"
 
 
-def backend_env(base: dict[str, str] | None = None) -> dict[str, str]:
-    """The environment of a backend: `base` (default: ours) with the recipe's defaults."""
+def backend_env(
+    base: dict[str, str] | None = None, extra: Mapping[str, str] | None = None
+) -> dict[str, str]:
+    """The environment of a backend: `base` (default: ours) with the recipe's defaults,
+    then `extra` (what a caller sets for its runs: a benchmark's thread count)."""
     env = dict(os.environ if base is None else base)
     env.setdefault("GLIBC_TUNABLES", GLIBC_TUNABLES)
     env.setdefault("PYTHONUNBUFFERED", "1")
+    env.update(extra or {})
     return env
 
 
@@ -38,6 +43,7 @@ def spawn_backend(
     python: str | None = None,
     cwd: str | None = None,
     new_session: bool = True,
+    env: Mapping[str, str] | None = None,
 ) -> subprocess.Popen[bytes]:
     """Start `growcockpit ARGV` with its output appended to `log_path`."""
     with os.fdopen(safe_fs.open_log(log_path), "ab") as log:
@@ -47,6 +53,6 @@ def spawn_backend(
             stdout=log,
             stderr=subprocess.STDOUT,
             start_new_session=new_session,
-            env=backend_env(),
+            env=backend_env(extra=env),
             cwd=cwd,
         )
