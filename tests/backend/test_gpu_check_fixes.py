@@ -13,7 +13,10 @@ import pytest
 import torch
 from repo_paths import REPO
 
-sys.path.insert(0, str(REPO / "bench"))
+sys.path[:0] = [
+    str(REPO / "bench" / "ttl"),
+    str(REPO / "bench"),
+]  # the time-to-quality study, common.py
 
 # imported before any test patches `cuda_initialized`: modules bind it at import time
 from gpu_roofline import UtilSampler  # noqa: E402

@@ -10,7 +10,10 @@ from typing import Any
 
 from repo_paths import REPO
 
-sys.path.insert(0, str(REPO / "bench"))
+sys.path[:0] = [
+    str(REPO / "bench" / "ttl"),
+    str(REPO / "bench"),
+]  # the time-to-quality study, common.py
 
 from ttl_report import seed_table  # noqa: E402
 from ttl_runs import analyse, completed  # noqa: E402

@@ -13,7 +13,10 @@ from pathlib import Path
 import pytest
 from repo_paths import REPO
 
-sys.path.insert(0, str(REPO / "bench"))
+sys.path[:0] = [
+    str(REPO / "bench" / "ttl"),
+    str(REPO / "bench"),
+]  # the time-to-quality study, common.py
 
 import common  # noqa: E402
 
@@ -55,7 +58,7 @@ def test_the_bench_counts_flops_with_the_products_count() -> None:
 
 
 def test_first_reach_interpolates() -> None:
-    sys.path.insert(0, str(REPO / "bench"))
+    sys.path[:0] = [str(REPO / "bench" / "ttl"), str(REPO / "bench")]
     import time_to_loss
 
     pts = [
@@ -132,7 +135,7 @@ def test_budget_plans_spend_the_baseline_budget() -> None:
     assert short.total_steps == 300 and short.optim.warmup_steps == 15  # its own schedule
     best = ttl_plans.budget_plan("plan:cpu-mslt-best", size, 0, budget)
     # the bench's metrics, but a plateau plan keeps its step events every step (its patience
-    # counts them; bench/ttl_plans.py with_step_log)
+    # counts them; bench/ttl/ttl_plans.py with_step_log)
     assert best.total_steps > 400
     assert best.metrics == replace(base.metrics, log_every_steps=1)
     for bad, why in (
