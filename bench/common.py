@@ -26,11 +26,9 @@ engine's short per-stage re-warmup unless a stage says otherwise.
 
 from __future__ import annotations
 
-import json
 import os
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 from growcockpit.plan import (
     CheckpointSpec,
@@ -41,14 +39,12 @@ from growcockpit.plan import (
     Plan,
     Stage,
     dump_plan,
-    resolve_shapes,
+    flops,
     validate_plan,
 )
-from growcockpit.plan.cost import block_params, expected_depth_fraction, head_is_tied, vocab_size
 from growcockpit.plan.families import family_facts
 
 REPO = Path(__file__).resolve().parent.parent
-GLIBC_TUNABLES = "glibc.malloc.mmap_threshold=4294967296:glibc.malloc.trim_threshold=4294967296"
 METHODS = ("baseline", "mslt", "gong", "vcycle")
 
 
@@ -294,81 +290,18 @@ def plan_text(plan: Plan, header: str = "") -> str:
 
 
 # ---- FLOPs -----------------------------------------------------------------------------
-def stage_step_flops(plan: Plan, head: bool = True) -> list[float]:
-    """Model FLOPs of one training step of each stage (not hardware FLOPs).
-
-    Per token and block at width w (FFN scaled alike): forward
-    2·(4w² + 2w·FFN_w) for the matmuls + 4·seq·w for attention scores and
-    values (no causal halving). A trained block costs 3× its forward (6N);
-    a frozen block under no_grad 1× (2N); a frozen block that gradients must
-    cross (embeddings trainable) 2×; the lowest trained block when nothing
-    below it trains 2× (weight gradient, no input gradient). The head
-    (tied decoder, V·w per logit row; BERT: masked rows only, plus the w²
-    transform) costs 1× forward, +1× for its input gradient when anything
-    trains, +1× for the weight gradient when the embeddings (tied) train.
-    Embedding lookups, LayerNorms, softmax and the optimizer are not counted.
-    This is the §6 cost model with r = 2 and the `refined` terms, in FLOPs.
-    `head=False`: the blocks only (the non-embedding count papers often quote).
-    """
-    shapes = resolve_shapes(plan)
-    seq, batch = plan.data.seq_len, plan.optim.batch_size
-    tokens = seq * batch
-    vocab = vocab_size(plan)
-    bert = family_facts(plan.model.family).objective == "masked"  # BERT's MLM transform too
-    rows = tokens * (plan.data.mlm_probability if bert else 1.0)
-    out = []
-    tied = head_is_tied(plan.model)
-    for stage, shape in zip(plan.stages, shapes, strict=True):
-        w = shape.width
-        block = tokens * (2 * block_params(plan.model, w) + 4 * seq * w)
-        block *= expected_depth_fraction(shape.layers, stage.layer_drop)  # skipped blocks
-        head_fwd = rows * 2 * (w * vocab + (w * w if bert else 0)) if head else 0.0
-        k = len(shape.trainable_layers)
-        emb = stage.embeddings_trainable()
-        frozen = shape.layers - k
-        if emb:
-            cost = block * (3 * k + 2 * frozen) + head_fwd * 3
-        else:
-            cost = block * (frozen + (3 * k - 1 if k else 0))
-            if stage.head_trainable() and not tied:  # an untied head's weight gradient too
-                cost += head_fwd * 3
-            else:
-                cost += head_fwd * (2 if k or stage.head_trainable() else 1)
-        out.append(float(cost))
-    return out
-
-
-def baseline_step_flops(plan: Plan) -> float:
-    """FLOPs of one step of the final model, all trained (the baseline's step)."""
-    base = replace(
-        plan,
-        stages=[Stage("b", plan.model.final_layers, 1, enter="init", train="all")],
-    )
-    return stage_step_flops(base)[0]
+# Counted once, in the plan package (growcockpit/plan/flops.py): the cockpit, compare, the
+# race and every benchmark price a step the same way. Re-exported under the bench's names.
+stage_step_flops = flops.stage_step_flops
+baseline_step_flops = flops.full_step_flops
 
 
 # ---- runs ------------------------------------------------------------------------------
 def bench_env(threads: int | None = None) -> dict[str, str]:
-    """Environment for a `growcockpit train` subprocess (what the cockpit sets for CPU runs)."""
-    env = dict(os.environ)
-    env.setdefault("GLIBC_TUNABLES", GLIBC_TUNABLES)
-    env.setdefault("HF_HUB_OFFLINE", "1")
-    env.setdefault("TOKENIZERS_PARALLELISM", "false")
-    env["PYTHONUNBUFFERED"] = "1"
+    """What a benchmark sets for its `growcockpit train` subprocesses, over the product's
+    launch recipe (growcockpit.protocol.launch: malloc tunables, unbuffered output)."""
+    env = {"HF_HUB_OFFLINE": "1", "TOKENIZERS_PARALLELISM": "false"}
+    env = {k: os.environ.get(k, v) for k, v in env.items()}
     if threads:
         env["OMP_NUM_THREADS"] = str(threads)
     return env
-
-
-def read_events(run_dir: Path) -> list[dict[str, Any]]:
-    """events.jsonl as dicts (a torn last line is skipped)."""
-    out = []
-    path = run_dir / "events.jsonl"
-    if not path.exists():
-        return out
-    for line in path.read_text().splitlines():
-        try:
-            out.append(json.loads(line))
-        except json.JSONDecodeError:
-            continue
-    return out

@@ -33,6 +33,8 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
+from growcockpit.protocol.rundir import RunPaths
+
 REPO = Path(__file__).resolve().parent.parent
 
 PLAN = """name = "determinism"
@@ -115,11 +117,11 @@ def train_cmd(plan: Path, run: Path) -> list[str]:
 
 def outcome(name: str, run: Path, seconds: float) -> Outcome:
     losses: dict[int, float] = {}
-    for line in (run / "events.jsonl").read_text().splitlines():
+    for line in RunPaths(run).events.read_text().splitlines():
         event = json.loads(line)
         if event.get("type") == "step":
             losses[event["step"]] = event["loss"]  # a resumed step replaces the killed one
-    weights = hashlib.sha256((run / "final" / "model.safetensors").read_bytes()).hexdigest()
+    weights = hashlib.sha256((RunPaths(run).final / "model.safetensors").read_bytes()).hexdigest()
     return Outcome(name, losses, weights, seconds)
 
 
@@ -137,7 +139,7 @@ def kill_run(
     proc = subprocess.Popen(
         train_cmd(plan, run), env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
     )
-    events = run / "events.jsonl"
+    events = RunPaths(run).events
     while proc.poll() is None:
         if events.exists() and f'"step","step":{kill_at},' in events.read_text():
             proc.send_signal(signal.SIGKILL)

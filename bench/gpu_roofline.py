@@ -4,13 +4,12 @@
   square matmuls, bf16 on CUDA, fp32 on CPU) and its memory copy bandwidth, so
   the roofline is this machine's, not a datasheet's.
 * `config_flops` / `config_bytes`: model FLOPs of one step of a stage
-  configuration (bench/common.py `stage_step_flops`: a block's Q/K/V/O and FFN
-  matrices as the family has them, so Llama's K and V are priced at the kv
-  heads' width and its SwiGLU FFN at three matrices; frozen blocks forward
-  only, the frozen tied head forward + input gradient, an untied head that
-  trains its weight gradient too; plus the two terms that count misses,
-  `uncounted_flops`) and a lower bound of the bytes it must move (weights
-  read, optimizer state read and written).
+  configuration (the product's one count, growcockpit/plan/flops.py `stage_step_flops`:
+  a block's Q/K/V/O and FFN matrices as the family has them, so Llama's K and V are
+  priced at the kv heads' width and its SwiGLU FFN at three matrices; frozen blocks
+  forward only, or forward + input gradient above a middle stack's trained copies;
+  the head's weight gradient only where its weights train) and a lower bound of the
+  bytes it must move (weights read, optimizer state read and written).
 * `roofline_ms`: max(FLOPs / peak, bytes / bandwidth), the fastest the step
   could run; measured ms / bound is how far from it the step is.
 * `UtilSampler`: NVML utilisation on a thread, charged to the configuration
@@ -39,15 +38,6 @@ from common import stage_step_flops
 from gpu_configs import Config
 
 from growcockpit.backend.calibrate import Clock
-from growcockpit.plan.cost import (
-    block_params,
-    expected_depth_fraction,
-    frozen_above,
-    head_is_tied,
-    vocab_size,
-)
-from growcockpit.plan.families import family_facts
-from growcockpit.plan.shapes import resolve_shapes
 from growcockpit.plan.types import Plan
 
 BUSY_N, BUSY_WARM = 3, 2  # the engine's busy share: steps per window, steps skipped first
@@ -109,35 +99,8 @@ def _best_copy_ms(
 
 
 def config_flops(plan: Plan, cfg: Config) -> float:
-    """Model FLOPs of one step of `cfg` (its stage priced by bench/common.py's model, with
-    what that model leaves out added: `uncounted_flops`)."""
-    return stage_step_flops(plan)[cfg.stage_index] + uncounted_flops(plan, cfg.stage_index)
-
-
-def uncounted_flops(plan: Plan, stage_index: int) -> float:
-    """Two terms `stage_step_flops` does not price, so the roofline of such a stage would be
-    off; both are zero for the sample plans' stages.
-
-    * Embeddings frozen, frozen blocks above the lowest trainable one (a middle stack
-      training its inserted copies): the gradient passes down through them, so each
-      costs a forward and an input gradient, not a forward alone (+1 forward each).
-    * Embeddings trained but an untied head frozen: the head computes no weight
-      gradient, so it costs forward + input gradient, not 3 forwards (−1 head forward).
-    """
-    stage = plan.stages[stage_index]
-    shape = resolve_shapes(plan)[stage_index]
-    seq, tokens = plan.data.seq_len, plan.data.seq_len * plan.optim.batch_size
-    w = shape.width
-    extra = 0.0
-    if not stage.embeddings_trainable():
-        block = float(tokens * (2 * block_params(plan.model, w) + 4 * seq * w))
-        block *= expected_depth_fraction(shape.layers, stage.layer_drop)
-        extra += block * frozen_above(shape.trainable_layers, shape.layers)
-    elif not stage.head_trainable() and not head_is_tied(plan.model):
-        masked = family_facts(plan.model.family).objective == "masked"
-        rows = tokens * (plan.data.mlm_probability if masked else 1.0)
-        extra -= rows * 2 * (w * vocab_size(plan) + (w * w if masked else 0))
-    return float(extra)
+    """Model FLOPs of one step of `cfg`: its stage priced by the product's count."""
+    return stage_step_flops(plan)[cfg.stage_index]
 
 
 def config_bytes(cfg: Config, act_bytes: int) -> float:

@@ -38,6 +38,7 @@ REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
 from growcockpit.protocol import ControlError, read_all, read_status  # noqa: E402
+from growcockpit.protocol.rundir import RunPaths  # noqa: E402
 from growcockpit.session.run_client import RunClient  # noqa: E402
 from growcockpit.session.run_state import RunState  # noqa: E402
 
@@ -189,11 +190,11 @@ def marks(samples: list[Sample]) -> dict[str, dict[str, float]]:
 def wait_first_step(run_dir: Path, timeout: float) -> int:
     deadline = time.time() + timeout
     while time.time() < deadline:
-        events = run_dir / "events.jsonl"
+        events = RunPaths(run_dir).events
         if events.exists() and '"type":"step"' in events.read_text():
             return read_status(run_dir).pid
         time.sleep(0.2)
-    log = (run_dir / "backend.log").read_text() if (run_dir / "backend.log").exists() else ""
+    log = RunPaths(run_dir).log.read_text() if RunPaths(run_dir).log.exists() else ""
     raise SystemExit(f"soak: the backend did not start training in {timeout:.0f} s\n{log[-2000:]}")
 
 
@@ -276,7 +277,7 @@ def soak(minutes: float, attach_every: float, runs_root: Path) -> dict[str, obje
     cockpit_proc.wait(timeout=120)
     out = cockpit_out.read_text().strip().splitlines()
     cockpit_view = json.loads(out[-1]) if cockpit_proc.returncode == 0 and out else {}
-    events = read_all(run_dir / "events.jsonl")
+    events = read_all(RunPaths(run_dir).events)
     seqs = [e.seq for e in events]
     log_gaps = sum(1 for a, b in zip(seqs, seqs[1:], strict=False) if b != a + 1)
     steps = [e for e in events if e.type == "step"]

@@ -6,11 +6,10 @@ operators' `op_seconds`: evaluations, checkpoints and pauses are left out, so a 
 was paused or evaluated often is not penalised. A rollback (or a resume from an older
 checkpoint) abandons the steps after the restored one: their time, FLOPs, train losses
 and evaluations are dropped and counting goes on from the restored step, as the
-cockpit's time and FLOPs axes count. Estimated FLOPs come from the
-plan's cost model (`growcockpit.plan.step_cost`, refined, r = 2) priced per
+cockpit's time and FLOPs axes count. Estimated FLOPs are the plan package's count
+(growcockpit/plan/flops.py, the one every surface and the benchmarks use) priced per
 stage from what each `stage_started` event says was trained (so a plan edited
-while running is priced as it ran), in block-forward units × the FLOPs of one
-full-width block forward over the step's tokens.
+while running is priced as it ran), over the tokens each step trained.
 """
 
 from __future__ import annotations
@@ -21,8 +20,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from growcockpit.plan import Plan, PlanError, default_head_cost, plan_from_dict, step_cost
-from growcockpit.plan.cost import block_params, frozen_above, head_is_tied
+from growcockpit.plan import Plan, PlanError, plan_from_dict
+from growcockpit.plan.flops import trained_step_cost, unit_flops_per_token
 from growcockpit.protocol.eventlog import read_all
 from growcockpit.protocol.events import (
     Eval,
@@ -36,8 +35,6 @@ from growcockpit.protocol.events import (
 )
 from growcockpit.protocol.rundir import RunPaths
 from growcockpit.protocol.stage_steps import StageSteps
-
-R = 2.0  # backward/forward ratio of the cost model
 
 
 @dataclass(frozen=True)
@@ -89,39 +86,32 @@ class RunProgress:
     plan_stages: int = 0  # stages in the run's plan (0: no plan in the log)
     train: list[TrainPoint] = field(default_factory=list)  # each step event's train loss
     plan: dict[str, Any] = field(default_factory=dict)  # as launched (for a config diff)
+    op_seconds: float = 0.0  # the operators' share of `wall_s` (stage entries)
+    step_ms: dict[int, list[float]] = field(default_factory=dict)  # per stage, each event's
 
     @property
     def final_val_loss(self) -> float | None:
         return self.evals[-1].val_loss if self.evals else None
 
 
-def _block_fwd_flops_per_token(plan: Plan) -> float:
-    return 2.0 * block_params(plan.model)
-
-
 def _stage_cost(plan: Plan, ev: StageStarted) -> float:
-    """Step cost (block-forward units) of the stage `ev` started, as it was entered."""
-    d = plan.model.hidden_size
-    width = ev.width or d
-    return step_cost(
+    """Step cost (cost units) of the stage `ev` started, as it was entered."""
+    drop = plan.stages[ev.index].layer_drop if 0 <= ev.index < len(plan.stages) else 0.0
+    return trained_step_cost(
+        plan,
         ev.layers,
-        len(ev.trainable_layers),
-        r=R,
-        h=default_head_cost(plan),
-        width_fraction=width / d if d > 0 else 1.0,
+        ev.trainable_layers,
+        width=ev.width,
         embeddings_trainable=ev.embeddings_trainable,
         head_trainable=ev.head_trainable,
-        refined=True,
-        frozen_above=frozen_above(list(ev.trainable_layers), ev.layers),
-        layer_drop=plan.stages[ev.index].layer_drop if 0 <= ev.index < len(plan.stages) else 0.0,
-        tied_head=head_is_tied(plan.model),
+        layer_drop=drop,
     )
 
 
 def stage_flops_per_token(plan: Plan, ev: StageStarted) -> float:
-    """Estimated FLOPs per trained token of the stage `ev` started (the cost model's step
-    cost × one block forward's FLOPs per token): what the FLOPs axes of the cockpit price."""
-    return _stage_cost(plan, ev) * _block_fwd_flops_per_token(plan)
+    """Estimated FLOPs per trained token of the stage `ev` started (plan/flops.py): what
+    the FLOPs axes of the cockpit price."""
+    return _stage_cost(plan, ev) * unit_flops_per_token(plan)
 
 
 def plan_of(data: Mapping[str, Any] | None) -> Plan | None:
@@ -155,7 +145,7 @@ def fold_events(name: str, events: Iterable[Event]) -> RunProgress:
             if changed is not None or isinstance(ev, RunStarted):
                 plan = changed
             if plan is not None:
-                per_token = _block_fwd_flops_per_token(plan)
+                per_token = unit_flops_per_token(plan)
         elif isinstance(ev, RolledBack):
             ran.rolled_back(ev.stage)
             last_step = ev.step
@@ -174,6 +164,7 @@ def fold_events(name: str, events: Iterable[Event]) -> RunProgress:
         elif isinstance(ev, StageStarted):
             ran.started(ev.index, ev.step)
             wall_ms += 1e3 * max(0.0, ev.op_seconds)
+            run.op_seconds += max(0.0, ev.op_seconds)
             if plan is not None:
                 cost = _stage_cost(plan, ev)
             if ev.index > 0:
@@ -182,6 +173,7 @@ def fold_events(name: str, events: Iterable[Event]) -> RunProgress:
         elif isinstance(ev, Step):
             wall_ms += max(0.0, ev.step_ms) * max(1, ev.step - last_step)  # log_every_steps
             last_step = ev.step
+            run.step_ms.setdefault(ev.stage, []).append(ev.step_ms)
             flops += cost * per_token * max(0, ev.tokens - tokens)
             tokens = ev.tokens
             run.step = ev.step

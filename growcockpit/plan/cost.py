@@ -164,9 +164,9 @@ def step_cost(
 ) -> float:
     """Cost of one step of a stage (module doc), in full-width block-forward units.
 
-    `tied_head`: the LM head is the token table (BERT, GPT-2), so with the
-    embeddings frozen it needs only an input gradient; an untied head that
-    trains (Llama's default) also pays its weight gradient.
+    `tied_head`: the LM head is the token table (BERT, GPT-2), so it pays a weight
+    gradient exactly when the embeddings train; an untied head (Llama's default) pays
+    one when it trains itself, and only an input gradient when frozen.
 
     `frozen_above`: how many of the frozen blocks sit above the lowest
     trainable one (`source = "middle"` with `train = "new"`); they pass an
@@ -188,9 +188,10 @@ def step_cost(
             blocks -= (1.0 - frozen_fwd) * (layers - k)
         if k > 0 and not embeddings_trainable:
             blocks -= r / 2  # the lowest trainable block needs no input gradient
-        if embeddings_trainable or (head_trainable and not tied_head):
+        weight_grad = embeddings_trainable if tied_head else head_trainable
+        if weight_grad:
             head = (1 + r) * head_fwd  # the decoder's weight and input gradient
-        elif k > 0 or head_trainable:
+        elif k > 0 or head_trainable or embeddings_trainable:
             head = (1 + r / 2) * head_fwd  # input gradient only
         else:
             head = head_fwd

@@ -20,7 +20,7 @@ from typing import Any
 
 from growcockpit.compare.comparable import mismatches
 from growcockpit.plan import Plan, PlanError, dump_plan, estimate_cost, plan_from_dict
-from growcockpit.plan.cost import block_params
+from growcockpit.plan.flops import plan_flops
 from growcockpit.plan.overrides import apply_overrides, overridden_plan, parse_override
 from growcockpit.plan.save import plan_to_dict, update_text
 from growcockpit.race.control import ControlError, control_tables
@@ -144,13 +144,6 @@ def baseline_tables(data: dict[str, Any], plan: Plan) -> dict[str, Any]:
         stage["steps"] = max(1, round(cost.total / cost.baseline_step_cost))
     out["stages"] = [stage]
     return out
-
-
-def plan_flops(plan: Plan) -> float:
-    """The plan's whole estimated compute in FLOPs, as `compare` counts them: cost units ×
-    one full-width block forward (2 × block weights) per token × tokens per step."""
-    tokens = plan.optim.batch_size * plan.optim.grad_accum_steps * plan.data.seq_len
-    return estimate_cost(plan).total * 2.0 * block_params(plan.model) * tokens
 
 
 def _write(path: Path, text: str, write: bool) -> str:

@@ -16,6 +16,9 @@ import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
+from growcockpit.compare.progress import EvalPoint
+from growcockpit.compare.verdict import first_reach
+
 
 @dataclass(frozen=True)
 class Point:
@@ -114,16 +117,11 @@ def reached(points: Sequence[Point], compute: float) -> bool:
 
 
 def first_reach_flops(points: Sequence[Point], target: float) -> float | None:
-    """The compute at which the loss first fell to `target`, interpolated; None if never."""
-    prev: Point | None = None
-    for p in sorted(points, key=lambda q: q.flops):
-        if p.loss <= target:
-            if prev is None or prev.loss == p.loss:
-                return p.flops
-            f = (prev.loss - target) / (prev.loss - p.loss)
-            return prev.flops + f * (p.flops - prev.flops)
-        prev = p
-    return None
+    """The compute at which the loss first fell to `target`: compare's crossing (the one
+    every surface interpolates with) over the race's points; None if never."""
+    evals = [EvalPoint(0, 0.0, p.flops, p.loss) for p in sorted(points, key=lambda q: q.flops)]
+    reach = first_reach(evals, target)
+    return None if reach is None else reach.flops
 
 
 @dataclass(frozen=True)

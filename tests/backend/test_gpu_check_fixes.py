@@ -13,7 +13,10 @@ import pytest
 import torch
 from repo_paths import REPO
 
-sys.path.insert(0, str(REPO / "bench"))
+sys.path[:0] = [
+    str(REPO / "bench" / "ttl"),
+    str(REPO / "bench"),
+]  # the time-to-quality study, common.py
 
 # imported before any test patches `cuda_initialized`: modules bind it at import time
 from gpu_roofline import UtilSampler  # noqa: E402
@@ -120,10 +123,16 @@ def test_layer_timing_is_read_only_on_steps_that_read_anyway(
     assert len(fwd) == 2 and all(ms is not None and ms >= 0 for ms in fwd)
 
 
-def test_time_to_loss_plans_log_every_10_steps_and_the_curve_counts_each_window() -> None:
+def test_time_to_loss_plans_log_every_10_steps_and_the_curve_counts_each_window(
+    tmp_path: Path,
+) -> None:
     import ttl_plans
     from common import Size, stage_step_flops
     from ttl_runs import curve
+
+    from growcockpit.plan import plan_to_dict
+    from growcockpit.protocol import EventLog
+    from growcockpit.protocol.events import Eval, RunStarted, StageStarted, Step
 
     size = Size("bert", 2, 32, 2, 64, 8, 2000, 40, 1e-3, 20, eval_batches=2)
     budget = ttl_plans.Budget(baseline_steps=40, eval_every=20)
@@ -134,10 +143,14 @@ def test_time_to_loss_plans_log_every_10_steps_and_the_curve_counts_each_window(
         plan, metrics=own, stages=[replace(plan.stages[0], advance="plateau", patience=5)]
     )
     assert ttl_plans.with_step_log(plateau).metrics.log_every_steps == 1  # patience counts events
-    events = [{"type": "stage_started", "op_seconds": 0.0}]
-    events += [{"type": "step", "stage": 0, "step": s, "step_ms": 2.0} for s in (10, 20, 30, 40)]
-    events += [{"type": "eval", "step": 40, "val_loss": 5.0}]
-    out = curve(plan, events)
+    tokens = 8 * 64
+    with EventLog(tmp_path / "events.jsonl") as log:
+        log.append(RunStarted(plan=plan_to_dict(plan)))
+        log.append(StageStarted(index=0, layers=2, trainable_layers=[0, 1], steps=40))
+        for s in (10, 20, 30, 40):
+            log.append(Step(step=s, stage=0, loss=5.0, tokens=tokens * s, step_ms=2.0))
+        log.append(Eval(step=40, stage=0, val_loss=5.0))
+    out = curve(tmp_path)  # the product's fold of the events (compare's load_progress)
     assert out["wall_s"] == pytest.approx(40 * 2.0 / 1e3)
     assert out["flops"] == pytest.approx(40 * stage_step_flops(plan)[0])
     assert out["evals"][-1]["wall_s"] == pytest.approx(0.08)

@@ -36,11 +36,11 @@ def _tiny() -> Plan:
 def _by_hand(plan: Plan, swiglu: bool = True, gqa: bool = True) -> tuple[float, float]:
     """Per-token forward FLOPs of one block and of the head, counted matrix by matrix."""
     m = plan.model
-    d, seq = m.hidden_size, plan.data.seq_len
+    d = m.hidden_size
     kv_width = d * m.kv_heads // m.num_heads if gqa else d  # K and V: kv heads × head dim
     matmuls = d * d + d * kv_width + d * kv_width + d * d  # Q, K, V, O
     matmuls += (3 if swiglu else 2) * d * m.intermediate_size  # gate, up, down
-    block = 2 * matmuls + 4 * seq * d  # + attention scores and values
+    block = 2 * matmuls  # the 6N convention of the one count (plan/flops.py): no attention term
     head = 2 * d * int(plan.data.tokenizer.split(":")[1])  # untied: its own V × d weight
     return float(block), float(head)
 

@@ -9,7 +9,10 @@ from typing import Any
 import pytest
 from repo_paths import REPO
 
-sys.path.insert(0, str(REPO / "bench"))
+sys.path[:0] = [
+    str(REPO / "bench" / "ttl"),
+    str(REPO / "bench"),
+]  # the time-to-quality study, common.py
 
 import common  # noqa: E402
 import time_to_loss  # noqa: E402

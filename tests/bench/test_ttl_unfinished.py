@@ -10,7 +10,10 @@ from typing import Any
 
 from repo_paths import REPO
 
-sys.path.insert(0, str(REPO / "bench"))
+sys.path[:0] = [
+    str(REPO / "bench" / "ttl"),
+    str(REPO / "bench"),
+]  # the time-to-quality study, common.py
 
 from ttl_report import seed_table  # noqa: E402
 from ttl_runs import analyse, completed  # noqa: E402
@@ -62,12 +65,14 @@ def test_startup_says_when_each_first_event_came_after_the_launch() -> None:
     said where: each run's line now says when it started, entered stage 1 and first stepped."""
     from ttl_runs import startup, startup_text
 
+    from growcockpit.protocol.events import Checkpoint, RunStarted, StageStarted, Step
+
     events = [
-        {"type": "run_started", "t": 103.0},
-        {"type": "checkpoint", "t": 110.0},
-        {"type": "stage_started", "t": 111.5},
-        {"type": "step", "t": 140.0},
-        {"type": "step", "t": 141.0},
+        RunStarted(t=103.0),
+        Checkpoint(t=110.0),
+        StageStarted(t=111.5),
+        Step(t=140.0),
+        Step(t=141.0),
     ]
     marks = startup(events, launched=100.0)
     assert marks == {"started": 3.0, "stage 1": 11.5, "first step event": 40.0}

@@ -13,7 +13,10 @@ from pathlib import Path
 import pytest
 from repo_paths import REPO
 
-sys.path.insert(0, str(REPO / "bench"))
+sys.path[:0] = [
+    str(REPO / "bench" / "ttl"),
+    str(REPO / "bench"),
+]  # the time-to-quality study, common.py
 
 import common  # noqa: E402
 
@@ -46,23 +49,16 @@ def test_mslt_paper_plan_freezes_the_bottom() -> None:
     assert [s.embeddings_trainable() for s in plan.stages] == [True, False, False, False, True]
 
 
-def test_step_flops_follow_6n_2n() -> None:
-    size = replace(common.TTL_SIZES["cpu"]["gpt2"], layers=8, steps=100)
-    plan = common.method_plan("mslt", size, mslt="nofinal")  # 2 → 4 → 6 → 8, top 2 new
-    flops = common.stage_step_flops(plan)
-    base = common.baseline_step_flops(plan)
-    d, seq, tokens, vocab = size.hidden, size.seq, size.seq * size.batch, size.vocab
-    block = tokens * (2 * 12 * d * d + 4 * seq * d)
-    head = tokens * 2 * d * vocab
-    assert base == pytest.approx(3 * (8 * block + head))
-    assert flops[0] == pytest.approx(3 * (2 * block + head))  # shallow, all trained
-    # depth 8, top 2: 6 frozen forwards, 2 trained (the lowest without input grad), head fwd + input grad
-    assert flops[3] == pytest.approx(6 * block + 5 * block + 2 * head)
-    assert all(a < b for a, b in zip(flops[1:], flops[2:], strict=False))
+def test_the_bench_counts_flops_with_the_products_count() -> None:
+    """One count: the bench's names are the plan package's functions (plan/flops.py)."""
+    from growcockpit.plan import flops
+
+    assert common.stage_step_flops is flops.stage_step_flops
+    assert common.baseline_step_flops is flops.full_step_flops
 
 
 def test_first_reach_interpolates() -> None:
-    sys.path.insert(0, str(REPO / "bench"))
+    sys.path[:0] = [str(REPO / "bench" / "ttl"), str(REPO / "bench")]
     import time_to_loss
 
     pts = [
@@ -139,7 +135,7 @@ def test_budget_plans_spend_the_baseline_budget() -> None:
     assert short.total_steps == 300 and short.optim.warmup_steps == 15  # its own schedule
     best = ttl_plans.budget_plan("plan:cpu-mslt-best", size, 0, budget)
     # the bench's metrics, but a plateau plan keeps its step events every step (its patience
-    # counts them; bench/ttl_plans.py with_step_log)
+    # counts them; bench/ttl/ttl_plans.py with_step_log)
     assert best.total_steps > 400
     assert best.metrics == replace(base.metrics, log_every_steps=1)
     for bad, why in (

@@ -153,7 +153,7 @@ def budget_plan(method: str, size: Size, seed: int, budget: Budget) -> Plan:
 
 def with_step_log(plan: Plan) -> Plan:
     """Step events every `LOG_EVERY` steps (a divisor of the eval interval, so every evaluated
-    step is a reported one; bench/ttl_runs.py's curve weights each event by the steps it
+    step is a reported one; bench/ttl/ttl_runs.py's curve weights each event by the steps it
     covers). A plan with a plateau stage keeps its own: the trigger's patience counts reported
     steps, so reporting less often would stretch it tenfold."""
     if any(stage.advance == "plateau" for stage in plan.stages):

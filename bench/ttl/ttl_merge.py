@@ -3,10 +3,10 @@
 Seeds measured in separate invocations (e.g. seeds 0–1 one day, 2–4 the next) are read
 side by side: each result keeps the target and speedups of its own file (the baseline of
 its own seed and invocation), and the FLOPs speedup is recounted per seed both with the
-head and embeddings and blocks only (bench/ttl_flops.py), from the plans rebuilt by name.
+head and embeddings and blocks only (bench/ttl/ttl_flops.py), from the plans rebuilt by name.
 A method measured on the same seed in two files is taken from the first file given.
 
-    python bench/ttl_merge.py bench/results/a.json bench/results/b.json [--family gpt2]
+    python bench/ttl/ttl_merge.py bench/results/a.json bench/results/b.json [--family gpt2]
 """
 
 from __future__ import annotations
@@ -18,11 +18,16 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from common import Size
-from ttl_flops import _reach_step, cumulative
-from ttl_plans import Budget, budget_plan
+BENCH = Path(__file__).resolve().parent.parent  # bench/: common.py; bench/ttl/: this study
+for _folder in (BENCH, BENCH / "ttl"):
+    if str(_folder) not in sys.path:
+        sys.path.insert(0, str(_folder))
 
-from growcockpit.plan.types import Plan
+from common import Size  # noqa: E402
+from ttl_flops import _reach_step, cumulative  # noqa: E402
+from ttl_plans import Budget, budget_plan  # noqa: E402
+
+from growcockpit.plan.types import Plan  # noqa: E402
 
 
 def plan_of(res: dict[str, Any], family: str, size: Size) -> Plan:

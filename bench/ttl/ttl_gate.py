@@ -17,7 +17,13 @@ from typing import Any
 
 from ttl_plans import DEPTH
 
-from growcockpit.compare.depth_gate import DepthArm, DepthGate, control_depths, depth_gate
+from growcockpit.compare.depth_gate import (
+    DepthArm,
+    DepthGate,
+    control_depths,
+    depth_gate,
+    layers_text,
+)
 
 BASELINES = re.compile(r"^baseline(-|$)")
 
@@ -84,7 +90,7 @@ def gate_report(
     lines.append(
         "   final val loss, median (min–max) over seeds: "
         + "; ".join(
-            f"{a.layers} layers {a.median:.3f} ({min(a.final_losses):.3f}–{max(a.final_losses):.3f})"
+            f"{layers_text(a.layers)} {a.median:.3f} ({min(a.final_losses):.3f}–{max(a.final_losses):.3f})"
             for a in arms
         )
     )

@@ -8,7 +8,7 @@ time_to_loss's format (each result's `baseline_from` names the file). Only sound
 runs are deterministic: `--check A=B` asserts that method A's evaluations, up to the last
 step before its plan diverges from B's, equal B's in the earlier file bit for bit.
 
-    python bench/ttl_against.py --against OLD.json --runs-dir DIR --seed 0 \
+    python bench/ttl/ttl_against.py --against OLD.json --runs-dir DIR --seed 0 \
         --methods late-0.7,late-copy --check late-copy=late --json NEW.json
 """
 
@@ -20,12 +20,17 @@ import sys
 from pathlib import Path
 from typing import Any
 
-import time_to_loss
-from common import Size
-from ttl_flops import flops_split
-from ttl_plans import Budget, budget_plan
-from ttl_report import report_family
-from ttl_runs import Job, analyse, reusable, run_job
+BENCH = Path(__file__).resolve().parent.parent  # bench/: common.py; bench/ttl/: this study
+for _folder in (BENCH, BENCH / "ttl"):
+    if str(_folder) not in sys.path:
+        sys.path.insert(0, str(_folder))
+
+import time_to_loss  # noqa: E402
+from common import Size  # noqa: E402
+from ttl_flops import flops_split  # noqa: E402
+from ttl_plans import Budget, budget_plan  # noqa: E402
+from ttl_report import report_family  # noqa: E402
+from ttl_runs import Job, analyse, reusable, run_job  # noqa: E402
 
 
 def first_diverging_step(a: Any, b: Any) -> int:

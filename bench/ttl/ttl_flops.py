@@ -1,6 +1,6 @@
 """FLOPs with and without the head and embeddings, and the bound the head sets.
 
-The time-to-loss FLOPs (bench/common.py `stage_step_flops`) count the LM head: at
+The time-to-loss FLOPs (the product's one count, growcockpit/plan/flops.py) count the LM head: at
 8 × 128 with vocab 4000 it costs ≈ 2.6 blocks, so however few layers a growth plan
 trains, each of its steps pays the head. Papers on shallow-then-deep training quote
 non-embedding FLOPs, which leave the head out; the two counts tell different stories, so

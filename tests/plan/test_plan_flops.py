@@ -1,0 +1,52 @@
+"""FLOPs counted once (growcockpit/plan/flops.py): the cost model's units × 2 FLOPs per
+block weight per token, for the cockpit, compare, the race and the benchmarks alike."""
+
+from __future__ import annotations
+
+import pytest
+
+from growcockpit.plan import plan_from_dict
+from growcockpit.plan.cost import estimate_cost
+from growcockpit.plan.flops import full_step_flops, plan_flops, stage_step_flops
+
+D, SEQ, BATCH, VOCAB, L = 128, 128, 16, 4000, 8
+PLAN = {
+    "name": "p",
+    "model": {"family": "gpt2", "hidden_size": D, "num_heads": 4, "intermediate_size": 4 * D,
+              "max_seq_len": SEQ, "final_layers": L},
+    "data": {"tokenizer": f"train:{VOCAB}", "seq_len": SEQ},
+    "optim": {"batch_size": BATCH},
+    "stages": [
+        {"name": "one", "layers": 1, "enter": "init", "train": "all", "steps": 10},
+        {"name": "grow", "layers": 8, "enter": "stack", "train": "top:2", "steps": 10},
+        {"name": "all", "layers": 8, "train": "all", "steps": 10},
+    ],
+}  # fmt: skip
+
+
+def test_step_flops_follow_6n_2n() -> None:
+    plan = plan_from_dict(PLAN)
+    tokens = SEQ * BATCH
+    block = 2 * 12 * D * D * tokens  # one block's forward: 2 FLOPs per weight per token
+    head = 2 * D * VOCAB * tokens  # the tied decoder's forward
+    flops = stage_step_flops(plan)
+    assert full_step_flops(plan) == pytest.approx(3 * (L * block + head))
+    assert flops[2] == pytest.approx(3 * (L * block + head))  # everything trains
+    assert flops[0] == pytest.approx(3 * (block + head))  # the 1-layer model, all trained
+    # depth 8, top 2, embeddings frozen: 6 forward-only blocks, 2 trained (the lowest without
+    # an input gradient), the tied head's forward and input gradient
+    assert flops[1] == pytest.approx(6 * block + 5 * block + 2 * head)
+    assert stage_step_flops(plan, head=False)[0] == pytest.approx(3 * block)
+    # the 1-layer step's share of a full one: (1 + h) / (L + h), h = V / (12 d)
+    h = VOCAB / (12 * D)
+    assert flops[0] / full_step_flops(plan) == pytest.approx((1 + h) / (L + h))
+
+
+def test_a_plans_flops_are_its_stages_steps() -> None:
+    plan = plan_from_dict(PLAN)
+    per = stage_step_flops(plan)
+    assert plan_flops(plan) == pytest.approx(
+        sum(f * s.steps for f, s in zip(per, plan.stages, strict=True))
+    )
+    unit = full_step_flops(plan) / estimate_cost(plan).baseline_step_cost
+    assert plan_flops(plan) == pytest.approx(estimate_cost(plan).total * unit)
