@@ -132,6 +132,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     ap.add_argument(
         "--eval-batches", type=int, help="validation batches per evaluation (default: the scale's)"
     )
+    ap.add_argument("--dropout", type=float, help="dropout (default: the scale's; 0 allowed)")
     ap.add_argument("--evals", type=int, help="evaluations of the baseline (about; 40 / 20)")
     ap.add_argument("--device", help="passed to growcockpit train (default: cuda if available)")
     ap.add_argument("--threads", type=int, help="OMP_NUM_THREADS for the runs")
@@ -169,6 +170,8 @@ def family_size(args: argparse.Namespace, scale: str, family: str) -> Size:
         )
         if v
     }
+    if args.dropout is not None:
+        changes["dropout"] = args.dropout
     size = dataclasses.replace(size, **changes)
     evals = args.evals or (20 if args.same_steps else 40)
     return dataclasses.replace(size, eval_every=eval_every(size.steps, evals))
