@@ -93,6 +93,16 @@ TTL_SIZES: dict[str, dict[str, Size]] = {
         "bert": Size("bert", 12, 256, 4, 128, 16, 8000, 1200, 3e-4, 50),
         "llama": Size("llama", 12, 256, 4, 128, 16, 8000, 1200, 1e-3, 50, dropout=0.0, kv_heads=2),
     },
+    # The depth gate's GPU scale: 8 × 384, a small vocab, ≈ 98 M tokens at full depth
+    # (6000 steps × 64 × 256; ≈ 7 tokens per non-embedding parameter), sized to fit about
+    # 3 minutes a run on one H200 (not yet timed there). Its binding constraint is data: the
+    # built-in corpus is ≈ 2.1 M training tokens at vocab 1024, so this budget repeats it
+    # ≈ 47 times; run the gate (baseline, depth-4, depth-1) before reading any speedup here.
+    "gpu": {
+        "gpt2": Size("gpt2", 8, 384, 6, 256, 64, 1024, 6000, 1e-3, 150, 8),
+        "bert": Size("bert", 8, 384, 6, 128, 128, 1024, 6000, 3e-4, 150, 8),
+        "llama": Size("llama", 8, 384, 6, 256, 64, 1024, 6000, 1e-3, 150, 8, 0.0, 2),
+    },
     "base": {  # BERT-Base / GPT-2 small / SmolLM-135M shapes: a GPU run
         "gpt2": Size("gpt2", 12, 768, 12, 512, 32, 8000, 6000, 6e-4, 250, 8),
         "bert": Size("bert", 12, 768, 12, 128, 128, 30522, 6000, 1e-4, 250, 8),

@@ -18,7 +18,7 @@ import argparse
 import json
 import statistics
 import sys
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -44,6 +44,7 @@ class DepthRow:
     tokens_per_param: float
     epochs: float | None
     losses: dict[int, float]  # seed -> final val loss
+    flops_ratio: float = 1.0  # its FLOPs / the baseline's (bench count), median over the seeds
 
     @property
     def median(self) -> float:
@@ -69,7 +70,7 @@ def train_tokens(size: Size) -> int | None:
         from growcockpit.backend.data.blocks import load_blocks
     except ImportError:
         return None
-    plan = plan_for(size, "gate-data", [Stage("s", 1, 1, enter="init", train="all")])
+    plan = plan_for(size, "gate-data", [Stage("s", size.layers, 1, enter="init", train="all")])
     blocks = load_blocks(plan.data, size.family, 0)
     return int(blocks.train.shape[0]) * size.seq
 
@@ -81,6 +82,7 @@ def depth_rows(files: list[dict[str, Any]], family: str) -> tuple[Size, list[Dep
     size = Size(**files[0]["families"][family]["size"])
     tokens = train_tokens(size)
     found: dict[int, tuple[int, dict[int, float]]] = {}
+    ratios: dict[int, list[float]] = {}
     for f in files:
         for run in f["families"][family]["runs"]:
             for method, res in run.items():
@@ -89,14 +91,16 @@ def depth_rows(files: list[dict[str, Any]], family: str) -> tuple[Size, list[Dep
                     continue
                 steps = sum(int(s["steps"]) for s in res["stages"])
                 found.setdefault(layers, (steps, {}))[1][int(res["seed"])] = res["final_val_loss"]
+                ratios.setdefault(layers, []).append(float(res.get("flops_ratio") or 1.0))
     rows = []
     for layers, (steps, losses) in sorted(found.items(), reverse=True):
-        model = plan_for(size, "gate", [Stage("s", layers, 1, enter="init", train="all")]).model
+        shallow = replace(size, layers=layers)
+        model = plan_for(shallow, "gate", [Stage("s", layers, 1, enter="init", train="all")]).model
         params = layers * block_params(model, size.hidden)
         seen = steps * size.batch * size.seq
-        rows.append(
-            DepthRow(layers, steps, seen / params, seen / tokens if tokens else None, losses)
-        )
+        epochs = seen / tokens if tokens else None
+        ratio = statistics.median(ratios[layers])
+        rows.append(DepthRow(layers, steps, seen / params, epochs, losses, ratio))
     return size, rows
 
 
@@ -124,13 +128,14 @@ def verdict(rows: list[DepthRow]) -> str:
 def table(point: str, size: Size, rows: list[DepthRow]) -> str:
     head = (
         f"**{point}** — {size.family} {size.layers} × {size.hidden} ({size.heads} heads), "
-        f"vocab {size.vocab}, seq {size.seq}, batch {size.batch}, lr {size.lr:g}, "
+        f"vocab {size.vocab}, seq {size.seq}, batch {size.batch}, dropout {size.dropout:g}, "
+        f"lr {size.lr:g}, "
         f"budget {size.steps} full-depth steps\n\n"
-        "| layers | steps | tokens / non-emb param | epochs | seeds | final val, median "
-        "(min–max) |\n|---|---|---|---|---|---|\n"
+        "| layers | steps | FLOPs / baseline's | tokens / non-emb param | epochs | seeds | "
+        "final val, median (min–max) |\n|---|---|---|---|---|---|---|\n"
     )
     body = "".join(
-        f"| {r.layers} | {r.steps} | {r.tokens_per_param:.0f} | "
+        f"| {r.layers} | {r.steps} | {r.flops_ratio:.2f} | {r.tokens_per_param:.0f} | "
         f"{'?' if r.epochs is None else f'{r.epochs:.1f}'} | "
         f"{','.join(str(s) for s in sorted(r.losses))} | {r.median:.3f} "
         f"({min(r.losses.values()):.3f}–{max(r.losses.values()):.3f}) |\n"

@@ -60,4 +60,4 @@ def test_gate_passes_only_when_ordered_with_the_gap_over_three_spreads_on_three_
     one_seed = _rows([3.0], [3.1], [3.3])
     assert "pilot" in verdict(one_seed) and "PASSES" not in verdict(one_seed)
     text = table("p", TTL_SIZES["cpu"]["gpt2"], passing)
-    assert "| 4 | 400 | 50 | 2.0 | 0,1,2 | 3.005 (3.000–3.010) |" in text
+    assert "| 4 | 400 | 1.00 | 50 | 2.0 | 0,1,2 | 3.005 (3.000–3.010) |" in text
