@@ -44,6 +44,7 @@ from growcockpit.backend.state.checkpoint import (
 from growcockpit.backend.state.init_from import data_spec_for
 from growcockpit.backend.state.restore import restored_event
 from growcockpit.backend.state.rng import seed_rank
+from growcockpit.families import spec_for
 from growcockpit.metrics import SystemSampler
 from growcockpit.plan import plan_to_dict
 from growcockpit.plan.init_from import without_init_from
@@ -90,6 +91,7 @@ def run_training(
     Under torchrun every rank calls this; only rank 0 writes the run
     directory, listens on the control socket and samples the system.
     """
+    spec_for(plan.model.family)  # its modeling code: the last of the imports, and only its own
     entered = time.time()  # launch → here: the imports (reported once the log is open)
     dist = DistContext.from_env(device)
     paths = RunPaths(run_dir)

@@ -1,25 +1,61 @@
 """The registry of model families: one `FamilySpec` per name (torch half) beside
 the plan layer's `FamilyFacts` row of the same name (`plan/families.py`).
 
-Adding a family: a module with its `FamilySpec` subclass, one row below, one
-row in `plan/families.py`, and the family-parametrised tests pick it up.
+Adding a family: a module with its `FamilySpec` subclass, one row in `REGISTERED`
+below, one row in `plan/families.py`, and the family-parametrised tests pick it up.
+A family's module is imported only when its spec is first asked for, so a run
+imports its own family's transformers modeling code and not the others'.
 """
 
 from __future__ import annotations
 
+import importlib
+from collections.abc import Iterator, Mapping
+
 from torch import nn
 
-from growcockpit.families.bert import BertSpec
-from growcockpit.families.gpt2 import GPT2Spec
-from growcockpit.families.llama import LlamaSpec
 from growcockpit.families.spec import BlockCall, FamilySpec, ModelShape, TensorRule
 from growcockpit.plan.families import FAMILIES, UnknownFamily
 from growcockpit.protocol.safe_text import quoted
 
-FAMILY_SPECS: dict[str, FamilySpec] = {
-    spec.name: spec for spec in (BertSpec(), GPT2Spec(), LlamaSpec())
+# name -> (module, FamilySpec subclass): a family's module, and the transformers modeling
+# module it imports (seconds each), loads only when a plan of that family asks for it
+REGISTERED: dict[str, tuple[str, str]] = {
+    "bert": ("growcockpit.families.bert", "BertSpec"),
+    "gpt2": ("growcockpit.families.gpt2", "GPT2Spec"),
+    "llama": ("growcockpit.families.llama", "LlamaSpec"),
 }
-assert tuple(FAMILY_SPECS) == FAMILIES, "plan/families.py and the torch registry must agree"
+assert tuple(REGISTERED) == FAMILIES, "plan/families.py and the torch registry must agree"
+
+
+class FamilySpecs(Mapping[str, FamilySpec]):
+    """The registered specs by name, each built (its module imported) on first use."""
+
+    def __init__(self) -> None:
+        self._built: dict[str, FamilySpec] = {}
+
+    def __getitem__(self, name: str) -> FamilySpec:
+        spec = self._built.get(name)
+        if spec is None:
+            module, cls = REGISTERED[name]  # KeyError: not registered
+            spec = self._built[name] = getattr(importlib.import_module(module), cls)()
+        return spec
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(REGISTERED)
+
+    def __len__(self) -> int:
+        return len(REGISTERED)
+
+    def __contains__(self, name: object) -> bool:
+        return name in REGISTERED
+
+    def loaded(self) -> list[str]:
+        """The families built so far in this process (what a launch paid to import)."""
+        return list(self._built)
+
+
+FAMILY_SPECS = FamilySpecs()
 
 
 def spec_for(name: str) -> FamilySpec:
@@ -35,7 +71,7 @@ def spec_for(name: str) -> FamilySpec:
 def spec_of(model: nn.Module) -> FamilySpec:
     """The spec of a transformers model, by its config's `model_type`."""
     model_type = getattr(getattr(model, "config", None), "model_type", "")
-    spec = FAMILY_SPECS.get(str(model_type))
+    spec = FAMILY_SPECS.get(str(model_type)) if str(model_type) in FAMILY_SPECS else None
     if spec is None:
         raise TypeError(
             f"unsupported model type {quoted(model_type)}: growcockpit handles {', '.join(FAMILY_SPECS)}"

@@ -37,6 +37,7 @@ inverse of D: C(D(θ)) == θ.
 from __future__ import annotations
 
 import copy
+import functools
 import re
 from dataclasses import dataclass
 from typing import Any
@@ -52,9 +53,12 @@ from growcockpit.protocol.safe_text import quoted
 
 RECIPES = ("auto", "multilevel", "preln-tied", "preln-untied")
 
-_LAYER_RE = re.compile(
-    "^(" + "|".join(re.escape(s.layers_path) for s in FAMILY_SPECS.values()) + r")\.(\d+)\.(.+)$"
-)
+
+@functools.cache
+def _layer_re() -> re.Pattern[str]:
+    """Block tensor names of every family (built on first use: it imports every family)."""
+    paths = "|".join(re.escape(s.layers_path) for s in FAMILY_SPECS.values())
+    return re.compile("^(" + paths + r")\.(\d+)\.(.+)$")
 
 
 def tensor_rule(name: str, family: str) -> TensorRule:
@@ -222,7 +226,7 @@ def _tied_groups(model: nn.Module) -> list[list[str]]:
 
 def layer_key(name: str) -> tuple[str, int, str] | None:
     """("transformer.h", 3, "attn.c_attn.weight") for a block tensor, else None."""
-    m = _LAYER_RE.match(name)
+    m = _layer_re().match(name)
     if m is None:
         return None
     return m.group(1), int(m.group(2)), m.group(3)

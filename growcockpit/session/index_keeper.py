@@ -22,8 +22,12 @@ import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from growcockpit.protocol.rundir import RunPaths
+
+if TYPE_CHECKING:
+    from growcockpit.session.run_session import RunSession
 
 SAVE_S = 30.0  # at most one index write per this many seconds while training
 POLL_S = 2.0  # how often the keeper looks for new events
@@ -51,16 +55,16 @@ class IndexKeeper:
 
     def _run(self) -> None:
         try:
-            from growcockpit.session.run_session import (
-                RunSession,  # off the training's start-up path
-            )
-
             events = RunPaths(self.run_dir).events
             session: RunSession | None = None
             last_save = time.monotonic()
             while True:
                 stopping = self._stop.wait(self.poll_s)
                 if events.exists():
+                    # imported once the log exists: an import on this thread while the
+                    # backend imports torch would hold the GIL on its start-up path
+                    from growcockpit.session.run_session import RunSession
+
                     session = session or RunSession(self.run_dir)
                     while session.poll() >= session.read_chunk:
                         pass

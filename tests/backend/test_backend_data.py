@@ -198,3 +198,25 @@ def test_a_half_written_token_cache_is_never_used(text_dir: Path) -> None:
     (root / META).unlink()  # no meta.json: not finished, rebuilt
     assert torch.equal(load_blocks(spec, "bert", seed=0).val[:], val)
     assert not list(root.parent.glob(".*.tmp*")), "no temporary directory left behind"
+
+
+def test_the_token_cache_is_shared_by_runs_of_the_same_data_and_keyed_by_the_separator(
+    text_dir: Path,
+) -> None:
+    """A second load of the same data reads the shard (not re-tokenized); a tokenizer whose
+    config names another separator (its tokenizer.json unchanged) gets a shard of its own."""
+    from growcockpit.backend.data.token_cache import shard_dir, tokenize_to_shard
+
+    spec = DataSpec(source=str(text_dir), tokenizer="train:600", seq_len=32)
+    first = load_blocks(spec, "bert", seed=0)
+    corpus = resolve_corpus(str(text_dir))
+    again = tokenize_to_shard(corpus, first.tokenizer, "bert")
+    assert not again.fresh, "the same data's shard is reused"
+    other = first.tokenizer.__class__(
+        tokenizer_object=first.tokenizer.backend_tokenizer, sep_token=first.tokenizer.cls_token
+    )
+    assert other.backend_tokenizer.to_str() == first.tokenizer.backend_tokenizer.to_str()
+    assert other.sep_token_id != first.tokenizer.sep_token_id
+    assert shard_dir(corpus, other, "bert") != shard_dir(corpus, first.tokenizer, "bert")
+    shard = tokenize_to_shard(corpus, other, "bert")
+    assert shard.fresh and int(shard.ids()[-1]) == other.sep_token_id

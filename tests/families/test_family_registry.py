@@ -111,3 +111,19 @@ def test_grouped_query_llama_staged_forward_equals_transformers() -> None:
         staged = StagedForward(0, True).loss(model, batch)
         stock = model(input_ids=batch.input_ids, labels=batch.labels).loss
     torch.testing.assert_close(staged, stock, rtol=1e-5, atol=1e-5)
+
+
+def test_a_run_imports_only_its_own_family() -> None:
+    """The backend and a gpt2 spec load no BERT or Llama modeling code (seconds each)."""
+    import subprocess
+    import sys
+
+    code = (
+        "import sys, growcockpit.backend.run\n"
+        "from growcockpit.families import FAMILY_SPECS, spec_for\n"
+        "spec_for('gpt2')\n"
+        "print(sorted(m for m in sys.modules if m.startswith('transformers.models.')"
+        " and '.modeling_' in m and 'auto' not in m), FAMILY_SPECS.loaded())\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.split() == ["['transformers.models.gpt2.modeling_gpt2']", "['gpt2']"]

@@ -61,3 +61,20 @@ def test_a_failing_keeper_stops_itself_and_nothing_else(
     assert not (run_dir / INDEX_NAME).exists()
     with index_kept(run_dir, enabled=False) as none:  # other DDP ranks keep nothing
         assert none is None
+
+
+def test_the_keeper_imports_nothing_until_the_log_exists(tmp_path: Path) -> None:
+    """Its thread would otherwise import the cockpit's fold while the backend imports
+    torch, holding the GIL on the run's start-up path."""
+    import subprocess
+    import sys
+
+    code = (
+        "import sys, time\n"
+        "from growcockpit.session.index_keeper import IndexKeeper\n"
+        f"k = IndexKeeper({str(tmp_path)!r}, poll_s=0.01)\n"
+        "k.start(); time.sleep(0.3)\n"
+        "print('growcockpit.session.run_session' in sys.modules); k.stop()\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "False"

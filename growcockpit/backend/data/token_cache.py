@@ -26,7 +26,7 @@ from growcockpit.backend.data.corpus import Corpus, iter_line_batches
 from growcockpit.plan.families import family_facts
 from growcockpit.protocol.token_index import cache_root
 
-CACHE_VERSION = "v3"
+CACHE_VERSION = "v4"  # v4: the separator id is part of the key
 SHARD = "tokens.bin"
 META = "meta.json"
 
@@ -51,8 +51,20 @@ def id_dtype(vocab_size: int) -> str:
     return "uint16" if vocab_size <= 1 << 16 else "uint32"
 
 
+def separator_id(tokenizer: PreTrainedTokenizerBase, family: str) -> int:
+    """The id written after the corpus: EOS for byte-level BPE families, SEP otherwise."""
+    byte_level = family_facts(family).tokenizer == "byte-bpe"
+    sep = tokenizer.eos_token_id if byte_level else tokenizer.sep_token_id
+    return int(sep) if sep is not None else -1
+
+
 def shard_dir(corpus: Corpus, tokenizer: PreTrainedTokenizerBase, family: str) -> Path:
-    vocab_hash = hashlib.sha1(tokenizer.backend_tokenizer.to_str().encode()).hexdigest()[:12]
+    """The shard's cache directory, named by everything that changes its ids: the code's
+    version, the family (newline handling, separator), the corpus files (names, sizes,
+    mtimes, text column), the tokenizer's whole definition and the separator's id (set
+    by the tokenizer's config, outside that definition). Runs of the same data share it."""
+    what = f"{tokenizer.backend_tokenizer.to_str()}|sep={separator_id(tokenizer, family)}"
+    vocab_hash = hashlib.sha1(what.encode()).hexdigest()[:12]
     name = f"{CACHE_VERSION}-{family}-{corpus.fingerprint()}-{vocab_hash}"
     return cache_root() / "tokens" / name
 
