@@ -44,7 +44,5 @@ SCALES: dict[str, Callable[[Plan], Plan]] = {
 }
 
 
-def plan_at(plan: Plan, scale: str, compile_backend: str) -> Plan:
-    p = SCALES[scale](plan)
-    p.optim.compile_backend = compile_backend  # type: ignore[assignment]
-    return p
+def plan_at(plan: Plan, scale: str) -> Plan:
+    return SCALES[scale](plan)
