@@ -162,9 +162,13 @@ def count_ops(rows: list[Row], device: torch.device, cycle: int) -> None:
         r.product.ops, r.product_ops = dispatched_ops(r.product.step, cycle)
         r.reference.ops, r.reference_ops = dispatched_ops(r.reference.step, 2)
         r.count_steps = (cycle, 2)
+        if cuda:
+            r.product.launches = profiled_ops(r.product.step, cycle, cuda)
+            r.reference.launches = profiled_ops(r.reference.step, 2, cuda)
         if r.compiled is not None:
-            r.compiled[0].ops = profiled_ops(r.compiled[0].step, cycle, cuda)
-            r.compiled[1].ops = profiled_ops(r.compiled[1].step, 2, cuda)
+            for t, n in zip(r.compiled, (cycle, 2), strict=True):
+                t.ops = profiled_ops(t.step, n, cuda)
+                t.launches = t.ops if cuda else None
 
 
 def rounds(timed: list[Timed], device: torch.device, n_rounds: int, per_round: int) -> None:

@@ -47,6 +47,7 @@ class Timed:
     chunk_ms: list[float] = field(default_factory=list)  # mean ms per step of each timed chunk
     ops: float | None = None  # dispatched operators per step (eager) / profiler count (compiled)
     warm_s: float = 0.0  # the first steps (a compile, if any)
+    launches: float | None = None  # CUDA kernel launches per step (profiler; CUDA only)
 
 
 def timed_plan(plan: Plan, compile_: bool, metrics: bool, backend: str = "inductor") -> Plan:

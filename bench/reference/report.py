@@ -107,6 +107,8 @@ def report(family: str, rows: list[Row], nometrics: Timed, peaks: Peaks) -> dict
             "product_chunks_ms": p.chunk_ms,
             "reference_chunks_ms": ref.chunk_ms,
             "extra_ops": top_differences(r.product_ops, r.reference_ops, r.count_steps),
+            "product_launches": p.launches,
+            "reference_launches": ref.launches,
         }
         if r.compiled is None and rows[0].compiled is not None:
             line += " - | - | - | - | - |"
@@ -131,6 +133,14 @@ def report(family: str, rows: list[Row], nometrics: Timed, peaks: Peaks) -> dict
     print(f"{family}: operators the product dispatches beyond the reference, per step:")
     for item in out:
         print(f"  {item['config']}: {item['extra_ops']}")
+    if rows[0].product.launches is not None:
+        print(f"{family}: CUDA kernel launches per step (profiler), product / reference:")
+        for r in rows:
+            line = f"  {r.label}: {fmt_ops(r.product.launches)} / {fmt_ops(r.reference.launches)}"
+            if r.compiled is not None:
+                c = r.compiled
+                line += f"; compiled {fmt_ops(c[0].launches)} / {fmt_ops(c[1].launches)}"
+            print(line)
     cost = median_ms(rows[0].product) / median_ms(nometrics) - 1.0
     print(
         f"{family}: per-layer metrics at the plan's cadence cost {cost * 100:+.1f} % of the "
