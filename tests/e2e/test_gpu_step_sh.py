@@ -10,9 +10,11 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
 from repo_paths import REPO
 
 
+@pytest.mark.slow
 def test_the_tiny_rehearsal_writes_one_folder_and_the_summary(
     tmp_path: Path, gc_cache: Path
 ) -> None:
