@@ -1,6 +1,12 @@
 #!/usr/bin/env bash
 # The GPU check, offline, in one shot (≤ 8 minutes on one H200, 9.5 with part 1's compiled
-# pass; every part time-boxed):
+# pass; every part time-boxed), after part 0:
+#   0. bench/gpu_step.sh    the engine's step against the reference loop at the GPT-2-small,
+#                           BERT-Base and SmolLM shapes (vs_reference, operators and kernel
+#                           launches per step, MFU against the datasheet and the measured peak,
+#                           compiled twins in the same rounds), data and CUDA warmed first, its
+#                           own folder $OUT/gpu_step (≤ 4 minutes; GPU_CHECK_STEP=0 skips it,
+#                           GPU_CHECK_STEP=1 runs it with --tiny too)
 #   1. bench/gpu_check.py   every stage of two grown plans, each against its own full-depth
 #                           baseline, timed as the engine's step (GPU_CHECK_BUDGET_S shared
 #                           between them): the BERT-Base MSLT plan vs the 12-layer baseline,
@@ -174,6 +180,19 @@ cap() {  # seconds for the next part: at most $1 and what is left of LIMIT, neve
   local left=$((LIMIT - (SECONDS - START)))  # (`timeout 0` would mean no limit at all)
   if [ "$left" -lt "$1" ]; then echo $((left > 1 ? left : 1)); else echo "$1"; fi
 }
+
+STEP_PART="${GPU_CHECK_STEP:-$((1 - TINY))}"
+if [ "$STEP_PART" = 1 ]; then
+  echo "== 0/4 the step against the reference loop (bench/gpu_step.sh)"
+  STEP_ARGS=()
+  [ "$TINY" = 1 ] && STEP_ARGS+=(--tiny)
+  if PYTHON="$PY" bash bench/gpu_step.sh "${STEP_ARGS[@]}" | tee "$TMPD/0.txt"; then
+    SUMMARY+=("$(grep '^gpu_step.sh: ' "$TMPD/0.txt" | tail -1)")
+  else
+    SUMMARY+=("gpu_step FAILED")
+  fi
+  START=$SECONDS  # parts 1-4 keep their own limit
+fi
 
 echo "== 1/4 stage table (bench/gpu_check.py)"
 T1=$(cap $((BUDGET + 60)))

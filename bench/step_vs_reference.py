@@ -93,7 +93,7 @@ def product_step(t: Trainer) -> Any:
 
 
 def build_rows(
-    plan: Plan, device: torch.device, root: Path, compile_: bool, batches: int
+    plan: Plan, device: torch.device, root: Path, compile_: str, backend: str, batches: int
 ) -> tuple[list[Row], Timed]:
     """The full-depth row, one row per stage, and the full-depth product without metrics."""
     data = load_blocks(plan.data, plan.model.family, plan.seed)
@@ -111,8 +111,8 @@ def build_rows(
             Timed(label, "reference", False, ref_step, tokens),
             flops=config_flops(p, SimpleNamespace(stage_index=stage)),  # type: ignore[arg-type]
         )
-        if compile_:
-            tc = trainer_at(timed_plan(p, True, True), stage, data, device, root / f"{n}c")
+        if compile_ == "all" or (compile_ == "full" and n == 0):
+            tc = trainer_at(timed_plan(p, True, True, backend), stage, data, device, root / f"{n}c")
             _, ref_c = reference_twin(tc, batches, True)
             row.compiled = (
                 Timed(label, "product", True, product_step(tc), tokens),
@@ -162,9 +162,13 @@ def count_ops(rows: list[Row], device: torch.device, cycle: int) -> None:
         r.product.ops, r.product_ops = dispatched_ops(r.product.step, cycle)
         r.reference.ops, r.reference_ops = dispatched_ops(r.reference.step, 2)
         r.count_steps = (cycle, 2)
+        if cuda:
+            r.product.launches = profiled_ops(r.product.step, cycle, cuda)
+            r.reference.launches = profiled_ops(r.reference.step, 2, cuda)
         if r.compiled is not None:
-            r.compiled[0].ops = profiled_ops(r.compiled[0].step, cycle, cuda)
-            r.compiled[1].ops = profiled_ops(r.compiled[1].step, 2, cuda)
+            for t, n in zip(r.compiled, (cycle, 2), strict=True):
+                t.ops = profiled_ops(t.step, n, cuda)
+                t.launches = t.ops if cuda else None
 
 
 def rounds(timed: list[Timed], device: torch.device, n_rounds: int, per_round: int) -> None:
@@ -188,7 +192,15 @@ def main(argv: list[str] | None = None) -> int:
         "--scale", choices=tuple(SCALES), default=None, help="default: full on CUDA, cpu otherwise"
     )
     ap.add_argument("--device", default=None)
-    ap.add_argument("--compile", action="store_true", help="compiled twins too")
+    ap.add_argument(
+        "--compile",
+        nargs="?",
+        const="all",
+        default="none",
+        choices=("none", "full", "all"),
+        help="compiled twins too: of every configuration (all, the default with the flag) "
+        "or of the full-depth one only (full: a short GPU run)",
+    )
     ap.add_argument("--compile-backend", default="inductor")
     ap.add_argument("--rounds", type=int, default=5)
     ap.add_argument(
@@ -219,16 +231,18 @@ def main(argv: list[str] | None = None) -> int:
     for family in [f.strip() for f in args.plans.split(",") if f.strip()]:
         if family not in PLANS:
             raise SystemExit(f"step_vs_reference: --plans {family!r}: known are {', '.join(PLANS)}")
-        plan = plan_at(load_plan(PLANS[family]), scale, args.compile_backend)
+        plan = plan_at(load_plan(PLANS[family]), scale)
         with tempfile.TemporaryDirectory(prefix="step-vs-ref-") as tmp:
-            rows, nometrics = build_rows(plan, device, Path(tmp), args.compile, batches=4)
+            rows, nometrics = build_rows(
+                plan, device, Path(tmp), args.compile, args.compile_backend, batches=4
+            )
             timed = every_timed(rows, nometrics)
             cycle = 2 if args.quick else metrics_cycle(plan)
             warm(timed, device, 1 if args.quick else args.warmup)
             count_ops(rows, device, cycle)
             n_rounds = 2 if args.quick else args.rounds
             rounds(timed, device, n_rounds, args.steps or cycle)
-            results[family] = report(family, rows, nometrics, args.compile, peaks)
+            results[family] = report(family, rows, nometrics, peaks)
             results[family]["plan"] = {
                 "path": str(PLANS[family]),
                 "scale": scale,

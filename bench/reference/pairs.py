@@ -47,9 +47,10 @@ class Timed:
     chunk_ms: list[float] = field(default_factory=list)  # mean ms per step of each timed chunk
     ops: float | None = None  # dispatched operators per step (eager) / profiler count (compiled)
     warm_s: float = 0.0  # the first steps (a compile, if any)
+    launches: float | None = None  # CUDA kernel launches per step (profiler; CUDA only)
 
 
-def timed_plan(plan: Plan, compile_: bool, metrics: bool) -> Plan:
+def timed_plan(plan: Plan, compile_: bool, metrics: bool, backend: str = "inductor") -> Plan:
     """`plan` with stages that never end within the timing, no eval, no step checkpoints;
     `compile_` as `[optim] compile`; `metrics` False turns the per-layer metrics off."""
     p = copy.deepcopy(plan)
@@ -63,6 +64,8 @@ def timed_plan(plan: Plan, compile_: bool, metrics: bool) -> Plan:
     p.checkpoint.every_steps = 0
     p.checkpoint.every_minutes = 0.0
     p.optim.compile = compile_
+    if compile_:
+        p.optim.compile_backend = backend  # type: ignore[assignment]
     validate_plan(p, source=p.name)
     return p
 
@@ -93,7 +96,7 @@ def reference_twin(
     blocks = [t.data.train_batch(i, plan.optim.batch_size).to(device) for i in range(batches)]
     optimizer = reference_optimizer(ref, t.current_lr(), plan.optim.weight_decay)
     if compile_:
-        ref.loss = torch.compile(ref.loss, backend=plan.optim.compile_backend)  # type: ignore[method-assign]
+        ref.loss = torch.compile(ref.loss, backend=plan.optim.compile_backend or "inductor")  # type: ignore[method-assign]
     precision = t.steps.precision
 
     def amp() -> object:

@@ -79,14 +79,14 @@ def mfu_table(family: str, rows: list[Row], out: list[dict[str, Any]], peaks: Pe
                 compiled_mfu_datasheet=cd, compiled_mfu_measured=cm, compiled_over_eager=ratio
             )
             line += f" {pct(cd)} | {ratio:.2f}× |"
+        elif compiled:
+            line += " - | - |"
         print(line)
 
 
-def report(
-    family: str, rows: list[Row], nometrics: Timed, compiled: bool, peaks: Peaks
-) -> dict[str, Any]:
+def report(family: str, rows: list[Row], nometrics: Timed, peaks: Peaks) -> dict[str, Any]:
     head = "| config | product ms | reference ms | tok/s product | vs_reference | ops product | ops reference |"
-    if compiled:
+    if rows[0].compiled is not None:
         head += " compiled product ms | compiled reference ms | compiled vs_reference | compiled ops product | compiled ops reference |"
     print(f"\n{family}:\n{head}\n|{'---|' * head.count(' | ')}")
     out: list[dict[str, Any]] = []
@@ -107,7 +107,11 @@ def report(
             "product_chunks_ms": p.chunk_ms,
             "reference_chunks_ms": ref.chunk_ms,
             "extra_ops": top_differences(r.product_ops, r.reference_ops, r.count_steps),
+            "product_launches": p.launches,
+            "reference_launches": ref.launches,
         }
+        if r.compiled is None and rows[0].compiled is not None:
+            line += " - | - | - | - | - |"
         if r.compiled is not None:
             cp, cr = r.compiled
             line += (
@@ -129,6 +133,14 @@ def report(
     print(f"{family}: operators the product dispatches beyond the reference, per step:")
     for item in out:
         print(f"  {item['config']}: {item['extra_ops']}")
+    if rows[0].product.launches is not None:
+        print(f"{family}: CUDA kernel launches per step (profiler), product / reference:")
+        for r in rows:
+            line = f"  {r.label}: {fmt_ops(r.product.launches)} / {fmt_ops(r.reference.launches)}"
+            if r.compiled is not None:
+                c = r.compiled
+                line += f"; compiled {fmt_ops(c[0].launches)} / {fmt_ops(c[1].launches)}"
+            print(line)
     cost = median_ms(rows[0].product) / median_ms(nometrics) - 1.0
     print(
         f"{family}: per-layer metrics at the plan's cadence cost {cost * 100:+.1f} % of the "
@@ -152,11 +164,10 @@ def summary(results: dict[str, dict[str, Any]], device: str, wall: float) -> str
             f"metrics_cost={res['metrics_cost'] * 100:+.1f}%"
         )
         if "compiled_vs_reference" in full:
-            cstages = [r["compiled_vs_reference"] for r in rows[1:]]
-            text += (
-                f" compiled_vs_reference={full['compiled_vs_reference']:.3f} "
-                f"compiled_stages_min={min(cstages):.3f}"
-            )
+            cstages = [r["compiled_vs_reference"] for r in rows[1:] if "compiled_vs_reference" in r]
+            text += f" compiled_vs_reference={full['compiled_vs_reference']:.3f}"
+            if cstages:
+                text += f" compiled_stages_min={min(cstages):.3f}"
             cd = full.get("compiled_mfu_datasheet")
             text += f" compiled_mfu_datasheet={'n/a' if cd is None else f'{cd * 100:.1f}%'}"
         parts.append(text)

@@ -2,7 +2,7 @@
 
 `full` is the plan file as written (GPT-2-small, BERT-Base, SmolLM-135M shapes);
 `cpu` keeps each plan's schedule and architecture (depths divided by 3, GQA, SwiGLU,
-tied or untied head) at hidden 256 so that a CPU step is dominated by arithmetic
+tied or untied head) at hidden 256, batch 4 × 128, so that a CPU step is dominated by arithmetic
 as a GPU's full-size step would be, not by Python; `tiny` is gpu_check's tiny plan.
 """
 
@@ -30,7 +30,7 @@ def cpu_plan(plan: Plan) -> Plan:
     m.final_layers = max(1, plan.model.final_layers // 3)
     p.data.tokenizer = "train:8000"
     p.data.seq_len = 128
-    p.optim.batch_size = 8
+    p.optim.batch_size = 4
     for s in p.stages:
         s.layers = max(1, s.layers // 3)
     validate_plan(p, source=p.name)
@@ -44,7 +44,5 @@ SCALES: dict[str, Callable[[Plan], Plan]] = {
 }
 
 
-def plan_at(plan: Plan, scale: str, compile_backend: str) -> Plan:
-    p = SCALES[scale](plan)
-    p.optim.compile_backend = compile_backend  # type: ignore[assignment]
-    return p
+def plan_at(plan: Plan, scale: str) -> Plan:
+    return SCALES[scale](plan)

@@ -14,6 +14,10 @@ from growcockpit.plan.types import ModelSpec
 
 _H: tuple[Axis, ...] = ((0, "h", "row"),)
 _EMB = TensorRule(((1, "h", "row"),), "embedding")
+# GPT-2's tanh GELU as one fused kernel (`F.gelu(approximate="tanh")`); HF's default
+# "gelu_new" computes the same function in eight eager kernels forward and more backward
+# (bench/step_vs_reference.py counts them). Models loaded with `init_from` keep theirs.
+FUSED_GELU = "gelu_pytorch_tanh"
 
 
 def causal_lm_loss(logits: torch.Tensor, labels: torch.Tensor) -> torch.Tensor:
@@ -77,6 +81,7 @@ class GPT2Spec(CausalLMSpec):
             resid_pdrop=spec.dropout,
             embd_pdrop=spec.dropout,
             attn_pdrop=spec.dropout,
+            activation_function=FUSED_GELU,
             bos_token_id=eos,
             eos_token_id=eos,
         )

@@ -32,6 +32,7 @@ def test_the_operator_counter_sees_forward_backward_and_names() -> None:
     assert top_differences(names, names, (2, 2)) == "none"
 
 
+@pytest.mark.slow
 def test_the_benchmark_prints_every_stage_against_its_reference(
     gc_cache: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

@@ -247,7 +247,7 @@ class StepRunner:
         set_lr(optimizer, lr)
         self.timer.start(enabled=report)
         window = self.window
-        loss_sum = torch.zeros((), device=self.device)
+        losses: list[torch.Tensor] = []
         tokens = 0
         t_start = time.perf_counter()
         for micro in range(accum):
@@ -260,14 +260,16 @@ class StepRunner:
                 loss = t.train_module(batch.input_ids, batch.labels, batch.picked)
             with self.timer.phase("bwd"):
                 if loss.requires_grad:
-                    scaled = loss / accum
+                    scaled = loss / accum if accum > 1 else loss
                     (self.scaler.scale(scaled) if self.scaler else scaled).backward()
-            loss_sum += loss.detach().float()
+            losses.append(loss.detach().float())
         if layer_timing:
             t.timer.backward_done()
+        # one micro-batch (the usual case): its loss as it is, no accumulator (fewer kernels)
+        mean_loss = losses[0] if accum == 1 else torch.stack(losses).mean()
         with self.timer.phase("opt"):
-            grad_norms, norm, ok, checks = self.update(t, optimizer, loss_sum / accum, collect)
-        window.add(loss_sum / accum, norm, ok, checks)
+            grad_norms, norm, ok, checks = self.update(t, optimizer, mean_loss, collect)
+        window.add(mean_loss, norm, ok, checks)
         window.steps += 1
         window.tokens += tokens
         outcome = None
