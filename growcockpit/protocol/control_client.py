@@ -17,12 +17,9 @@ _RECV = 65536
 
 
 def _no_socket(run_dir: Path) -> str | None:
-    """Why there is no socket when the directory is not a run at all (None: it is a run)."""
-    paths = RunPaths(run_dir)
-    if not paths.root.is_dir():
+    """Why there is no socket when there is no run directory at all (None: there is one)."""
+    if not Path(run_dir).is_dir():
         return f"{run_dir}: no such run directory; list runs with `ls runs/`"
-    if not any(os.path.lexists(p) for p in (paths.events, paths.status, paths.log)):
-        return f"{run_dir}: not a growcockpit run directory (no events.jsonl or status.json)"
     return None
 
 
