@@ -37,7 +37,8 @@ def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(
         prog="growcockpit",
         description="Design, run and steer growing-transformer training schedules. "
-        "`growcockpit [PLAN]` opens the cockpit (default plan: the CPU demo).",
+        "A bare `growcockpit` opens the cockpit's Home (your plans, the samples, every run); "
+        "`growcockpit PLAN` opens that plan in the designer.",
     )
     add_runs_arg(p)
     p.set_defaults(func=cmd_cockpit, plan=None)

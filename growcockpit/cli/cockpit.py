@@ -20,9 +20,11 @@ def add_runs_arg(p: argparse.ArgumentParser, what: str = "where launched runs go
 
 
 def build_cockpit_parser() -> argparse.ArgumentParser:
-    """`growcockpit [PLAN]`: open the cockpit on a plan (the CPU demo by default)."""
+    """`growcockpit [PLAN]`: the designer on a plan, or Home without one."""
     p = argparse.ArgumentParser(prog="growcockpit", description="Open the cockpit on a plan file.")
-    p.add_argument("plan", nargs="?", type=Path, help="plan file (default: the CPU demo)")
+    p.add_argument(
+        "plan", nargs="?", type=Path, help="plan file (without one: Home, your plans and runs)"
+    )
     add_runs_arg(p)
     p.set_defaults(func=cmd_cockpit)
     return p
@@ -89,6 +91,9 @@ def check_run_dir(run_dir: Path) -> Path:
 
 
 def cmd_attach(args: argparse.Namespace) -> int:
+    from growcockpit.cli.attach_wait import wait_for_start
+
+    wait_for_start(args.run_dir)  # right after `train --detach`: no event log yet
     root = check_run_dir(args.run_dir)
     from growcockpit.ui import GrowCockpitApp
 

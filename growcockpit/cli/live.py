@@ -158,6 +158,12 @@ def cmd_status(args: argparse.Namespace) -> int:
         f"{status.run_id}: {status.state}  plan {status.plan_name}  stage {stage}/{status.num_stages} "
         f"({status.stage_name})  step {status.step}/{status.total_steps}  loss {loss}  pid {status.pid}"
     )
-    for text in [line] + [f"  {node_line}" for node_line in node.lines()]:
+    lines = [line]
+    if status.state == "crashed":  # the one question a crashed run raises
+        from growcockpit.protocol.crash_reason import crash_reason
+        from growcockpit.protocol.rundir import RunPaths
+
+        lines.append(f"  reason: {crash_reason(RunPaths(args.run_dir))}")
+    for text in lines + [f"  {node_line}" for node_line in node.lines()]:
         print(terminal_safe(text))  # the run directory may come from someone else
     return EXIT_OK

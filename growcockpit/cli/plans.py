@@ -49,6 +49,7 @@ def cmd_plan_validate(args: argparse.Namespace) -> int:
     designer lists the same ones); the exit is 2 if any file has a problem."""
     from growcockpit.plan.load import plan_file_problems
     from growcockpit.plan.show import budget_lines
+    from growcockpit.protocol.wording import counted
 
     failed = 0
     for path in args.plans:
@@ -58,7 +59,8 @@ def cmd_plan_validate(args: argparse.Namespace) -> int:
         if plan is None:
             failed += 1
             continue
-        print(f"{path}: ok ({len(plan.stages)} stages, {plan.total_steps} steps)")
+        stages, steps = counted(len(plan.stages), "stage"), counted(plan.total_steps, "step")
+        print(f"{path}: ok ({stages}, {steps})")
         for line in budget_lines(plan):
             print(f"  {line}")
     return EXIT_USAGE if failed else EXIT_OK

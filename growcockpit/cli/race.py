@@ -11,7 +11,7 @@ import sys
 import time
 from pathlib import Path
 
-from growcockpit.cli.common import EXIT_FAILED, EXIT_OK, Subparsers, UserError
+from growcockpit.cli.common import EXIT_FAILED, EXIT_OK, Subparsers, UserError, add_set_arg
 
 
 def add_parsers(sub: Subparsers) -> None:
@@ -34,6 +34,7 @@ def add_parsers(sub: Subparsers) -> None:
         default=0.1,
         help="the last rung's compute as a fraction of the full budget (default 0.1)",
     )
+    add_set_arg(r)  # shared by every candidate, as `train --set`
     r.add_argument("--keep", type=int, default=1, help="winners continued to the full budget")
     r.add_argument("--eta", type=int, default=2, help="1/eta of the candidates go on per rung")
     r.add_argument("--seeds", default="0", help="seeds per candidate, e.g. 0,1 (default 0)")
@@ -100,7 +101,7 @@ def _spec(args: argparse.Namespace, race_dir: Path) -> object:
             depth_controls=not args.no_depth_controls,
         )
         spec = build_race(list(args.plans), args.vary, _seeds(args.seeds), race_dir,
-                          write=False, **build)  # fmt: skip
+                          write=False, fixed=tuple(args.sets), **build)  # fmt: skip
         if old is not None:
             if old.to_json() != spec.to_json():
                 raise UserError(
@@ -108,7 +109,14 @@ def _spec(args: argparse.Namespace, race_dir: Path) -> object:
                     f"(or just --race-dir {race_dir}), or choose another --race-dir"
                 )
             return old
-        spec = build_race(list(args.plans), args.vary, _seeds(args.seeds), race_dir, **build)
+        spec = build_race(
+            list(args.plans),
+            args.vary,
+            _seeds(args.seeds),
+            race_dir,
+            fixed=tuple(args.sets),
+            **build,
+        )
         save_spec(race_dir, spec)
     except (RaceError, RaceDirError) as exc:
         raise UserError(str(exc)) from None

@@ -142,7 +142,7 @@ def source_problems(spec: DataSpec) -> list[Problem]:
     except SourceProblem as exc:
         return [("data.source", _reason(str(exc), spec))]
     if found.kind == "hub":
-        if hub_cached(spec.source, "dataset") or _datasets_cached(spec.source):
+        if hub_cached(spec.source, "dataset") or datasets_cached(spec.source):
             return []
         return [
             (
@@ -162,7 +162,7 @@ def _reason(message: str, spec: DataSpec) -> str:
     return message.removeprefix(f"data.source = {spec.source!r}: ")
 
 
-def _datasets_cached(name: str) -> bool:
+def datasets_cached(name: str) -> bool:
     """`datasets`' own cache of a prepared hub dataset (`owner___name`)."""
     home = os.environ.get("HF_HOME") or os.path.join(
         os.path.expanduser("~"), ".cache", "huggingface"

@@ -180,7 +180,10 @@ def resolve_source(source: str) -> SourceFiles:
     else:
         return SourceFiles("hub", (), (), "hub")
     if not files:
-        raise SourceProblem(f"data.source = {source!r}: nothing readable there; give {WORKS}")
+        raise SourceProblem(
+            f"data.source = {source!r}: no .txt/.jsonl/.parquet files found there, "
+            "nor .arrow files or a save_to_disk directory"
+        )
     for f in files:
         if Path(f).suffix in REFUSED:
             raise _refusal(source, Path(f).suffix)

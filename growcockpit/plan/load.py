@@ -187,6 +187,24 @@ def _model_problems(data: object) -> Problems:
     return []
 
 
+def model_written(text: str | None) -> bool:
+    """Whether the plan text has a [model] table (a text that is not TOML: no)."""
+    if text is None:
+        return True  # written fresh by dump_plan, which writes every section
+    try:
+        return "model" in tomllib.loads(text)
+    except (tomllib.TOMLDecodeError, RecursionError):
+        return False
+
+
+def edited_plan_problems(plan: Plan, source: str, *, model_set: bool) -> list[PlanError]:
+    """The designer's validator: what `plan validate` says of the file it saves, so the two
+    agree. That is `plan_problems`, and the [model] rule (`_model_problems`) while the file
+    has no [model] and no model key was set since (`model_set`)."""
+    missing = [] if model_set else _errors(_model_problems({}), source, None)
+    return missing + _validate(plan, source, None)
+
+
 def _validate(plan: Plan, source: str, text: str | None) -> list[PlanError]:
     from growcockpit.plan.validate import plan_problems
 

@@ -145,7 +145,7 @@ def _plan_of(text: str) -> Plan | None:
         return None
 
 
-def update_text(original_text: str, plan: Plan) -> str:
+def update_text(original_text: str, plan: Plan, sections: tuple[str, ...] = ()) -> str:
     """`original_text` edited to describe `plan`, keeping comments and layout.
 
     Falls back to `dump_plan(plan)` when the original cannot be edited in
@@ -165,7 +165,7 @@ def update_text(original_text: str, plan: Plan) -> str:
             _merge(doc[key], data[key], defaults)
         elif key in doc:
             return dump_plan(plan)
-        elif data[key] != _drop_none(defaults):
+        elif data[key] != _drop_none(defaults) or key in sections:
             table = tomlkit.table()
             for name, value in data[key].items():
                 table.add(name, value)
@@ -227,12 +227,15 @@ def atomic_write_text(path: str | Path, text: str) -> None:
         raise
 
 
-def save_plan(plan: Plan, path: str | Path, original_text: str | None = None) -> None:
+def save_plan(
+    plan: Plan, path: str | Path, original_text: str | None = None, sections: tuple[str, ...] = ()
+) -> None:
     """Write `plan` as TOML to `path` atomically (temp file + os.replace).
 
     With `original_text` (the file as it was loaded), the file is edited in
     place so comments survive; otherwise it is written fresh by `dump_plan`.
-    The plan is not validated here (the editor may save a draft).
+    The plan is not validated here (the editor may save a draft). `sections` are written
+    even when the file left them out and they hold defaults (the designer's [model], once set).
     """
-    text = dump_plan(plan) if original_text is None else update_text(original_text, plan)
+    text = dump_plan(plan) if original_text is None else update_text(original_text, plan, sections)
     atomic_write_text(path, text)

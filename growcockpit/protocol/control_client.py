@@ -16,6 +16,13 @@ from .socket_path import connect_path, peer_uid
 _RECV = 65536
 
 
+def _no_socket(run_dir: Path) -> str | None:
+    """Why there is no socket when there is no run directory at all (None: there is one)."""
+    if not Path(run_dir).is_dir():
+        return f"{run_dir}: no such run directory; list runs with `ls runs/`"
+    return None
+
+
 def send_command(run_dir: Path, request: CommandRequest, timeout: float = 60.0) -> CommandAck:
     """Send one command to the backend of `run_dir` and wait for its ack.
 
@@ -31,7 +38,7 @@ def send_command(run_dir: Path, request: CommandRequest, timeout: float = 60.0) 
         f"{path}: no backend is listening (the run has finished or crashed); {status_hint}"
     )
     if not os.path.lexists(path):
-        raise ControlError(not_listening)
+        raise ControlError(_no_socket(run_dir) or not_listening)
     deadline = time.monotonic() + timeout
     with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as sock:
         try:

@@ -155,6 +155,13 @@ def _write(path: Path, text: str, write: bool) -> str:
     return str(path)
 
 
+def _which_flag(message: str, fixed: tuple[str, ...]) -> str:
+    """An override's error names `--set`; one that came from a --vary choice says so."""
+    if any(f"--set {item}" in message for item in fixed):
+        return message
+    return message.replace("--set ", "--vary ", 1)
+
+
 def build_race(
     plan_paths: list[Path],
     vary: list[str],
@@ -168,10 +175,12 @@ def build_race(
     control: bool = False,
     depth_controls: bool = True,
     write: bool = True,
+    fixed: tuple[str, ...] = (),
 ) -> RaceSpec:
     """Every candidate's plan, checked and (with `write`) written under `race_dir/plans/`;
     the rungs. With `control`, each growth candidate's control (race/control.py) too;
-    with `depth_controls`, the fixed-size controls (race/depth_controls.py)."""
+    with `depth_controls`, the fixed-size controls (race/depth_controls.py).
+    `fixed`: `--set KEY=VALUE` overrides every candidate (and the baseline) shares."""
     if not plan_paths:
         raise RaceError("give at least one plan file")
     if not 0 < budget_fraction <= 1:
@@ -182,25 +191,28 @@ def build_race(
     grown: list[tuple[int, dict[str, Any]]] = []  # growth candidates and their tables
     for path in plan_paths:
         data, text = _raw(path)
-        for sets in _variations(varies):
+        for choice in _variations(varies):
+            sets = [*fixed, *choice]
             try:
                 plan = overridden_plan(data, sets, str(path), text)
-            except PlanError as exc:  # a choice of a --vary, not a --set
-                raise RaceError(str(exc).replace("--set ", "--vary ", 1)) from None
+            except PlanError as exc:  # a choice of a --vary, or a --set
+                raise RaceError(_which_flag(str(exc), fixed)) from None
             if plan.metrics.eval_every_steps <= 0:
                 raise RaceError(
                     f"{path}: metrics.eval_every_steps: a race measures validation loss; "
                     "set it in the plan or with --set metrics.eval_every_steps=50"
                 )
-            made.append((_label(plan.name, sets), plan.name, sets, is_full_depth(plan), plan, text))
+            made.append(
+                (_label(plan.name, choice), plan.name, sets, is_full_depth(plan), plan, text)
+            )
             if control and not is_full_depth(plan):
                 grown.append((len(made) - 1, apply_overrides(data, map(parse_override, sets))))
             if first is None:
                 first = (data, plan)
     assert first is not None
     base_sets: list[list[str]] = []  # the choices of the non-stage keys
-    for sets in _variations(varies):
-        kept = [s for s in sets if not s.startswith("stages.")]
+    for choice in _variations(varies):
+        kept = [s for s in [*fixed, *choice] if not s.startswith("stages.")]
         if kept not in base_sets:
             base_sets.append(kept)
     if not any(m[3] for m in made):  # the baseline, at the same choices of the other keys
@@ -210,7 +222,8 @@ def build_race(
                 plan = plan_from_dict(apply_overrides(base, [parse_override(s) for s in sets]))
             except PlanError as exc:
                 raise RaceError(f"the full-depth baseline: {exc}") from None
-            made.append((_label(plan.name, sets), plan.name, sets, True, plan, dump_plan(plan)))
+            label = _label(plan.name, [s for s in sets if s not in fixed])
+            made.append((label, plan.name, sets, True, plan, dump_plan(plan)))
     budget = plan_flops(made[0][4])  # the first plan's; the baseline costs the same
     depths = _depth_controls(first, base_sets, budget) if depth_controls else []
     made += [m for m, _ in depths]

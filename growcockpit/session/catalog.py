@@ -12,6 +12,7 @@ import tomllib
 from dataclasses import dataclass, replace
 from pathlib import Path
 
+from growcockpit.plan import PlanError, plan_from_dict
 from growcockpit.protocol import safe_fs
 from growcockpit.protocol.run_notes import RunNotes, read_notes_quietly
 from growcockpit.protocol.rundir import RunDirError, RunPaths, pid_alive, read_status
@@ -82,7 +83,7 @@ def _plan_entry(path: Path, origin: str) -> PlanEntry | None:
         return None  # some other TOML file (pyproject.toml …)
     raw_model = data.get("model")
     model: dict[str, object] = raw_model if isinstance(raw_model, dict) else {}
-    steps = sum(int(s.get("steps", 0) or 0) for s in stages if isinstance(s, dict))
+    steps = _planned_steps(data, stages)
     return PlanEntry(
         path=path,
         name=str(data.get("name") or path.stem),
@@ -92,6 +93,15 @@ def _plan_entry(path: Path, origin: str) -> PlanEntry | None:
         final_layers=int(str(model.get("final_layers", 0) or 0)),
         description=str(data.get("description", "")),
     )
+
+
+def _planned_steps(data: dict[str, object], stages: list[object]) -> int:
+    """The steps a run of the plan trains, as `plan validate` counts them: with a [budget],
+    the fill stage's fitted steps, not the ones written (or left out) in the file."""
+    try:
+        return plan_from_dict(data, validate=False).total_steps
+    except PlanError:  # not a plan yet: what the file says
+        return sum(int(s.get("steps", 0) or 0) for s in stages if isinstance(s, dict))
 
 
 def list_plans(workdir: Path | None = None, samples: Path | None = None) -> list[PlanEntry]:

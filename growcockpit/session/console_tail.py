@@ -55,6 +55,12 @@ def clean_line(raw: bytes, max_chars: int = MAX_CHARS) -> str:
     return text if len(text) <= max_chars else text[: max_chars - 1] + "…"
 
 
+ABSENT_NOTE = (
+    "no backend.log here yet: a run started with a foreground `growcockpit train` prints to "
+    "its own terminal; runs started with --detach or from the cockpit write backend.log"
+)
+
+
 class ConsoleTail:
     """The last `max_lines` lines of a growing log file (see the module docstring)."""
 
@@ -77,6 +83,7 @@ class ConsoleTail:
         self._partial = b""
         self._skip_partial = False  # started mid-line: drop bytes up to the first newline
         self.problem = ""  # why the log cannot be read now ("" when it can, or is absent)
+        self.absent = False  # no file yet and nothing read: the view says ABSENT_NOTE
         self.restarts = 0  # truncations and replacements seen
 
     # ---- the view's side -------------------------------------------------------------
@@ -101,6 +108,7 @@ class ConsoleTail:
         except FileNotFoundError:
             if self._ident is not None:  # removed: whatever comes next is a new file
                 self._ident = None
+            self.absent = self._next == 0
             return 0
         except (OSError, safe_fs.RunDirError) as exc:
             return self._refuse(str(exc).splitlines()[0] if str(exc) else repr(exc))
@@ -111,6 +119,7 @@ class ConsoleTail:
         finally:
             os.close(fd)
         self.problem = ""
+        self.absent = False
         return self._take(data)
 
     def _refuse(self, problem: str) -> int:

@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from growcockpit.plan.types import Plan, Stage
+from growcockpit.protocol.wording import counted, speed_word
 from growcockpit.resources import sample_plans_dir
 
 
@@ -24,8 +25,8 @@ def estimate(plan: Plan) -> tuple[Any, str]:
         return cost, "cost estimate: –"
     return cost, (
         f"estimated compute: {1 / speedup:.2f}× the full-depth baseline "
-        f"({plan.model.final_layers} layers, {plan.total_steps} steps, all trained): "
-        f"{speedup:.2f}× faster"
+        f"({counted(plan.model.final_layers, 'layer')}, {counted(plan.total_steps, 'step')}, "
+        f"all trained): {speed_word(speedup)}"
     )
 
 
@@ -43,9 +44,9 @@ def plan_summary(plan: Plan) -> str:
     m, d, o = plan.model, plan.data, plan.optim
     return (
         f"model {m.family} · hidden {m.hidden_size} · {m.num_heads} heads · "
-        f"{m.final_layers} layers at the end · seq {m.max_seq_len}\n"
+        f"{counted(m.final_layers, 'layer')} at the end · seq {m.max_seq_len}\n"
         f"data {d.source} · tokenizer {d.tokenizer} · {o.name} lr {o.lr:g} · "
-        f"batch {o.batch_size} · {len(plan.stages)} stages, {plan.total_steps} steps"
+        f"batch {o.batch_size} · {counted(len(plan.stages), 'stage')}, {counted(plan.total_steps, 'step')}"
     )
 
 

@@ -51,7 +51,7 @@ class CandidateView:
     key: str
     baseline: bool
     control: bool
-    state: str  # racing | cut | winner | finished | failed
+    state: str  # racing | cut | winner | finished | failed | stopping | stopped
     cut_at: int | None  # 0-based rung
     rung_losses: list[float | None]
     flops: float
@@ -100,21 +100,28 @@ class RaceReadError(Exception):
 
 
 def leader_of(rows: list[Row]) -> str | None:
-    """The winner once there is one; before, the best at the furthest rung measured,
-    among the candidates not cut there (None before any rung has a value)."""
+    """The winner once there is one; before, the best at the furthest rung where two or
+    more candidates not cut have a value: one value alone leads nothing (None then)."""
     winners = [r.key for r in rows if r.state in ("winner", "finished")]
     if winners:
         return winners[0]
-    measured = [i for r in rows for i, v in enumerate(r.rung_losses) if v is not None]
-    if not measured:
-        return None
-    top = max(measured)
-    values = {
-        r.key: r.rung_losses[top]
-        for r in rows
-        if r.rung_losses[top] is not None and r.state not in ("cut", "failed")
-    }
-    return ranked(values)[0] if values else None
+    measured = {i for r in rows for i, v in enumerate(r.rung_losses) if v is not None}
+    for top in sorted(measured, reverse=True):
+        values = {
+            r.key: r.rung_losses[top]
+            for r in rows
+            if r.rung_losses[top] is not None and r.state not in ("cut", "failed")
+        }
+        if len(values) >= 2:
+            return ranked(values)[0]
+    return None
+
+
+def shown_state(state: str, status: RaceStatus) -> str:
+    """A candidate's word: one still "racing" in a race stopped (or stopping) says so."""
+    if state == "racing" and status in ("stopped", "stopping"):
+        return status
+    return state
 
 
 def rungs_done(rows: list[Row], rungs: int) -> int:
@@ -200,12 +207,13 @@ def load_race_view(race_dir: Path, *, curves: bool = True) -> RaceView:
             raise RaceReadError(f"{race_dir}: not a readable race ({exc})") from None
         rows = result.rows
     leader = leader_of(rows)
+    status = status_of(race_live(race_dir), stop_requested(race_dir), rows, spec.finish)
     views = [
         CandidateView(
             r.key,
             r.baseline,
             r.controls is not None,
-            r.state,
+            shown_state(r.state, status),
             r.cut_at,
             r.rung_losses,
             r.flops,
@@ -216,7 +224,6 @@ def load_race_view(race_dir: Path, *, curves: bool = True) -> RaceView:
         )  # fmt: skip
         for r in rows
     ]
-    status = status_of(race_live(race_dir), stop_requested(race_dir), rows, spec.finish)
     verdict = (
         [verdict_line(result), *control_lines(result), *gate_lines(result)]
         if result

@@ -19,13 +19,17 @@ from __future__ import annotations
 
 import hmac
 import logging
+import re
 import secrets
 import socket
 from collections.abc import Awaitable, Callable
+from pathlib import Path
 from typing import Any
 
 import aiohttp_jinja2
+import jinja2
 from aiohttp import web
+from rich.console import Console
 from textual_serve.server import Server
 
 COOKIE = "growcockpit_token"
@@ -93,6 +97,9 @@ class TokenServer(Server):
 
     def __init__(self, command: str, *, token: str | None, **kwargs: Any) -> None:
         super().__init__(command, **kwargs)
+        # textual-serve's banner repeats the whole command (absolute paths); serve() prints
+        # the one line a user needs, the URL
+        self.console = Console(quiet=True)
         self.token = token
         self.cookie = cookie_name(int(kwargs.get("port", 8000)))
 
@@ -103,6 +110,7 @@ class TokenServer(Server):
 
     async def _make_app(self) -> web.Application:
         app = await super()._make_app()
+        aiohttp_jinja2.setup(app, loader=jinja2.DictLoader({INDEX: offline_index()}))
         if self.token is not None:
             app.middlewares.append(self._guard)
             app.router.add_get("/ws/{token}", self.handle_websocket, name="websocket-token")
@@ -126,6 +134,19 @@ class TokenServer(Server):
         if self.token is not None:
             context["app_websocket_url"] += f"/{self.token}"
         return context
+
+
+INDEX = "app_index.html"
+_WEB_FONT = re.compile(r"<link[^>]*https?://[^>]*>\s*", re.S)
+
+
+def offline_index() -> str:
+    """textual-serve's page without what it fetches from outside (its web font: the
+    terminal falls back to the local monospace font), so `serve` works offline."""
+    import textual_serve
+
+    page = Path(textual_serve.__file__).parent / "templates" / INDEX
+    return _WEB_FONT.sub("", page.read_text(encoding="utf-8"))
 
 
 def serve(command: str, host: str, port: int, token: str | None) -> None:

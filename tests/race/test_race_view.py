@@ -135,3 +135,25 @@ def test_unreadable_race_is_one_line_and_listed_as_such(tmp_path: Path) -> None:
     (entry,) = list_races(tmp_path)
     assert entry.status == "unreadable" and "not a readable race" in entry.problem
     assert list_races(tmp_path / "missing") == []
+
+
+def test_one_value_alone_leads_nothing() -> None:
+    """The ★ once marked the only candidate with a value, before any comparison."""
+    assert leader_of([row("a", [3.0, None]), row("b", [None, None])]) is None
+    assert leader_of([row("a", [3.0, 2.0]), row("b", [2.9, None])]) == "b"  # rung 1: a alone
+
+
+def test_a_stopped_race_says_so_for_its_candidates(tmp_path: Path) -> None:
+    """After `s`, every candidate still said "racing"."""
+    from growcockpit.race import build_race
+    from growcockpit.race.candidates import SPEC_FILE
+    from growcockpit.race.presence import request_stop
+    from growcockpit.session.race_view import load_race_view
+
+    plan = Path(__file__).with_name("tiny-race.toml")
+    spec = build_race([plan], [], [0], tmp_path, budget_fraction=0.5)
+    (tmp_path / SPEC_FILE).write_text(spec.to_json())
+    assert {c.state for c in load_race_view(tmp_path, curves=False).candidates} == {"racing"}
+    request_stop(tmp_path)
+    view = load_race_view(tmp_path, curves=False)
+    assert view.status == "stopped" and {c.state for c in view.candidates} == {"stopped"}

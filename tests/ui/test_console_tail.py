@@ -109,3 +109,11 @@ def test_clean_line() -> None:
     assert clean_line(b"\x1b]0;title\x07bell \x07 and \xff") == "bell \\x07 and \ufffd"
     assert clean_line(b"x" * 50, max_chars=10) == "x" * 9 + "…"
     assert clean_line(b"bidi \xe2\x80\xae") == "bidi \\u202e"
+
+
+def test_an_absent_log_says_where_the_output_goes(tmp_path: Path) -> None:
+    """A foreground `train` writes no backend.log: the Console tab was empty, with no hint."""
+    tail = ConsoleTail(tmp_path / "backend.log")
+    assert tail.poll() == 0 and tail.absent
+    (tmp_path / "backend.log").write_text("step 1\n")
+    assert tail.poll() == 1 and not tail.absent

@@ -92,3 +92,16 @@ async def test_filter_over_layers_events_and_console(tmp_path: Path) -> None:
         await pilot.press("slash", *"frozen", "escape")  # Esc in the prompt clears too
         await pilot.pause()
         assert not screen.view_filter.active and app.screen is screen
+
+
+async def test_console_of_a_run_without_backend_log_says_why(tmp_path: Path) -> None:
+    """A foreground `growcockpit train` prints to its terminal: the tab said nothing at all."""
+    from growcockpit.session.console_tail import ABSENT_NOTE
+
+    run = write_recorded_run(tmp_path / "mslt-demo", finished=False, upto_step=30)
+    app = GrowCockpitApp(run_dir=run, clock=lambda: T0 + 100)
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        console = app.screen.query_one(ConsolePanel)
+        await pilot.press("6")
+        await wait_for(pilot, lambda: console.shown == [ABSENT_NOTE], "the hint")

@@ -170,3 +170,28 @@ def test_a_resume_cuts_only_when_the_log_went_further() -> None:
     assert [m.kind for m in state.markers] == ["rollback"]
     line = next(e for e in state.log if e.kind == "rollback")
     assert line.text.startswith("resumed from step-20: the steps logged after it are dropped")
+
+
+def test_the_prompt_says_stage_edits_after_the_checkpoint_are_undone() -> None:
+    """A rollback brings the checkpoint's plan back: edits made after it once came back
+    undone without a word (636 steps for the 586 set)."""
+    from repo_paths import TINY_TOML
+
+    from growcockpit.plan import loads_plan, plan_to_dict
+    from growcockpit.protocol.events import Checkpoint, PlanChanged, RunStarted
+    from growcockpit.ui.screens.command_text import rollback_body
+
+    plan = plan_to_dict(loads_plan(TINY_TOML.read_text()))
+    state = _folded(
+        [
+            RunStarted(t=1.0, run_id="r", plan=plan),
+            Checkpoint(t=2.0, step=30, path="runs/r/checkpoints/step-30", reason="every"),
+            PlanChanged(t=3.0, step=40, from_stage=1, plan=plan),
+        ]
+    )
+    assert state.plan_edit_steps == [40]
+    body = rollback_body(45, state.last_checkpoint, state.plan_edit_steps)
+    assert "stage edits at step 40 are undone" in body
+    assert "undone" not in rollback_body(45, "runs/r/checkpoints/step-40", [30])
+    state.apply_all([RolledBack(t=4.0, step=30, stage=0, step_in_stage=30, from_step=45)])
+    assert state.plan_edit_steps == []

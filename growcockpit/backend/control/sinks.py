@@ -20,6 +20,7 @@ from growcockpit.protocol.events import (
     Step,
     WarningEvent,
 )
+from growcockpit.protocol.wording import counted
 
 if TYPE_CHECKING:
     from growcockpit.export import Mirrors
@@ -86,11 +87,11 @@ def console_line(event: Event, every: int) -> str | None:
         )
     if isinstance(event, StageStarted):
         return (
-            f"== stage {event.index + 1} {event.name}: {event.layers} layers via {event.operator}, "
+            f"== stage {event.index + 1} {event.name}: {counted(event.layers, 'layer')} via {event.operator}, "
             f"training layers {event.trainable_layers or 'none'} for {event.steps} steps"
         )
     if isinstance(event, Grow):
-        return f"   grow {event.operator}: {event.from_layers} -> {event.to_layers} layers ({event.detail})"
+        return f"   grow {event.operator}: {event.from_layers} -> {counted(event.to_layers, 'layer')} ({event.detail})"
     if isinstance(event, Eval):
         return f"   eval step {event.step}: val loss {event.val_loss:.4f}  ppl {event.val_ppl:.1f}"
     if isinstance(event, ModelLoaded):

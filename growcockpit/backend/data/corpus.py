@@ -14,6 +14,7 @@ import os
 from collections.abc import Iterator
 from dataclasses import dataclass
 
+from growcockpit.plan.data_checks import datasets_cached, hub_cached
 from growcockpit.plan.data_source import SourceProblem, resolve_source
 from growcockpit.protocol.safe_text import quoted
 
@@ -87,7 +88,8 @@ def iter_line_batches(corpus: Corpus, batch_lines: int = 8192) -> Iterator[list[
         ) from None
     datasets.disable_progress_bars()
     if corpus.kind == "hub":
-        if os.environ.get("HF_HUB_OFFLINE") == "1" or os.environ.get("HF_DATASETS_OFFLINE") == "1":
+        offline = "1" in (os.environ.get("HF_HUB_OFFLINE"), os.environ.get("HF_DATASETS_OFFLINE"))
+        if offline and not (hub_cached(corpus.name, "dataset") or datasets_cached(corpus.name)):
             raise DataError(
                 f"data.source = {quoted(corpus.name)} is a hub dataset but HF_HUB_OFFLINE=1; "
                 "download it first, or point data.source at local files"

@@ -66,6 +66,7 @@ def on_plan_changed(state: RunData, ev: PlanChanged) -> None:
         )
         return
     state.plan_dict = dict(ev.plan)
+    state.plan_edit_steps.append(ev.step)
     started = state.stages[: ev.from_stage]
     state.stages = started + stages_of(plan)[ev.from_stage :]
     first, last = ev.from_stage + 1, len(state.stages)

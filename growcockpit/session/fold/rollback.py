@@ -74,6 +74,7 @@ def on_rolled_back(state: RunData, ev: RolledBack) -> None:
     if state.plateau is not None and state.plateau.step > ev.step:
         state.plateau = None  # the next plateau check says where the restored trigger stands
     state.step = ev.step
+    state.plan_edit_steps[:] = [s for s in state.plan_edit_steps if s <= ev.step]
     state.tokens = ev.tokens
     state.lr_scale = ev.lr_scale
     _restore_stage(state, ev)

@@ -55,6 +55,7 @@ class RunData:
     t_last: float | None = None
     t_finished: float | None = None
     last_checkpoint: str | None = None
+    plan_edit_steps: list[int] = field(default_factory=list)  # steps of accepted edit_stages
     pause_reason: str = ""  # the Paused event's while paused: a blow-up offers a rollback
     cpu_pct: float | None = None
     rss_bytes: int | None = None

@@ -45,18 +45,36 @@ def rollback_args(value: str) -> dict[str, int]:
     return {"step": int(value)} if value.strip() else {}
 
 
-def rollback_body(step: int, last_checkpoint: str | None) -> str:
-    """What the rollback prompt tells before anything is restored."""
+def rollback_body(step: int, last_checkpoint: str | None, edit_steps: list[int] = []) -> str:  # noqa: B006
+    """What the rollback prompt tells before anything is restored, including that the
+    checkpoint's plan comes back: stage edits made after it are undone (a user once got
+    636 steps back for the 586 they had set, without a word)."""
     latest = (
         f"the latest is {PurePath(last_checkpoint).name}"
         if last_checkpoint
         else "none seen yet in this log"
     )
-    return (
+    body = (
         f"Restore a checkpoint (step {step} now; {latest}): weights, optimizer, stage,\n"
-        "LR scale and data position go back to it, and later checkpoints move to\n"
+        "LR scale, data position and plan go back to it, and later checkpoints move to\n"
         "checkpoints/rolled-back/. Type a checkpoint's step, or leave empty for the latest."
     )
+    saved = checkpoint_step(last_checkpoint)
+    undone = [s for s in edit_steps if saved is None or s >= saved]
+    if undone:
+        at = ", ".join(str(s) for s in undone)
+        body += (
+            f"\nYour stage edits at step {at} are undone when the checkpoint predates them:"
+            "\nedit the remaining stages again (e) after the rollback."
+        )
+    return body
+
+
+def checkpoint_step(path: str | None) -> int | None:
+    """The step of a checkpoint directory `…/step-200` (None when it is not one)."""
+    name = PurePath(path).name if path else ""
+    digits = name.removeprefix("step-")
+    return int(digits) if name.startswith("step-") and digits.isdigit() else None
 
 
 def rollback_scale_problem(value: str) -> str:

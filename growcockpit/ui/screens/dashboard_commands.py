@@ -180,7 +180,9 @@ class DashboardCommands(Screen[None]):
             if blown_up(self.state):
                 self._offer_blow_up_rollback()
                 return
-            body = texts.rollback_body(self.state.step, self.state.last_checkpoint)
+            body = texts.rollback_body(
+                self.state.step, self.state.last_checkpoint, list(self.state.plan_edit_steps)
+            )
 
         def done(value: str | None) -> None:
             if value is not None:

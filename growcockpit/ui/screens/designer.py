@@ -1,7 +1,7 @@
 """The plan designer: edit a plan's stages and sections in place, validated as you type.
 
 Every keystroke updates the screen's own `Plan`, which is re-checked with the
-same validator as `growcockpit plan validate` (`plan_problems`); each problem
+same validator as `growcockpit plan validate` (`edited_plan_problems`); each problem
 is shown under its field, its stage row is marked ⚠, and the stage timeline
 and the cost estimate follow along. Saving edits the original file with
 tomlkit, so the user's comments and layout survive (`save_plan(...,
@@ -20,11 +20,13 @@ from typing import Any
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, VerticalScroll
+from textual.content import Content
 from textual.message import Message
 from textual.widgets import Button, DataTable, Footer, Input, Select, Static, TabbedContent, TabPane
 
-from growcockpit.plan import PlanError, fit_budget, load_plan, plan_problems
+from growcockpit.plan import PlanError, fit_budget, load_plan
 from growcockpit.plan.budget import apply_fit
+from growcockpit.plan.load import edited_plan_problems, model_written
 from growcockpit.plan.show import budget_lines
 from growcockpit.plan.types import BudgetSpec, Plan
 from growcockpit.protocol.token_index import data_state
@@ -84,6 +86,7 @@ class DesignerScreen(DesignerSaving):
         self.plan: Plan | None = None
         self.original_text: str | None = None
         self.error = ""
+        self.model_set = True  # False while the file has no [model] and none of its keys was set
         self.dirty = False
         self.cost: Any = None
         self.selected = 0
@@ -95,11 +98,14 @@ class DesignerScreen(DesignerSaving):
     def _load(self) -> None:
         if self.plan_path is None:
             self.plan = self.draft or new_plan(unique_name("my-plan", set()))
-            self.dirty = True
+            # a fresh plan is not "modified" until edited; a generated draft ("grow this") is
+            # work the user would lose by leaving
+            self.dirty = self.draft is not None
             return
         try:
             self.original_text = self.plan_path.read_text(encoding="utf-8")
             self.plan = load_plan(self.plan_path, validate=False)
+            self.model_set = model_written(self.original_text)
         except (PlanError, OSError) as exc:
             self.error = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
 
@@ -170,7 +176,9 @@ class DesignerScreen(DesignerSaving):
             fit is not None and fit.fill_index == self.selected,
             fit.fitted_steps if fit is not None else 0,
         )
-        self.problems = plan_problems(plan, source=display_path(self.plan_path))
+        self.problems = edited_plan_problems(
+            plan, display_path(self.plan_path), model_set=self.model_set
+        )
         by_key = designer_status.errors_by_key(self.problems, self.field_errors)
         stage_prefix = f"stages[{self.selected}]."
         self.query_one(StageForm).show_errors(designer_status.scoped_errors(by_key, stage_prefix))
@@ -199,7 +207,8 @@ class DesignerScreen(DesignerSaving):
         box = self.query_one("#plan-problems", Static)
         box.set_class(bool(by_key), "-bad")
         box.set_class(not by_key, "-good")
-        box.update(designer_status.problems_line(by_key, self.plan, self.remaining))
+        # literal text: a problem may name a table such as [model], which is not markup
+        box.update(Content(designer_status.problems_line(by_key, self.plan, self.remaining)))
 
     def _show_title(self) -> None:
         assert self.plan is not None
@@ -243,6 +252,7 @@ class DesignerScreen(DesignerSaving):
         else:
             self.field_errors.pop(key, None)
             plan_edits.set_field(plan, message.scope, message.key, form.index, message.value)
+            self.model_set = self.model_set or message.scope == "model"
         self.dirty = True
         self.revalidate()
 

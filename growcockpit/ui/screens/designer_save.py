@@ -41,6 +41,7 @@ class DesignerSaving(Screen[list[dict[str, Any]] | None]):
     plan: Plan | None
     plan_path: Path | None
     original_text: str | None
+    model_set: bool
     dirty: bool
     remaining: bool
     locked: int
@@ -97,7 +98,8 @@ class DesignerSaving(Screen[list[dict[str, Any]] | None]):
     def _write(self, path: Path) -> None:
         assert self.plan is not None
         try:
-            save_plan(self.plan, path, original_text=self.original_text)
+            model = ("model",) if self.model_set else ()
+            save_plan(self.plan, path, original_text=self.original_text, sections=model)
             self.original_text = path.read_text(encoding="utf-8")
         except OSError as exc:
             self.notify(f"cannot save {path}: {exc.strerror or exc}", severity="error")

@@ -39,7 +39,7 @@ COLOURS = ("cyan", "magenta", "green", "yellow", "blue", "red", "white", "orange
 CUT_COLOUR = "gray"
 LEADER = "★ "
 STATE_STYLE = {"racing": "", "cut": "dim", "winner": "bold green", "finished": "bold cyan",
-               "failed": "bold red"}  # fmt: skip
+               "failed": "bold red", "stopping": "yellow", "stopped": "yellow"}  # fmt: skip
 PLOTS = (("#race-flops", "flops", "val loss vs estimated FLOPs · vertical lines: the rungs"),
          ("#race-time", "wall", "val loss vs training time"))  # fmt: skip
 HELP = """\

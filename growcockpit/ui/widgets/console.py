@@ -15,7 +15,7 @@ from rich.text import Text
 from textual import work
 from textual.worker import get_current_worker
 
-from growcockpit.session.console_tail import MAX_LINES, ConsoleLine, ConsoleTail
+from growcockpit.session.console_tail import ABSENT_NOTE, MAX_LINES, ConsoleLine, ConsoleTail
 from growcockpit.ui.widgets.filtered_log import FilteredLog
 
 POLL_S = 0.25
@@ -40,6 +40,7 @@ class ConsolePanel(FilteredLog):
         super().__init__(id=id, max_lines=MAX_LINES)
         self.tail = tail
         self._next = 0
+        self._hinted = False
 
     def on_mount(self) -> None:
         self.border_title = f"console · {self.tail.path.name} (the backend's stdout and stderr)"
@@ -56,6 +57,9 @@ class ConsolePanel(FilteredLog):
     def draw_new(self) -> None:
         """Draw the lines the tail read since the last call (a memory copy, no I/O)."""
         lines = self.tail.since(self._next)
+        if not lines and self.tail.absent and not self._hinted:
+            self._hinted = True  # once: the file may never come (a foreground `train`)
+            self.add_texts([Text(ABSENT_NOTE, style=NOTE_STYLE)])
         if lines:
             self._next = lines[-1].n + 1
             self.add_texts([line_text(ln) for ln in lines])

@@ -1,0 +1,66 @@
+"""Issue 32 §2.9: the small things a new user tripped on, each checked as the user met it."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+from repo_paths import REPO
+
+from growcockpit.cli import build_parser, main
+from growcockpit.plan import load_plan
+from growcockpit.protocol.wording import counted, speed_word
+from growcockpit.race import build_race
+
+RACE_PLAN = REPO / "tests" / "race" / "tiny-race.toml"
+
+
+def test_ctl_on_a_directory_that_is_no_run_says_so(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main(["ctl", str(tmp_path / "nope"), "pause"]) != 0
+    err = capsys.readouterr().err
+    assert "no such run directory" in err and "finished or crashed" not in err
+
+
+@pytest.mark.skipif(shutil.which("git") is None, reason="git is not installed")
+def test_races_and_saved_plans_are_ignored_by_git() -> None:
+    paths = ["races/r/spec.json", "plans/mine.toml", "my-plan.toml"]
+    kept = ["pyproject.toml", "sample_plans/cpu-demo.toml", "tests/plans/tiny.toml"]
+    res = subprocess.run(
+        ["git", "check-ignore", "--no-index", *paths, *kept],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+    )
+    assert sorted(res.stdout.split()) == sorted(paths)
+
+
+def test_counts_and_speeds_read_as_words() -> None:
+    assert counted(1, "stage") == "1 stage" and counted(2, "layer") == "2 layers"
+    assert speed_word(1.25) == "1.25× faster" and speed_word(0.88) == "1.14× slower"
+
+
+def test_plan_validate_says_1_stage(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["plan", "validate", str(REPO / "sample_plans" / "cpu-baseline.toml")]) == 0
+    out = capsys.readouterr().out
+    assert "(1 stage, " in out and "1 stages" not in out
+
+
+def test_help_says_a_bare_growcockpit_opens_home() -> None:
+    text = build_parser().format_help()
+    assert "Home" in text and "CPU demo" not in text
+
+
+def test_race_takes_set_like_train(tmp_path: Path) -> None:
+    args = build_parser().parse_args(["race", str(RACE_PLAN), "--set", "optim.lr=7e-4"])
+    assert args.sets == ["optim.lr=7e-4"]
+    spec = build_race([RACE_PLAN], [], [0], tmp_path, budget_fraction=0.5, fixed=("optim.lr=7e-4",))
+    for candidate in spec.candidates:  # the growth plan and its baseline alike
+        assert load_plan(candidate.plan_files[0]).optim.lr == 7e-4
+    assert [c.key for c in spec.candidates] == [
+        c.key
+        for c in build_race([RACE_PLAN], [], [0], tmp_path / "b", budget_fraction=0.5).candidates
+    ]  # labels name the --vary choices only
