@@ -22,6 +22,7 @@ from torch import nn
 
 from growcockpit.plan.types import MetricsSpec
 from growcockpit.protocol.events import Eval
+from growcockpit.tracking.options import TrackOptions
 from growcockpit.tracking.tracker import Tracker
 
 TRAINER = "lightning.Trainer"
@@ -56,11 +57,7 @@ class CockpitLightningCallback(pl.Callback):
         metrics: MetricsSpec | None = None,
         tokens: Callable[[Any], int] = batch_tokens,
     ) -> None:
-        self.run_dir = Path(run_dir)
-        self.name = name
-        self.config = dict(config or {})
-        self.layers = layers
-        self.metrics = metrics
+        self.options = TrackOptions(Path(run_dir), name, dict(config or {}), layers, metrics)
         self.count_tokens = tokens
         self.tracker: Tracker | None = None
         self._loss: torch.Tensor | None = None
@@ -79,21 +76,14 @@ class CockpitLightningCallback(pl.Callback):
         def save(folder: Path) -> None:
             trainer.save_checkpoint(folder / "lightning.ckpt")
 
-        self.tracker = Tracker(
-            self.run_dir,
+        self.tracker = self.options.open(
+            Tracker,
             pl_module,
             trainer.optimizers[0],
-            config={
-                **self.config,
-                "max_steps": trainer.max_steps,
-                "max_epochs": trainer.max_epochs,
-            },
-            name=self.name,
-            layers=self.layers,
+            {"max_steps": trainer.max_steps, "max_epochs": trainer.max_epochs},
             scheduler=schedulers[0].scheduler if schedulers else None,
             save=save,
             total_steps=total,
-            metrics=self.metrics,
             trainer=TRAINER,
         )
         self.tracker.step_count = trainer.global_step
