@@ -1,15 +1,17 @@
 """Cost of `growcockpit.track` on a user's own loop: tracked at the default cadence vs untracked.
 
-Two copies of the same GPT-2 (same weights, optimizer and batches) train in alternating
-blocks of `--block` steps (A/B/A/B…), so machine drift hits both alike; one is a plain
-loop, the other the same loop with `cockpit.step(loss=loss, tokens=n)` after each
-optimizer step (events, per-layer stats every 5 steps, block timings every 10, system
-samples every 2 s, the control socket polled: the defaults). Blocks are multiples of the
-cadences, so tracked blocks hold their fair share of sampled steps. Prints one line:
+Two copies of the same GPT-2 (same weights, optimizer and batches) take turns step by step
+(A/B/A/B…), so machine drift and other processes hit both alike; one is a plain loop, the
+other the same loop with `cockpit.step(loss=loss, tokens=n)` after each optimizer step
+(events, per-layer stats every 5 steps, block timings every 10, system samples every 2 s,
+the control socket polled: the defaults). A round is `--block` steps of each (a multiple of
+the cadences, so each tracked round holds its fair share of sampled steps); the overhead is
+the median over rounds of tracked/untracked time (robust to a load spike in one round),
+beside the ratio of the totals. Prints one line:
 
-    track overhead: tracked=0.412s/step untracked=0.405s/step overhead=+1.7% (target <= 2%)
+    track overhead: tracked=0.412s/step untracked=0.405s/step overhead=+1.7% (target <= 2%) ...
 
-Usage: python bench/track_overhead.py [--rounds 6] [--block 10] [--layers 4] [--hidden 256]
+Usage: python bench/track_overhead.py [--rounds 12] [--block 10] [--layers 4] [--hidden 256]
        [--seq 128] [--batch 8] [--json out.json]
 """
 
@@ -43,26 +45,31 @@ def _step(model: torch.nn.Module, opt: torch.optim.Optimizer, ids: torch.Tensor)
     return loss
 
 
-def _block(
-    model: torch.nn.Module,
-    opt: torch.optim.Optimizer,
+def _round(
+    plain: tuple[torch.nn.Module, torch.optim.Optimizer],
+    tracked: tuple[torch.nn.Module, torch.optim.Optimizer],
     batches: list[torch.Tensor],
     cockpit: Tracker | None,
-) -> float:
-    """Seconds per step over one block (the loss read every step in both, as a loop logs it)."""
-    start = time.perf_counter()
+) -> tuple[float, float]:
+    """Seconds per step of each arm over one round, the arms taking turns step by step.
+
+    Both read the loss every step (as a loop that logs it does)."""
+    spent = [0.0, 0.0]
     for ids in batches:
-        loss = _step(model, opt, ids)
-        if cockpit is not None:
-            cockpit.step(loss=loss, tokens=ids.numel())
-        else:
-            float(loss.detach())
-    return (time.perf_counter() - start) / len(batches)
+        for arm, (model, opt) in enumerate((plain, tracked)):
+            start = time.perf_counter()
+            loss = _step(model, opt, ids)
+            if arm == 1 and cockpit is not None:
+                cockpit.step(loss=loss, tokens=ids.numel())
+            else:
+                float(loss.detach())
+            spent[arm] += time.perf_counter() - start
+    return spent[0] / len(batches), spent[1] / len(batches)
 
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--rounds", type=int, default=6)
+    ap.add_argument("--rounds", type=int, default=12)
     ap.add_argument("--block", type=int, default=10)
     ap.add_argument("--layers", type=int, default=4)
     ap.add_argument("--hidden", type=int, default=256)
@@ -88,29 +95,30 @@ def main(argv: list[str] | None = None) -> int:
     batches = [
         torch.randint(0, VOCAB, (args.batch, args.seq), generator=g) for _ in range(args.block)
     ]
-    _block(plain, plain_opt, batches[:2], None)  # warm-up: first-call allocations, both alike
+    pair = ((plain, plain_opt), (tracked, tracked_opt))
+    _round(*pair, batches[:2], None)  # warm-up: first-call allocations, both alike
     with tempfile.TemporaryDirectory() as tmp:
         cockpit = growcockpit.track(
             Path(tmp) / "run",
             model=tracked,
             optimizer=tracked_opt,
-            config=vars(args) | {"json": None},
+            config={k: v for k, v in vars(args).items() if k != "json"},
         )
-        _block(tracked, tracked_opt, batches[:2], None)
-        on: list[float] = []
-        off: list[float] = []
+        rounds: list[tuple[float, float]] = []
         with cockpit:
             for _ in range(args.rounds):
-                off.append(_block(plain, plain_opt, batches, None))
-                on.append(_block(tracked, tracked_opt, batches, cockpit))
-        stats = sum(
-            1 for line in (Path(tmp) / "run" / "events.jsonl").open() if '"layer_stats"' in line
-        )
-    t_on, t_off = statistics.median(on), statistics.median(off)
-    overhead = t_on / t_off - 1
+                rounds.append(_round(*pair, batches, cockpit))
+        log = Path(tmp) / "run" / "events.jsonl"
+        stats = sum(1 for line in log.open() if '"layer_stats"' in line)
+    off = [r[0] for r in rounds]
+    on = [r[1] for r in rounds]
+    overhead = statistics.median(b / a for a, b in rounds) - 1
+    total = sum(on) / sum(off) - 1
+    t_on, t_off = statistics.mean(on), statistics.mean(off)
     print(
         f"track overhead: tracked={t_on:.3f}s/step untracked={t_off:.3f}s/step "
-        f"overhead={overhead * 100:+.1f}% (target <= 2%); {stats} layer_stats events in "
+        f"overhead={overhead * 100:+.1f}% (target <= 2%; median of {args.rounds} rounds, "
+        f"totals {total * 100:+.1f}%); {stats} layer_stats events in "
         f"{args.rounds * args.block} tracked steps"
     )
     if args.json:
@@ -120,8 +128,9 @@ def main(argv: list[str] | None = None) -> int:
             "tracked_s_per_step": t_on,
             "untracked_s_per_step": t_off,
             "overhead": overhead,
-            "tracked_blocks": on,
-            "untracked_blocks": off,
+            "overhead_of_totals": total,
+            "tracked_rounds": on,
+            "untracked_rounds": off,
             "layer_stats_events": stats,
             "threads": torch.get_num_threads(),
             "cpus": os.cpu_count(),

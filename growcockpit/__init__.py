@@ -12,6 +12,7 @@ __version__ = "0.1.0"
 
 if TYPE_CHECKING:  # the names `__getattr__` hands out, for type checkers
     from growcockpit.tracking import CockpitCallback as CockpitCallback
+    from growcockpit.tracking import CockpitLightningCallback as CockpitLightningCallback
     from growcockpit.tracking import GrowthCallback as GrowthCallback
     from growcockpit.tracking import GrowthError as GrowthError
     from growcockpit.tracking import Tracker as Tracker
@@ -23,6 +24,7 @@ _TRACKING = (
     "Tracker",
     "TrackError",
     "CockpitCallback",
+    "CockpitLightningCallback",
     "GrowthCallback",
     "GrowthError",
 )

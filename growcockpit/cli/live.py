@@ -154,9 +154,10 @@ def cmd_status(args: argparse.Namespace) -> int:
     loss = f"{status.loss:.4f}" if status.loss is not None else "-"
     # A finished run's stage index is one past the last stage; show the last one.
     stage = min(status.stage + 1, status.num_stages) if status.num_stages else status.stage + 1
+    total = f"/{status.total_steps}" if status.total_steps else ""  # a tracked loop may not say
     line = (
         f"{status.run_id}: {status.state}  plan {status.plan_name}  stage {stage}/{status.num_stages} "
-        f"({status.stage_name})  step {status.step}/{status.total_steps}  loss {loss}  pid {status.pid}"
+        f"({status.stage_name})  step {status.step}{total}  loss {loss}  pid {status.pid}"
     )
     lines = [line]
     if status.state == "crashed":  # the one question a crashed run raises

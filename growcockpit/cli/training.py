@@ -153,6 +153,11 @@ def cmd_resume(args: argparse.Namespace) -> int:
         raise UserError(
             f"{run_dir}: the run is still live (pid {status.pid}); attach to it instead"
         )
+    if not os.path.lexists(RunPaths(run_dir).plan):
+        raise UserError(
+            f"{run_dir}: no plan.toml: a tracked run (growcockpit.track or a Trainer/Lightning "
+            "callback) is your own loop; restart your script from its checkpoint instead"
+        )
     if status.state == "completed" and not args.force and not worker:
         raise UserError(
             f"{run_dir}: the run completed (step {status.step}/{status.total_steps}); nothing to "

@@ -13,11 +13,13 @@ from growcockpit.tracking.tracker import Tracker, track
 if TYPE_CHECKING:
     from growcockpit.tracking.hf import CockpitCallback
     from growcockpit.tracking.hf_growth import GrowthCallback, GrowthError
+    from growcockpit.tracking.lightning import CockpitLightningCallback
 
 _LAZY: dict[str, str] = {
     "CockpitCallback": "growcockpit.tracking.hf",
     "GrowthCallback": "growcockpit.tracking.hf_growth",
     "GrowthError": "growcockpit.tracking.hf_growth",
+    "CockpitLightningCallback": "growcockpit.tracking.lightning",
 }
 
 
@@ -32,6 +34,7 @@ def __getattr__(name: str) -> Any:
 
 __all__ = [
     "CockpitCallback",
+    "CockpitLightningCallback",
     "GrowthCallback",
     "GrowthError",
     "TrackError",

@@ -30,6 +30,7 @@ from transformers import (
 
 from growcockpit.plan.types import MetricsSpec
 from growcockpit.protocol.events import Checkpoint, Eval
+from growcockpit.tracking.options import TrackOptions
 from growcockpit.tracking.tracker import Tracker
 
 TRAINER = "transformers.Trainer"
@@ -88,7 +89,12 @@ class TrainerTracker(Tracker):
         self.control.should_save = True
         self.save_reason = reason
         folder = Path(self.output_dir) / f"checkpoint-{self.step_count}"
-        return True, f"the Trainer saves {folder} at this step"
+        when = (
+            "once resumed (the Trainer saves as a step ends)"
+            if self.paused
+            else "as this step ends"
+        )
+        return True, f"the Trainer saves {folder} {when}"
 
 
 def _training_args(args: TrainingArguments) -> dict[str, Any]:
@@ -114,11 +120,7 @@ class CockpitCallback(TrainerCallback):
         layers: Sequence[nn.Module] | None = None,
         metrics: MetricsSpec | None = None,
     ) -> None:
-        self.run_dir = Path(run_dir)
-        self.name = name
-        self.config = dict(config or {})
-        self.layers = layers
-        self.metrics = metrics
+        self.options = TrackOptions(Path(run_dir), name, dict(config or {}), layers, metrics)
         self.tracker: TrainerTracker | None = None
         self.tap: LossTap | None = None
 
@@ -141,16 +143,13 @@ class CockpitCallback(TrainerCallback):
                 "CockpitCallback: the Trainer gave no model or optimizer at on_train_begin; "
                 "pass the callback to Trainer(callbacks=[...]) rather than calling it yourself"
             )
-        self.tracker = TrainerTracker(
-            self.run_dir,
+        self.tracker = self.options.open(
+            TrainerTracker,
             model,
             optimizer,
-            config={**self.config, "training_args": _training_args(args)},
-            name=self.name,
-            layers=self.layers,
+            {"training_args": _training_args(args)},
             scheduler=lr_scheduler,
             total_steps=state.max_steps,
-            metrics=self.metrics,
             trainer=self.trainer_name,
             plan=self.plan_dict(model, state),
         )

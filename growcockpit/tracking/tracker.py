@@ -53,11 +53,13 @@ from growcockpit.tracking.saving import SaveFn, default_save
 PLAIN_LOOP = "PyTorch loop"
 
 
-def family_blocks(model: nn.Module) -> list[nn.Module] | None:
-    """The blocks of a model of a registered family (GPT-2, BERT, Llama), else None."""
-    if str(getattr(getattr(model, "config", None), "model_type", "")) not in FAMILY_SPECS:
-        return None
-    return list(get_layers(model))
+def family_model(model: nn.Module) -> nn.Module | None:
+    """The GPT-2, BERT or Llama model in `model` (itself, or one it wraps: a LightningModule,
+    a user's own module holding one), else None."""
+    for module in model.modules():
+        if str(getattr(getattr(module, "config", None), "model_type", "")) in FAMILY_SPECS:
+            return module
+    return None
 
 
 def _plain_config(config: Mapping[str, Any] | None) -> dict[str, Any]:
@@ -121,7 +123,11 @@ class Tracker:
         self.lr_scale = 1.0
         self.paused = False
         self.should_stop = False
-        blocks = list(layers) if layers is not None else family_blocks(model)
+        host = family_model(model)
+        if layers is not None:
+            blocks: list[nn.Module] | None = list(layers)
+        else:
+            blocks = list(get_layers(host)) if host is not None else None
         device = next((p.device for p in model.parameters()), torch.device("cpu"))
         self.files = TrackedRunFiles(
             root, self.name, total_steps, self.metrics.system_every_s, device
@@ -146,7 +152,7 @@ class Tracker:
             )
         else:
             self.probe = LayerProbe(
-                model,
+                host if layers is None and host is not None else model,
                 optimizer,
                 layers,
                 device,

@@ -206,3 +206,27 @@ def test_a_script_that_exits_without_close_leaves_no_live_run(tmp_path: Path) ->
     assert [f.status for f in finished] == ["crashed"]
     assert json.loads((run / "status.json").read_text())["state"] == "crashed"
     assert not (run / "control.sock").exists()
+
+
+def test_status_export_and_resume_on_a_tracked_run(tmp_path: Path) -> None:
+    run = tmp_path / "runs" / "cli"
+    loop = Loop(run, max_steps=6)
+    loop.run()
+
+    def cli(*args: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            [sys.executable, "-m", "growcockpit", *args],
+            capture_output=True,
+            text=True,
+            timeout=120,
+            env=env(tmp_path / "cache"),
+        )
+
+    out = cli("status", str(run))
+    assert out.returncode == 0 and "completed" in out.stdout and "step 6 " in out.stdout
+    out = cli("export", str(run), "--tensorboard", str(tmp_path / "tb"))
+    assert out.returncode == 0, out.stderr
+    assert any((tmp_path / "tb").rglob("events.out.tfevents*"))
+    out = cli("resume", str(run))
+    assert out.returncode == 2
+    assert "tracked run" in out.stderr and len(out.stderr.strip().splitlines()) == 1
