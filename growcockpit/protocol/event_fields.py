@@ -54,7 +54,9 @@ def _check_for(hint: Any) -> Check:
         return lambda v: isinstance(v, list) and all(item(x) for x in v)
     if origin is dict:
         return lambda v: isinstance(v, dict)
-    if dataclasses.is_dataclass(hint):  # a nested record (LayerStat, GpuStat), by the codec
+    if isinstance(hint, type) and dataclasses.is_dataclass(
+        hint
+    ):  # a nested record (LayerStat, GpuStat), by the codec
         return lambda v: isinstance(v, hint) and bad_field(v) is None
     return _SIMPLE[Any]
 
