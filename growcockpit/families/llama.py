@@ -101,6 +101,18 @@ class LlamaSpec(CausalLMSpec):
         cos_sin = _part(model, "model.rotary_emb")(h, position_ids=positions)
         return functools.partial(_rotary_call, position_embeddings=cos_sin)
 
+    def width_problem(self, model: nn.Module) -> str:
+        """Tied embeddings: the one token table would get the head's rule (columns split)
+        as well as its own, and the logits change (by up to 4.9 on a tiny model)."""
+        if getattr(_part(model, "config"), "tie_word_embeddings", False):
+            return (
+                "width coalesce / de-coalesce of a llama with tied embeddings "
+                "(tie_word_embeddings = true) would change its function: the shared token "
+                "table cannot take both the embedding's and the head's width rule; "
+                "grow it in depth, or untie the embeddings first"
+            )
+        return ""
+
     def shape(self, config: Any) -> ModelShape:
         return ModelShape(
             int(config.hidden_size),
@@ -111,9 +123,22 @@ class LlamaSpec(CausalLMSpec):
         )
 
     def with_shape(self, config: Any, shape: ModelShape) -> None:
+        """A head_dim other than hidden / heads (some checkpoints have one) is kept when
+        the width stays; width operators pair heads of hidden / heads coordinates, so a
+        change of width is refused naming head_dim rather than failing on a tensor axis."""
+        natural = config.hidden_size // config.num_attention_heads
+        head_dim = getattr(config, "head_dim", None) or natural
+        same_width = (shape.hidden, shape.heads) == (config.hidden_size, config.num_attention_heads)
+        if head_dim != natural and not same_width:
+            raise ValueError(
+                f"head_dim = {head_dim} is not hidden_size / num_attention_heads = "
+                f"{config.hidden_size} / {config.num_attention_heads} = {natural}: width "
+                "operators (coalesce, de-coalesce, widen) need head_dim = hidden / heads; "
+                "depth operators work on this model"
+            )
         config.hidden_size = shape.hidden
         config.num_attention_heads = shape.heads
         config.num_key_value_heads = shape.kv
-        config.head_dim = shape.head_dim
+        config.head_dim = head_dim if same_width else shape.head_dim
         config.intermediate_size = shape.ffn
         config.num_hidden_layers = shape.layers

@@ -146,6 +146,10 @@ class FamilySpec(ABC):
             f"no width rule for {self.name} tensor {quoted(name)}: growcockpit cannot map it"
         )
 
+    def width_problem(self, model: nn.Module) -> str:
+        """Why a width coalesce / de-coalesce would not be exact on `model` ("" when it is)."""
+        return ""
+
     @abstractmethod
     def shape(self, config: Any) -> ModelShape:
         """The config's width and depth in plan terms."""

@@ -142,10 +142,10 @@ def width_groupings(large: ModelShape) -> dict[str, Grouping]:
             f"width coalescing merges head i with head i + n_h/2, so it needs an even "
             f"number of heads; this model has {large.heads}"
         )
-    if large.ffn % large.heads:
+    if large.ffn % 2:
         raise ValueError(
-            f"the FFN axis is grouped in chunks of FFN / n_h; {large.ffn} is not divisible "
-            f"by {large.heads} heads"
+            f"width coalescing pairs FFN unit j with unit j + FFN/2, so it needs an even FFN "
+            f"width; this model has {large.ffn}"
         )
     if large.kv % 2:
         raise ValueError(
@@ -157,8 +157,17 @@ def width_groupings(large: ModelShape) -> dict[str, Grouping]:
         "h": h,
         "qkv": Grouping.sections(h, 3),
         "kv": Grouping.paired(large.kv * large.head_dim, large.head_dim),
-        "ffn": Grouping.paired(large.ffn, large.ffn // large.heads),
+        # unit j with unit j + FFN/2: the same pairs as chunks of FFN / n_h (the repo's
+        # head-count alignment) where n_h divides FFN, and the MLP needs nothing more
+        "ffn": Grouping.paired(large.ffn, large.ffn // 2),
     }
+
+
+def refuse_inexact_width(model: nn.Module, family: str) -> None:
+    """ValueError naming why a width map would not be exact on `model` (tied Llama)."""
+    problem = spec_for(family).width_problem(model)
+    if problem:
+        raise ValueError(problem)
 
 
 def coalesced_shape(large: ModelShape, *, width: bool, depth: bool) -> ModelShape:
@@ -288,6 +297,8 @@ def coalesce_model(
     family = family_of(model)
     large = model_shape(model)
     small = coalesced_shape(large, width=width, depth=depth)
+    if width:
+        refuse_inexact_width(model, family)
     groups = depth_groups(large.layers, pairing) if depth else [[i] for i in range(large.layers)]
     groupings = width_groupings(large) if width else {}
     scales = recipe_scales(family, recipe)

@@ -39,6 +39,7 @@ from growcockpit.grow.coalesce import (
     layer_key,
     model_shape,
     recipe_scales,
+    refuse_inexact_width,
     shape_change,
     tensor_rule,
     width_groupings,
@@ -81,6 +82,8 @@ def decoalesce_model(
         raise ValueError("decoalesce needs width=True and/or depth=True")
     family = family_of(model)
     small = model_shape(model)
+    if width:
+        refuse_inexact_width(model, family)
     if target_config is None:
         large = decoalesced_shape(small, width=width, depth=depth)
         config = config_with_shape(part(model, "config"), family, large)
