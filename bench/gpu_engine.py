@@ -291,7 +291,7 @@ def report(
         f"gpu_engine: {status} in {wall:.1f} s on {device}; batch {batch}, {steps} steps per stage"
     )
     head = (
-        f"{'stage':<14} {'layers':>6} {'tok/s':>10} {'wall tok/s':>10} {'host':>6} {'busy':>6} "
+        f"{'stage':<14} {'layers':>6} {'tok/s':>10} {'wall tok/s':>10} {'between':>7} {'idle':>6} "
         f"{'step ms':>8} {'fwd':>7} {'bwd':>7} {'opt':>7}"
     )
     print(
@@ -311,18 +311,19 @@ def report(
         comp = f"{row['compile_s']:.1f}" if row["compile_s"] is not None else "-"
         print(
             f"{row['name']:<14} {row['layers']:>6} {fig['tokens_per_s']:>10,.0f} "
-            f"{fig['wall_tokens_per_s']:>10,.0f} {100 * fig['host_overhead']:>5.1f}% "
-            f"{pct(fig['busy']):>6} "
+            f"{fig['wall_tokens_per_s']:>10,.0f} {100 * fig['host_overhead']:>6.1f}% "
+            f"{pct(1 - fig['busy']):>6} "
             f"{fig['step_ms']:>8.1f} {fig['fwd_ms']:>7.1f} {fig['bwd_ms']:>7.1f} "
             f"{fig['opt_ms']:>7.1f} {syncs_cell(fig['syncs_per_step']):>10} {count_cell(fig['steady_syncs']):>6} {count_cell(fig['change_syncs']):>6} {peak:>9} {freed:>8} {comp:>9}"
         )
     print(
-        "host = 1 - wall-clock tokens/s between step events / the engine's in-step tokens/s "
-        "(time outside the step: events, commands, the loop)"
+        "between = 1 - wall-clock tokens/s between step events / the engine's in-step tokens/s "
+        "(host time outside the step: events, commands, the loop); the host's cost inside the "
+        "step is the GPU's idle share there (idle)"
     )
     if cuda:
         print(
-            f"busy = time the GPU runs kernels or copies in {BUSY_N} of the engine's steps under "
+            f"idle = 1 - busy; busy = time the GPU runs kernels or copies in {BUSY_N} of the engine's steps under "
             f"torch.profiler / the wall time of the {BUSY_N} unprofiled steps before them (steps "
             f"{BUSY_WARM + 1}-{BUSY_WARM + 2 * BUSY_N} of each stage, before its first step event; "
             "n/a: a reported step fell inside)"
@@ -351,9 +352,11 @@ def summary(meter: StageMeter, device: torch.device, steps: int, batch: int) -> 
     syncs = f"[{','.join(syncs_cell(f['syncs_per_step']) for f in figs)}]" if cuda else "n/a"
     steady = f"[{','.join(count_cell(f['steady_syncs']) for f in figs)}]" if cuda else "n/a"
     busy = f"[{','.join(pct(f['busy'], '') for f in figs)}]" if cuda else "n/a"
+    idle = f"[{','.join(pct(1 - f['busy'], '') for f in figs)}]" if cuda else "n/a"
     return (
         f"gpu_engine: batch={batch} stages={len(figs)} tokens_per_s=[{tps}] "
-        f"host_overhead_pct=[{host}] busy_pct={busy} syncs_per_step={syncs} steady_syncs={steady} "
+        f"gpu_idle_in_step_pct={idle} host_overhead_pct=[{host}] busy_pct={busy} "
+        f"syncs_per_step={syncs} steady_syncs={steady} "
         f"device={device.type.upper()}"
     )
 

@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 import torch
+from gpu_activations import activation_bytes
 from gpu_compiled import (
     CompiledRun,
     compiled_columns,
@@ -28,6 +29,7 @@ from gpu_compiled import (
     print_compiled,
 )
 from gpu_configs import Config
+from gpu_datasheet import datasheet_for, mfu
 from gpu_roofline import Peak, UtilSampler, config_bytes, config_flops, roofline_ms
 
 from growcockpit.plan import estimate_cost
@@ -62,6 +64,10 @@ class Context:
     compiled: CompiledRun | None = None  # the compiled pass (None: not part of this run)
 
 
+def _pct(x: float | None) -> str:
+    return "n/a" if x is None else f"{100 * x:.1f}%"
+
+
 def fmt_mem(n: float) -> str:
     return f"{n / 2**30:.2f} GiB" if n >= 2**30 else f"{n / 2**20:.0f} MiB"
 
@@ -81,6 +87,7 @@ def build_rows(ctx: Context) -> list[dict[str, Any]]:
     base_ms = statistics.median(ctx.configs[0].times_ms)
     tokens = ctx.grown.optim.batch_size * ctx.grown.data.seq_len
     act_bytes = 2 if ctx.dtype in ("bf16", "fp16") else 4
+    sheet = datasheet_for(ctx.device_label) if cuda else None
     rows: list[dict[str, Any]] = []
     for c in ctx.configs:
         ms = statistics.median(c.times_ms)
@@ -94,7 +101,8 @@ def build_rows(ctx: Context) -> list[dict[str, Any]]:
         measured = base_ms / ms if ms > 0 else 0.0
         predicted = 1.0 / rel if rel > 0 else 0.0
         flops = config_flops(plan, c)
-        roof = roofline_ms(flops, config_bytes(c, act_bytes), ctx.peak)
+        acts = activation_bytes(plan, c.stage_index, act_bytes)
+        roof = roofline_ms(flops, config_bytes(c, act_bytes) + acts, ctx.peak)
         tflops = flops / (ms / 1e3) / 1e12 if ms > 0 else 0.0
         rows.append(
             {
@@ -121,7 +129,9 @@ def build_rows(ctx: Context) -> list[dict[str, Any]]:
                 **roof,
                 "measured_over_bound": ms / roof["bound_ms"] if roof["bound_ms"] > 0 else 0.0,
                 "tflops": tflops,
+                "activation_bytes": acts,
                 "mfu": tflops / ctx.peak.tflops if ctx.peak.tflops > 0 else None,
+                "mfu_datasheet": mfu(flops, ms, sheet.bf16_tflops) if sheet else None,
                 "gpu_util_mean": statistics.fmean(c.util) if c.util else None,
                 "gpu_util_window_s": c.util_window_s or None,
                 "gpu_busy_share": c.busy,
@@ -173,11 +183,14 @@ def print_roofline(ctx: Context, rows: list[dict[str, Any]]) -> None:
     print()
     print(
         f"Roofline at the measured peak ({p.tflops:.3g} TFLOP/s {p.dtype}, {p.gbps:.0f} GB/s): "
-        "bound = max(FLOPs / peak, bytes / bandwidth); bytes = weights + AdamW state, a lower bound"
+        "bound = max(FLOPs / peak, bytes / bandwidth); bytes = weights + AdamW state + "
+        "activations (bench/gpu_activations.py), a lower bound. MFU sheet: against the "
+        "datasheet's dense bf16 peak (bench/gpu_datasheet.py; n/a off the table); MFU meas.: "
+        "against the peak measured here, which reads higher"
     )
     head = (
         f"{'stage':<22} {'GFLOP':>9} {'bound ms':>9} {'step ms':>9} {'ms/bound':>8} "
-        f"{'TFLOP/s':>8} {'MFU':>6} {'util%':>6} {'busy%':>6} {'+mem':>9}"
+        f"{'TFLOP/s':>8} {'MFU sheet':>9} {'MFU meas.':>9} {'util%':>6} {'busy%':>6} {'+mem':>9}"
     )
     print(head)
     print("-" * len(head))
@@ -185,11 +198,13 @@ def print_roofline(ctx: Context, rows: list[dict[str, Any]]) -> None:
         util = f"{row['gpu_util_mean']:.0f}" if row["gpu_util_mean"] is not None else "n/a"
         busy = f"{100 * row['gpu_busy_share']:.0f}" if row["gpu_busy_share"] is not None else "n/a"
         mem = fmt_mem(row["extra_mem_bytes"]) if row["extra_mem_bytes"] is not None else "n/a"
-        mfu = f"{100 * row['mfu']:.1f}%" if row["mfu"] is not None else "-"
+        measured = f"{100 * row['mfu']:.1f}%" if row["mfu"] is not None else "-"
+        sheet = row["mfu_datasheet"]
+        on_sheet = f"{100 * sheet:.1f}%" if sheet is not None else "n/a"
         print(
             f"{row['config']:<22} {row['flops_per_step'] / 1e9:>9.2f} {row['bound_ms']:>9.3f} "
             f"{row['step_ms']:>9.2f} {row['measured_over_bound']:>8.1f} {row['tflops']:>8.2f} "
-            f"{mfu:>6} {util:>6} {busy:>6} {mem:>9}"
+            f"{on_sheet:>9} {measured:>9} {util:>6} {busy:>6} {mem:>9}"
         )
 
 
@@ -286,6 +301,7 @@ def write_report(ctx: Context) -> FamilyReport:
         f"stage{key['stage']}_speedup={key['measured_speedup']:.2f}x (model "
         f"{key['model_speedup']:.2f}x) schedule_speedup={schedule_speedup:.2f}x (model "
         f"{cost.speedup:.2f}x) r={r:.2f} h={h:.2f} baseline={tokens / (base_ms / 1e3):.0f}tok/s "
+        f"mfu_datasheet={_pct(rows[0]['mfu_datasheet'])} mfu_measured={_pct(rows[0]['mfu'])} "
         f"roofline_ratio={rows[0]['measured_over_bound']:.1f}"
         + compiled_summary(ctx.compiled, rows)
     )
