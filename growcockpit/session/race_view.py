@@ -95,6 +95,27 @@ class RaceView:
         return self.status in ("stopped", "picked", "unfinished")
 
 
+def continue_text(view: RaceView) -> str:
+    """What `c` starts, asked before it starts: the rest of the race and its winner's
+    training to the full budget, with how much compute that is and, at the rate the
+    candidates trained so far on this machine, about how long."""
+    done = max((c.flops for c in view.candidates), default=0.0)
+    left = max(0.0, view.budget_flops - done)
+    points = [p for c in view.candidates for p in c.curve[-1:] if p.flops > 0]
+    share = f"about {left / view.budget_flops:.0%} of one full run" if view.budget_flops else ""
+    if points:
+        rate = max(points, key=lambda p: p.flops)
+        minutes = left * rate.wall_s / rate.flops / 60
+        eta = f", ≈ {minutes:,.0f} min at the rate measured so far" if minutes >= 1 else ""
+    else:
+        eta = ", time unknown until a candidate has evaluated"
+    return (
+        "Continue in the background: the race's remaining rungs, then its winner trains to "
+        f"the full budget ({share}{eta}). Its log is written under the race directory; "
+        "s stops it."
+    )
+
+
 class RaceReadError(Exception):
     """A directory that is not a readable race: one line naming it and why."""
 

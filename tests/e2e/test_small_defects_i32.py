@@ -64,3 +64,34 @@ def test_race_takes_set_like_train(tmp_path: Path) -> None:
         c.key
         for c in build_race([RACE_PLAN], [], [0], tmp_path / "b", budget_fraction=0.5).candidates
     ]  # labels name the --vary choices only
+
+
+@pytest.mark.parametrize(
+    ("status", "eta"), [("completed", "done"), ("stopped", "–"), ("crashed", "–")]
+)
+def test_eta_says_done_only_for_a_completed_run(status: str, eta: str) -> None:
+    from growcockpit.session.run_state import RunState
+    from growcockpit.ui.widgets.run_header import header_text
+
+    state = RunState()
+    state.status = status
+    text = header_text(state, now=0.0).plain
+    assert f"ETA stage {eta} · run {eta}" in text
+
+
+def test_the_header_shows_the_scaled_lr_right_after_set_lr() -> None:
+    from growcockpit.protocol import CommandEvent, Step
+    from growcockpit.session.run_state import RunState
+
+    state = RunState()
+    state.apply_all(
+        [
+            Step(t=1.0, step=5, stage=0, loss=5.0, lr=1e-3),
+            CommandEvent(
+                t=2.0, id="a", command="set_lr", args={"factor": 0.5}, accepted=True, step=5
+            ),
+        ]
+    )
+    assert state.lr == pytest.approx(5e-4) and state.lr_scale == 0.5
+    state.apply(Step(t=3.0, step=6, stage=0, loss=5.0, lr=4.9e-4))  # the backend's own value wins
+    assert state.lr == pytest.approx(4.9e-4)

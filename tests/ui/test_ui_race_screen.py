@@ -105,7 +105,9 @@ async def test_race_screen_shows_the_race_and_steers_it(race_dir: Path) -> None:
         await pilot.press("s")  # nobody is in the race: nothing to stop
         await wait_for(pilot, lambda: any("Nothing to stop" in m for m in notes(app)))
 
-        await pilot.press("c")  # continue the winner, in the background
+        await pilot.press("c")  # continue the winner, in the background: asked first
+        await wait_for(pilot, lambda: isinstance(app.screen, ConfirmScreen))
+        await pilot.press("y")
         await wait_for(pilot, lambda: any("goes on in the background" in m for m in notes(app)))
         await wait_for(pilot, lambda: screen.view is not None and screen.view.status == "live",
                        timeout=LIVE_S)  # fmt: skip
@@ -125,6 +127,8 @@ async def test_race_screen_shows_the_race_and_steers_it(race_dir: Path) -> None:
         assert next(c for c in stopped.candidates if c.key == win.key).state == "winner"
 
         await pilot.press("c")  # goes on where it stopped
+        await wait_for(pilot, lambda: isinstance(app.screen, ConfirmScreen))
+        await pilot.press("y")
         await wait_for(pilot, lambda: len(_starts(winner_run)) == 3, timeout=LIVE_S)
         await pilot.press("s")
         await wait_for(pilot, lambda: isinstance(app.screen, ConfirmScreen))

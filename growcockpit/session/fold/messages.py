@@ -61,6 +61,8 @@ def on_command(state: RunData, ev: CommandEvent) -> None:
     if ev.command == "set_lr" and ev.accepted:
         if isinstance(factor, int | float) and not isinstance(factor, bool):
             state.lr_scale *= float(factor)
+            if state.lr is not None:  # the header shows the new LR now, not at the next step
+                state.lr *= float(factor)
         label = f"lr ×{factor:g}" if isinstance(factor, int | float) else "lr"
         state.mark(ev.step, "lr", label, ev.t)
 

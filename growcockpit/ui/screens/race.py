@@ -27,6 +27,7 @@ from growcockpit.session.race_view import (
     RaceReadError,
     RaceView,
     continue_race,
+    continue_text,
     load_race_view,
     stop_race,
 )
@@ -245,7 +246,14 @@ class RaceScreen(Screen[None]):
             }.get(v.status, v.status)
             self.notify(f"Nothing to continue: {why}.", title="Continue the winner")
             return
-        self._continue_worker()
+
+        def answered(yes: bool | None) -> None:
+            if yes:
+                self._continue_worker()
+
+        self.app.push_screen(
+            ConfirmScreen("Continue the race?", continue_text(v), yes="Continue"), answered
+        )
 
     @work(thread=True, exclusive=True, group="race-cmd", exit_on_error=False)
     def _continue_worker(self) -> None:

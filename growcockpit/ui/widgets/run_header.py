@@ -37,8 +37,8 @@ def progress_bar(done: int, total: int, width: int = 12) -> str:
 
 
 def _eta(state: RunState, seconds: float | None) -> str:
-    if state.finished:
-        return "done"
+    if state.finished:  # only a completed run is done; a stopped or crashed one is not
+        return "done" if state.status == "completed" else "–"
     if state.paused:
         return "paused"
     if seconds is None or state.backend_alive is False:
