@@ -180,6 +180,8 @@ class GrowthCallback(CockpitCallback):
             _add_to_optimizer(optimizer, self.scheduler, grown, get_layers(model))
         self.stage_index = index
         self._enter(index, grown, time.perf_counter() - began, reason="steps", before=depth)
+        if self.tracker is not None and self.tracker.probe is not None:  # hook the new blocks too
+            self.tracker.probe.arm(self.tracker.step_count + 1)
 
     def _enter(
         self, index: int, grown: GrowResult | None, seconds: float, reason: str, before: int = 0

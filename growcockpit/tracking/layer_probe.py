@@ -62,7 +62,10 @@ class LayerProbe:
         return every > 0 and step % every == 0
 
     def arm(self, step: int) -> None:
-        """Prepare for step `step` (1-based): sample it, time it, or leave it alone."""
+        """Prepare for step `step` (1-based): sample it, time it, or leave it alone.
+
+        Arming again (after an operator changed the blocks) replaces the earlier hooks."""
+        self._unhook_timer()
         self._timing = self._due(step, self.timing_every_steps)
         self._sampling = self._due(step, self.every_steps) or self._timing
         if not self._timing:

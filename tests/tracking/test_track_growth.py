@@ -14,7 +14,7 @@ from transformers import GPT2LMHeadModel
 import growcockpit
 from growcockpit.plan import loads_plan
 from growcockpit.protocol import read_all
-from growcockpit.protocol.events import Grow, RunFinished, StageStarted, Step
+from growcockpit.protocol.events import Grow, LayerStats, RunFinished, StageStarted, Step
 
 pytestmark = pytest.mark.slow
 
@@ -102,3 +102,17 @@ def test_a_stage_only_the_engine_runs_is_refused_naming_it(
     plan.stages[1] = dataclasses.replace(plan.stages[1], **change)  # type: ignore[arg-type]
     with pytest.raises(growcockpit.GrowthError, match=f"stages\\[1\\].*{named}.*growcockpit train"):
         growcockpit.GrowthCallback("unused", plan=plan)
+
+
+def test_the_step_after_a_growth_times_every_block_of_the_grown_model(tmp_path: Path) -> None:
+    plan = tmp_path / "grow.toml"
+    text = PLAN.format(source="top", init="zero", train="all")
+    plan.write_text(text.replace("steps = 4", "steps = 9", 1))  # grown at 9, timed at 10
+    run = tmp_path / "runs" / "timed"
+    trainer = tiny_trainer(
+        tmp_path / "out", [growcockpit.GrowthCallback(run, plan=plan)], max_steps=13
+    )
+    trainer.train()
+    stats = {s.step: s for s in of_type(read_all(run / "events.jsonl"), LayerStats)}
+    assert [layer.id for layer in stats[10].layers] == [0, 1, 2, 3]
+    assert all(layer.fwd_ms is not None for layer in stats[10].layers)
