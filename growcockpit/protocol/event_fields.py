@@ -54,9 +54,9 @@ def _check_for(hint: Any) -> Check:
         return lambda v: isinstance(v, list) and all(item(x) for x in v)
     if origin is dict:
         return lambda v: isinstance(v, dict)
-    nested = isinstance(hint, type) and dataclasses.is_dataclass(hint)
-    if nested:  # a nested record (LayerStat, GpuStat), built by the codec
-        return lambda v: isinstance(v, hint) and bad_field(v) is None
+    if isinstance(hint, type) and dataclasses.is_dataclass(hint):
+        record: type = hint  # a nested record (LayerStat, GpuStat), built by the codec
+        return lambda v: isinstance(v, record) and bad_field(v) is None
     return _SIMPLE[Any]
 
 
