@@ -97,7 +97,9 @@ TTL_SIZES: dict[str, dict[str, Size]] = {
     # (6000 steps × 64 × 256; ≈ 7 tokens per non-embedding parameter), sized to fit about
     # 3 minutes a run on one H200 (not yet timed there). Its binding constraint is data: the
     # built-in corpus is ≈ 2.1 M training tokens at vocab 1024, so this budget repeats it
-    # ≈ 47 times; run the gate (baseline, depth-4, depth-1) before reading any speedup here.
+    # ≈ 47 times, and on CPU depth did not pay below ≈ 130 tokens per parameter
+    # (bench/results/depth_gate_cpu.md): run the gate (baseline, depth-4, depth-1) before
+    # reading any speedup here; a pass needs a larger corpus and budget.
     "gpu": {
         "gpt2": Size("gpt2", 8, 384, 6, 256, 64, 1024, 6000, 1e-3, 150, 8),
         "bert": Size("bert", 8, 384, 6, 128, 128, 1024, 6000, 3e-4, 150, 8),

@@ -61,3 +61,12 @@ def test_gate_passes_only_when_ordered_with_the_gap_over_three_spreads_on_three_
     assert "pilot" in verdict(one_seed) and "PASSES" not in verdict(one_seed)
     text = table("p", TTL_SIZES["cpu"]["gpt2"], passing)
     assert "| 4 | 400 | 1.00 | 50 | 2.0 | 0,1,2 | 3.005 (3.000–3.010) |" in text
+
+
+@pytest.mark.parametrize("family", ["gpt2", "llama"])
+def test_the_gpu_scale_builds_its_gate_plans(family: str) -> None:
+    size = TTL_SIZES["gpu"][family]
+    assert (size.layers, size.hidden, size.vocab) == (8, 384, 1024)
+    budget = Budget(size.steps, size.eval_every)
+    for method, layers in (("baseline", 8), ("depth-4", 4), ("depth-1", 1)):
+        assert budget_plan(method, size, 0, budget).model.final_layers == layers
