@@ -27,10 +27,9 @@ import time
 from pathlib import Path
 from typing import Any
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+from common import REPO, bench_env, read_events
 
-from bench.common import REPO, bench_env, read_events  # noqa: E402
-from growcockpit.plan import load_plan  # noqa: E402
+from growcockpit.plan import load_plan
 
 TARGET = 1.5
 BASELINE = "import torch, transformers"

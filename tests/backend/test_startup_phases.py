@@ -54,3 +54,14 @@ def test_launch_time_is_this_process_start() -> None:
 
     assert abs(launch_time() - psutil.Process().create_time()) < 1.5
     assert launch_time() <= time.time()
+
+
+def test_the_console_says_each_ended_phase_and_when_the_first_step_came() -> None:
+    from growcockpit.backend.control.sinks import console_line
+
+    began = StartupPhase(phase="token_cache", since_launch=3.0)
+    cached = StartupPhase(phase="token_cache", done=True, seconds=0.04, note="from the cache")
+    first = StartupPhase(phase="first_step", done=True, seconds=1.5, since_launch=12.34)
+    assert console_line(began, 10) is None
+    assert console_line(cached, 10) == "   startup: token cache 0.0 s (from the cache)"
+    assert console_line(first, 10) == "   startup: first step 1.5 s; first step 12.3 s after launch"

@@ -17,9 +17,11 @@ from growcockpit.protocol.events import (
     Resumed,
     RunFinished,
     StageStarted,
+    StartupPhase,
     Step,
     WarningEvent,
 )
+from growcockpit.protocol.startup_phases import LAST_PHASE, ended_text
 from growcockpit.protocol.wording import counted
 
 if TYPE_CHECKING:
@@ -84,6 +86,16 @@ def console_line(event: Event, every: int) -> str | None:
         return (
             f"step {event.step:>6}  stage {event.stage + 1}  loss {event.loss:.4f}  "
             f"lr {event.lr:.2e}  {event.tokens_per_s:,.0f} tok/s  {event.step_ms:.0f} ms/step"
+        )
+    if isinstance(event, StartupPhase):  # headless, too, says where start-up goes
+        if not event.done:
+            return None
+        note = f" ({event.note})" if event.note else ""
+        line = f"   startup: {ended_text(event.phase, event.seconds or 0.0)}{note}"
+        return (
+            f"{line}; first step {event.since_launch:.1f} s after launch"
+            if (event.phase == LAST_PHASE)
+            else line
         )
     if isinstance(event, StageStarted):
         return (
