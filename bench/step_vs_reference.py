@@ -136,14 +136,19 @@ def sync(device: torch.device) -> None:
         torch.cuda.synchronize(device)
 
 
+def chunk_ms(t: Timed, device: torch.device, steps: int) -> float:
+    """Wall ms of `steps` back-to-back steps, synchronized at both ends."""
+    sync(device)
+    start = time.perf_counter()
+    for _ in range(steps):
+        t.step()
+    sync(device)
+    return (time.perf_counter() - start) * 1e3
+
+
 def warm(timed: list[Timed], device: torch.device, steps: int) -> None:
     for t in timed:
-        sync(device)
-        start = time.perf_counter()
-        for _ in range(steps):
-            t.step()
-        sync(device)
-        t.warm_s = time.perf_counter() - start
+        t.warm_s = chunk_ms(t, device, steps) / 1e3
 
 
 def metrics_cycle(plan: Plan, most: int = 50) -> int:
@@ -177,12 +182,7 @@ def rounds(timed: list[Timed], device: torch.device, n_rounds: int, per_round: i
     for rnd in range(n_rounds):
         order = timed if rnd % 2 == 0 else list(reversed(timed))
         for t in order:
-            sync(device)
-            start = time.perf_counter()
-            for _ in range(per_round):
-                t.step()
-            sync(device)
-            t.chunk_ms.append((time.perf_counter() - start) * 1e3 / per_round)
+            t.chunk_ms.append(chunk_ms(t, device, per_round) / per_round)
 
 
 def main(argv: list[str] | None = None) -> int:
