@@ -93,14 +93,21 @@ def product_step(t: Trainer) -> Any:
 
 
 def build_rows(
-    plan: Plan, device: torch.device, root: Path, compile_: str, backend: str, batches: int
+    plan: Plan,
+    device: torch.device,
+    root: Path,
+    compile_: str,
+    backend: str,
+    batches: int,
+    stages: bool = True,
 ) -> tuple[list[Row], Timed]:
     """The full-depth row, one row per stage, and the full-depth product without metrics."""
     data = load_blocks(plan.data, plan.model.family, plan.seed)
     base = full_depth_baseline(plan)
     tokens = tokens_per_step(plan)
     setups: list[tuple[str, Plan, int]] = [(f"full-{plan.model.final_layers}", base, 0)]
-    setups += [(f"{i + 1} {s.name}", plan, i) for i, s in enumerate(plan.stages)]
+    if stages:
+        setups += [(f"{i + 1} {s.name}", plan, i) for i, s in enumerate(plan.stages)]
     rows: list[Row] = []
     for n, (label, p, stage) in enumerate(setups):
         t = trainer_at(timed_plan(p, False, True), stage, data, device, root / f"{n}")
@@ -202,6 +209,12 @@ def main(argv: list[str] | None = None) -> int:
         "or of the full-depth one only (full: a short GPU run)",
     )
     ap.add_argument("--compile-backend", default="inductor")
+    ap.add_argument(
+        "--rows",
+        choices=("all", "full"),
+        default="all",
+        help="every stage and the full depth (all), or the full-depth step only (full)",
+    )
     ap.add_argument("--rounds", type=int, default=5)
     ap.add_argument(
         "--steps",
@@ -234,7 +247,13 @@ def main(argv: list[str] | None = None) -> int:
         plan = plan_at(load_plan(PLANS[family]), scale)
         with tempfile.TemporaryDirectory(prefix="step-vs-ref-") as tmp:
             rows, nometrics = build_rows(
-                plan, device, Path(tmp), args.compile, args.compile_backend, batches=4
+                plan,
+                device,
+                Path(tmp),
+                args.compile,
+                args.compile_backend,
+                batches=4,
+                stages=args.rows == "all",
             )
             timed = every_timed(rows, nometrics)
             cycle = 2 if args.quick else metrics_cycle(plan)
@@ -247,24 +266,17 @@ def main(argv: list[str] | None = None) -> int:
                 "path": str(PLANS[family]),
                 "scale": scale,
                 "shape": plan.model.__dict__,
+                "steps_per_chunk": args.steps or cycle,
+                "rounds": n_rounds,
             }
         if device.type == "cuda":
             torch.cuda.empty_cache()
-    name = (
-        torch.cuda.get_device_name(device)
-        if device.type == "cuda"
-        else f"cpu({torch.get_num_threads()} threads)"
-    )
-    line = summary(results, name, time.perf_counter() - started)
-    if args.json:
-        args.json.write_text(
-            json.dumps(
-                {"summary": line, "device": name, "peaks": peaks, "families": results},
-                indent=1,
-                default=str,
-            )
-        )
-    print(line)
+        # after every family: a run cut short by its time limit keeps the families it finished
+        line = summary(results, name, time.perf_counter() - started)
+        if args.json:
+            document = {"summary": line, "device": name, "peaks": peaks, "families": results}
+            args.json.write_text(json.dumps(document, indent=1, default=str))
+        print(line)
     return 0
 
 

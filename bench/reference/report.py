@@ -156,8 +156,9 @@ def summary(results: dict[str, dict[str, Any]], device: str, wall: float) -> str
         full = rows[0]
         stages = [r["vs_reference"] for r in rows[1:]]
         d = full.get("mfu_datasheet")
+        least = f"{min(stages):.3f}" if stages else "n/a"
         text = (
-            f"{family} vs_reference={full['vs_reference']:.3f} stages_min={min(stages):.3f} "
+            f"{family} vs_reference={full['vs_reference']:.3f} stages_min={least} "
             f"mfu_datasheet={'n/a' if d is None else f'{d * 100:.1f}%'} "
             f"mfu_measured={full['mfu_measured'] * 100:.1f}% "
             f"ops={full['product_ops']:.0f}/{full['reference_ops']:.0f} "
