@@ -132,10 +132,12 @@ def build_rows(
 
 
 def every_timed(rows: list[Row], nometrics: Timed) -> list[Timed]:
+    """The round order: each product next to its twins (ratios are taken within a round),
+    the full-depth step without metrics right after the one with them."""
     out: list[Timed] = []
     for r in rows:
         out += [r.product, r.reference, *(r.compiled or ())]
-    return [*out, nometrics]
+    return [out[0], nometrics, *out[1:]]
 
 
 def sync(device: torch.device) -> None:
