@@ -50,19 +50,27 @@ def tiny_plan(plan: Plan) -> Plan:
     grouped-query plan keeps grouped queries (2 kv heads, which divide 4), so the tiny
     step exercises the same code paths and the same FLOP terms as the full-size one.
     """
+    return shrunk_plan(plan, "tiny", TINY_HIDDEN, seq_len=64, batch_size=8, vocab=2000)
+
+
+def shrunk_plan(
+    plan: Plan, tag: str, hidden: int, seq_len: int, batch_size: int, vocab: int
+) -> Plan:
+    """`plan` at `hidden` wide (4 heads, 2 kv heads if it groups queries, the FFN's width
+    ratio kept), depths divided by 3, its own trained tokenizer of `vocab` tokens."""
     p = copy.deepcopy(plan)
     m = p.model
-    p.name = plan.name + "-tiny"
+    p.name = f"{plan.name}-{tag}"
     ratio = plan.model.intermediate_size / max(1, plan.model.hidden_size)
-    m.hidden_size, m.num_heads = TINY_HIDDEN, TINY_HEADS
-    m.intermediate_size = max(16, round(ratio * TINY_HIDDEN / 16) * 16)
+    m.hidden_size, m.num_heads = hidden, TINY_HEADS
+    m.intermediate_size = max(16, round(ratio * hidden / 16) * 16)
     if m.num_kv_heads is not None and m.num_kv_heads < plan.model.num_heads:
         m.num_kv_heads = TINY_KV_HEADS
-    m.max_seq_len = 128
+    m.max_seq_len = max(128, seq_len)
     m.final_layers = max(1, plan.model.final_layers // 3)
-    p.data.tokenizer = "train:2000"
-    p.data.seq_len = 64
-    p.optim.batch_size = 8
+    p.data.tokenizer = f"train:{vocab}"
+    p.data.seq_len = seq_len
+    p.optim.batch_size = batch_size
     for s in p.stages:
         s.layers = max(1, s.layers // 3)
     validate_plan(p, source=p.name)

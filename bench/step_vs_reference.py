@@ -93,14 +93,21 @@ def product_step(t: Trainer) -> Any:
 
 
 def build_rows(
-    plan: Plan, device: torch.device, root: Path, compile_: str, backend: str, batches: int
+    plan: Plan,
+    device: torch.device,
+    root: Path,
+    compile_: str,
+    backend: str,
+    batches: int,
+    stages: bool = True,
 ) -> tuple[list[Row], Timed]:
     """The full-depth row, one row per stage, and the full-depth product without metrics."""
     data = load_blocks(plan.data, plan.model.family, plan.seed)
     base = full_depth_baseline(plan)
     tokens = tokens_per_step(plan)
     setups: list[tuple[str, Plan, int]] = [(f"full-{plan.model.final_layers}", base, 0)]
-    setups += [(f"{i + 1} {s.name}", plan, i) for i, s in enumerate(plan.stages)]
+    if stages:
+        setups += [(f"{i + 1} {s.name}", plan, i) for i, s in enumerate(plan.stages)]
     rows: list[Row] = []
     for n, (label, p, stage) in enumerate(setups):
         t = trainer_at(timed_plan(p, False, True), stage, data, device, root / f"{n}")
@@ -125,10 +132,12 @@ def build_rows(
 
 
 def every_timed(rows: list[Row], nometrics: Timed) -> list[Timed]:
+    """The round order: each product next to its twins (ratios are taken within a round),
+    the full-depth step without metrics right after the one with them."""
     out: list[Timed] = []
     for r in rows:
         out += [r.product, r.reference, *(r.compiled or ())]
-    return [*out, nometrics]
+    return [out[0], nometrics, *out[1:]]
 
 
 def sync(device: torch.device) -> None:
@@ -136,14 +145,19 @@ def sync(device: torch.device) -> None:
         torch.cuda.synchronize(device)
 
 
+def chunk_ms(t: Timed, device: torch.device, steps: int) -> float:
+    """Wall ms of `steps` back-to-back steps, synchronized at both ends."""
+    sync(device)
+    start = time.perf_counter()
+    for _ in range(steps):
+        t.step()
+    sync(device)
+    return (time.perf_counter() - start) * 1e3
+
+
 def warm(timed: list[Timed], device: torch.device, steps: int) -> None:
     for t in timed:
-        sync(device)
-        start = time.perf_counter()
-        for _ in range(steps):
-            t.step()
-        sync(device)
-        t.warm_s = time.perf_counter() - start
+        t.warm_s = chunk_ms(t, device, steps) / 1e3
 
 
 def metrics_cycle(plan: Plan, most: int = 50) -> int:
@@ -177,12 +191,7 @@ def rounds(timed: list[Timed], device: torch.device, n_rounds: int, per_round: i
     for rnd in range(n_rounds):
         order = timed if rnd % 2 == 0 else list(reversed(timed))
         for t in order:
-            sync(device)
-            start = time.perf_counter()
-            for _ in range(per_round):
-                t.step()
-            sync(device)
-            t.chunk_ms.append((time.perf_counter() - start) * 1e3 / per_round)
+            t.chunk_ms.append(chunk_ms(t, device, per_round) / per_round)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -202,6 +211,12 @@ def main(argv: list[str] | None = None) -> int:
         "or of the full-depth one only (full: a short GPU run)",
     )
     ap.add_argument("--compile-backend", default="inductor")
+    ap.add_argument(
+        "--rows",
+        choices=("all", "full"),
+        default="all",
+        help="every stage and the full depth (all), or the full-depth step only (full)",
+    )
     ap.add_argument("--rounds", type=int, default=5)
     ap.add_argument(
         "--steps",
@@ -234,7 +249,13 @@ def main(argv: list[str] | None = None) -> int:
         plan = plan_at(load_plan(PLANS[family]), scale)
         with tempfile.TemporaryDirectory(prefix="step-vs-ref-") as tmp:
             rows, nometrics = build_rows(
-                plan, device, Path(tmp), args.compile, args.compile_backend, batches=4
+                plan,
+                device,
+                Path(tmp),
+                args.compile,
+                args.compile_backend,
+                batches=4,
+                stages=args.rows == "all",
             )
             timed = every_timed(rows, nometrics)
             cycle = 2 if args.quick else metrics_cycle(plan)
@@ -247,24 +268,17 @@ def main(argv: list[str] | None = None) -> int:
                 "path": str(PLANS[family]),
                 "scale": scale,
                 "shape": plan.model.__dict__,
+                "steps_per_chunk": args.steps or cycle,
+                "rounds": n_rounds,
             }
         if device.type == "cuda":
             torch.cuda.empty_cache()
-    name = (
-        torch.cuda.get_device_name(device)
-        if device.type == "cuda"
-        else f"cpu({torch.get_num_threads()} threads)"
-    )
-    line = summary(results, name, time.perf_counter() - started)
-    if args.json:
-        args.json.write_text(
-            json.dumps(
-                {"summary": line, "device": name, "peaks": peaks, "families": results},
-                indent=1,
-                default=str,
-            )
-        )
-    print(line)
+        # after every family: a run cut short by its time limit keeps the families it finished
+        line = summary(results, name, time.perf_counter() - started)
+        if args.json:
+            document = {"summary": line, "device": name, "peaks": peaks, "families": results}
+            args.json.write_text(json.dumps(document, indent=1, default=str))
+        print(line)
     return 0
 
 

@@ -35,7 +35,11 @@ def median_ms(t: Timed) -> float:
 
 
 def vs(product: Timed, reference: Timed) -> float:
-    return median_ms(reference) / median_ms(product)
+    """The product's speed over the reference's: the median over rounds of each round's
+    ratio. The two run back to back in every round, so a round's ratio cancels the load
+    that round saw (on a shared machine the chunks' own medians drift by tens of %)."""
+    pairs = [r / p for p, r in zip(product.chunk_ms, reference.chunk_ms, strict=True) if p > 0]
+    return statistics.median(pairs) if pairs else float("nan")
 
 
 def pct(x: float | None) -> str:
@@ -74,7 +78,7 @@ def mfu_table(family: str, rows: list[Row], out: list[dict[str, Any]], peaks: Pe
         line = f"| {r.label} | {r.flops / 1e9:,.1f} | {pct(d)} | {pct(m)} | {pct(rd)} |"
         if r.compiled is not None:
             cd, cm = mfus(r.flops, median_ms(r.compiled[0]), peaks)
-            ratio = median_ms(r.product) / median_ms(r.compiled[0])
+            ratio = vs(r.compiled[0], r.product)
             item.update(
                 compiled_mfu_datasheet=cd, compiled_mfu_measured=cm, compiled_over_eager=ratio
             )
@@ -141,7 +145,7 @@ def report(family: str, rows: list[Row], nometrics: Timed, peaks: Peaks) -> dict
                 c = r.compiled
                 line += f"; compiled {fmt_ops(c[0].launches)} / {fmt_ops(c[1].launches)}"
             print(line)
-    cost = median_ms(rows[0].product) / median_ms(nometrics) - 1.0
+    cost = 1.0 / vs(rows[0].product, nometrics) - 1.0
     print(
         f"{family}: per-layer metrics at the plan's cadence cost {cost * 100:+.1f} % of the "
         f"full-depth step ({median_ms(rows[0].product):.2f} vs {median_ms(nometrics):.2f} ms without)"
@@ -156,8 +160,9 @@ def summary(results: dict[str, dict[str, Any]], device: str, wall: float) -> str
         full = rows[0]
         stages = [r["vs_reference"] for r in rows[1:]]
         d = full.get("mfu_datasheet")
+        least = f"{min(stages):.3f}" if stages else "n/a"
         text = (
-            f"{family} vs_reference={full['vs_reference']:.3f} stages_min={min(stages):.3f} "
+            f"{family} vs_reference={full['vs_reference']:.3f} stages_min={least} "
             f"mfu_datasheet={'n/a' if d is None else f'{d * 100:.1f}%'} "
             f"mfu_measured={full['mfu_measured'] * 100:.1f}% "
             f"ops={full['product_ops']:.0f}/{full['reference_ops']:.0f} "

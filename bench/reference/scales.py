@@ -11,30 +11,13 @@ from __future__ import annotations
 import copy
 from collections.abc import Callable
 
-from gpu_configs import tiny_plan
+from gpu_configs import shrunk_plan, tiny_plan
 
-from growcockpit.plan import validate_plan
 from growcockpit.plan.types import Plan
 
 
 def cpu_plan(plan: Plan) -> Plan:
-    p = copy.deepcopy(plan)
-    m = p.model
-    p.name = plan.name + "-cpu"
-    ratio = plan.model.intermediate_size / max(1, plan.model.hidden_size)
-    m.hidden_size, m.num_heads = 256, 4
-    m.intermediate_size = round(ratio * 256 / 16) * 16
-    if m.num_kv_heads is not None and m.num_kv_heads < plan.model.num_heads:
-        m.num_kv_heads = 2
-    m.max_seq_len = 128
-    m.final_layers = max(1, plan.model.final_layers // 3)
-    p.data.tokenizer = "train:8000"
-    p.data.seq_len = 128
-    p.optim.batch_size = 4
-    for s in p.stages:
-        s.layers = max(1, s.layers // 3)
-    validate_plan(p, source=p.name)
-    return p
+    return shrunk_plan(plan, "cpu", 256, seq_len=128, batch_size=4, vocab=8000)
 
 
 SCALES: dict[str, Callable[[Plan], Plan]] = {
