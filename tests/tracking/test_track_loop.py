@@ -98,8 +98,8 @@ def test_ctl_pauses_scales_lr_checkpoints_and_stops_a_plain_loop(tmp_path: Path)
     assert (Path(saved.path) / "config.json").is_file()
     assert (Path(saved.path) / "optimizer.pt").is_file()
 
-    for refused in ("advance", "rollback"):
-        out = ctl(run, refused)
+    for refused in (["advance"], ["rollback", "3"]):  # a step value reaches the run, too
+        out = ctl(run, *refused)
         assert out.returncode != 0
         assert "tracked loop" in out.stderr and len(out.stderr.strip().splitlines()) == 1
 
