@@ -30,6 +30,7 @@ from growcockpit.protocol.events import (
     RunStarted,
     Step,
 )
+from growcockpit.protocol.run_notes import RunNotes, read_notes
 
 pytestmark = pytest.mark.slow
 
@@ -170,6 +171,17 @@ def test_without_blocks_a_warning_says_how_to_get_layer_stats(tmp_path: Path) ->
         cockpit.step(loss=1.0)
     events = read_all(tmp_path / "lin" / "events.jsonl")
     assert any("pass layers=" in getattr(e, "message", "") for e in events)
+
+
+def test_note_and_tags_are_the_runs_notes(tmp_path: Path) -> None:
+    model = torch.nn.Linear(4, 4)
+    opt = torch.optim.SGD(model.parameters(), lr=0.1)
+    run = tmp_path / "noted"
+    growcockpit.track(run, model=model, optimizer=opt, note="lr sweep", tags=["hf", "a1"]).close()
+    assert read_notes(run) == RunNotes("lr sweep", ("hf", "a1"))
+    with pytest.raises(growcockpit.TrackError, match="tag"):
+        growcockpit.track(tmp_path / "bad", model=model, optimizer=opt, tags=["no spaces!"])
+    assert not (tmp_path / "bad").exists()  # refused before anything was written
 
 
 def test_a_directory_that_holds_a_run_is_refused_in_one_line(tmp_path: Path) -> None:
