@@ -44,6 +44,7 @@ from growcockpit.protocol.events import (
     WarningEvent,
 )
 from growcockpit.protocol.pending import PendingCommand
+from growcockpit.protocol.run_notes import RunNotes, note_problem, parse_tags, write_notes
 from growcockpit.protocol.safe_fs import DIR_MODE
 from growcockpit.tracking.commands import HONOURED, refusal, scale_lr
 from growcockpit.tracking.layer_probe import LayerProbe
@@ -68,6 +69,17 @@ def _plain_config(config: Mapping[str, Any] | None) -> dict[str, Any]:
         return {}
     loaded = json.loads(json.dumps(dict(config), default=str))
     return loaded if isinstance(loaded, dict) else {}
+
+
+def _notes(root: Path, note: str, tags: Sequence[str]) -> RunNotes:
+    problem = note_problem(note)
+    try:
+        parsed = parse_tags(",".join(tags))
+    except ValueError as exc:
+        problem = str(exc)
+    if problem:
+        raise TrackError(f"{root}: note/tags: {problem}")
+    return RunNotes(note, parsed)
 
 
 def _versions() -> dict[str, str]:
@@ -109,6 +121,8 @@ class Tracker:
         metrics: MetricsSpec | None = None,
         trainer: str = PLAIN_LOOP,
         plan: Mapping[str, Any] | None = None,
+        note: str = "",
+        tags: Sequence[str] = (),
     ) -> None:
         self.model = model
         self.optimizer = optimizer
@@ -129,9 +143,12 @@ class Tracker:
         else:
             blocks = list(get_layers(host)) if host is not None else None
         device = next((p.device for p in model.parameters()), torch.device("cpu"))
+        notes = _notes(root, note, tags)  # checked before anything is written
         self.files = TrackedRunFiles(
             root, self.name, total_steps, self.metrics.system_every_s, device
         )
+        if notes:  # the run's notes.json, as `growcockpit note` / `tag` write it
+            write_notes(root, notes)
         plan_dict = dict(plan) if plan is not None else self._plan(blocks, total_steps)
         self.emit(
             RunStarted(
@@ -361,7 +378,8 @@ def track(
     Options: `name` (shown in the cockpit; the directory's name by default), `layers`
     (the model's blocks, for a model of no registered family), `scheduler` (so `set_lr`
     scales the schedule too), `save` (a function writing a checkpoint into the directory
-    it gets), `total_steps` (for the progress bar), `metrics` (a `MetricsSpec` cadence).
+    it gets), `total_steps` (for the progress bar), `metrics` (a `MetricsSpec` cadence),
+    `note` and `tags` (the run's note and tags, as `growcockpit note` / `tag` set them).
     Raises TrackError (one line) when the directory cannot hold the run.
     """
     return Tracker(run_dir, model, optimizer, config=config, **options)

@@ -30,6 +30,7 @@ from growcockpit.protocol.events import (
     RunStarted,
     Step,
 )
+from growcockpit.protocol.run_notes import RunNotes, read_notes
 
 pytestmark = pytest.mark.slow
 
@@ -98,8 +99,8 @@ def test_ctl_pauses_scales_lr_checkpoints_and_stops_a_plain_loop(tmp_path: Path)
     assert (Path(saved.path) / "config.json").is_file()
     assert (Path(saved.path) / "optimizer.pt").is_file()
 
-    for refused in ("advance", "rollback"):
-        out = ctl(run, refused)
+    for refused in (["advance"], ["rollback", "3"]):  # a step value reaches the run, too
+        out = ctl(run, *refused)
         assert out.returncode != 0
         assert "tracked loop" in out.stderr and len(out.stderr.strip().splitlines()) == 1
 
@@ -170,6 +171,17 @@ def test_without_blocks_a_warning_says_how_to_get_layer_stats(tmp_path: Path) ->
         cockpit.step(loss=1.0)
     events = read_all(tmp_path / "lin" / "events.jsonl")
     assert any("pass layers=" in getattr(e, "message", "") for e in events)
+
+
+def test_note_and_tags_are_the_runs_notes(tmp_path: Path) -> None:
+    model = torch.nn.Linear(4, 4)
+    opt = torch.optim.SGD(model.parameters(), lr=0.1)
+    run = tmp_path / "noted"
+    growcockpit.track(run, model=model, optimizer=opt, note="lr sweep", tags=["hf", "a1"]).close()
+    assert read_notes(run) == RunNotes("lr sweep", ("hf", "a1"))
+    with pytest.raises(growcockpit.TrackError, match="tag"):
+        growcockpit.track(tmp_path / "bad", model=model, optimizer=opt, tags=["no spaces!"])
+    assert not (tmp_path / "bad").exists()  # refused before anything was written
 
 
 def test_a_directory_that_holds_a_run_is_refused_in_one_line(tmp_path: Path) -> None:
