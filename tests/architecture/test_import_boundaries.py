@@ -17,6 +17,7 @@ HEAVY = ("torch", "transformers", "datasets")
 @pytest.mark.parametrize(
     "module",
     [
+        "growcockpit",  # growcockpit.track and the callbacks load torch on first use only
         "growcockpit.ui",
         "growcockpit.ui.app",
         "growcockpit.plan",
