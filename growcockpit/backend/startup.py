@@ -63,6 +63,8 @@ def guard_startup(run_dir: Path, plan_name: str, num_stages: int, total_steps: i
             pid=os.getpid(),
             pid_started=process_start_time(os.getpid()) or 0.0,
             started=time.time(),
+            phase="imports",  # what Home shows until the backend's own phase events
+            phase_since=time.time(),
         ),
     )
 

@@ -85,3 +85,22 @@ def test_an_old_log_without_phases_reads_as_before(tmp_path: Path) -> None:
     write_recorded_run(tmp_path / "runs" / "old")
     (run,) = list_runs(tmp_path / "runs")
     assert run.phase == "" and run.stage_text(NOW) == run.stage
+
+
+def test_home_says_importing_before_the_backend_has_a_log(tmp_path: Path) -> None:
+    """`guard_startup` runs before torch is imported: its status.json names the imports."""
+    import signal
+
+    from growcockpit.backend.startup import STOP_SIGNALS, guard_startup
+
+    saved = {sig: signal.getsignal(sig) for sig in STOP_SIGNALS}
+    try:
+        guard_startup(tmp_path / "runs" / "fresh", "mslt-demo", 2, 80)
+    finally:
+        for sig, handler in saved.items():
+            signal.signal(sig, handler)
+    (run,) = list_runs(tmp_path / "runs")
+    assert run.status == "live" and run.phase == "imports"
+    assert (
+        run.stage_text(run.phase_since + 2.5) == "starting: importing torch and transformers 2.5 s"
+    )
