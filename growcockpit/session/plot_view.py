@@ -183,13 +183,23 @@ def loss_curves(
     return _named(shown, [names[k] for k in keep], list(names.values()))
 
 
-def series_curve(state: RunData, series: Series, name: str, view: PlotView, n: int) -> Curves:
+def series_curve(
+    state: RunData,
+    series: Series,
+    name: str,
+    view: PlotView,
+    n: int,
+    extra_marks: Sequence[tuple[int, str]] = (),
+) -> Curves:
     """One step-indexed series (tokens/s) on the view's axis and zoom, unsmoothed; none
-    when the view's filter does not match its name."""
+    when the view's filter does not match its name. `extra_marks`: (step, kind) lines
+    this plot draws besides the run's markers (the LR's schedule phases)."""
     raw: dict[str, tuple[list[float], list[float]]] = {}
     if view.only.matches(name):
         raw[name] = (to_axis(state, view.axis, series.xs), list(series.ys))
-    shown = shape(raw, _markers(state, view.axis), view.axis, view.zoom, n)
+    extra_xs = to_axis(state, view.axis, [float(step) for step, _ in extra_marks])
+    extra = [(x, kind) for x, (_, kind) in zip(extra_xs, extra_marks, strict=True)]
+    shown = shape(raw, _markers(state, view.axis) + extra, view.axis, view.zoom, n)
     return _named(shown, list(raw), [name])
 
 

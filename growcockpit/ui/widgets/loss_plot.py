@@ -28,6 +28,8 @@ MARKER_VARS = {
     "resume": "gc-pause",
     "lr": "gc-lr",
     "rollback": "gc-pause",
+    "warmup": "gc-new",  # the LR plot's: a stage's warm-up ends here
+    "decay": "gc-val-line",  # the LR plot's: a "wsd" schedule's decay begins here
 }
 MARKER_LEGEND = "[$gc-stage]│[/]stage [$gc-grow]│[/]grow [$gc-pause]│[/]pause [$gc-lr]│[/]lr"
 
