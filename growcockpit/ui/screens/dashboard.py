@@ -73,6 +73,21 @@ class DashboardScreen(DashboardViews):
         Binding("left_square_bracket", "zoom(1)", "Zoom in", show=False, key_display="["),
         Binding("right_square_bracket", "zoom(-1)", "Zoom out", show=False, key_display="]"),
         Binding("0", "zoom(0)", "Zoom reset", show=False),
+        Binding("z", "step_range", "Zoom to steps A-B (as 30-40; empty: all)", show=False),
+        Binding(
+            "comma",
+            "cursor(-1)",
+            "Cursor left (its values in each plot's border)",
+            show=False,
+            key_display=",",
+        ),
+        Binding(
+            "full_stop",
+            "cursor(1)",
+            "Cursor right (its values in each plot's border)",
+            show=False,
+            key_display=".",
+        ),
         Binding("less_than_sign", "smoothing(-1)", "Less smoothing", show=False, key_display="<"),
         Binding("greater_than_sign", "smoothing(1)", "More smoothing", show=False, key_display=">"),
         Binding("1", "tab('overview')", "Overview", show=False),
@@ -81,7 +96,12 @@ class DashboardScreen(DashboardViews):
         Binding("4", "tab('system')", "System", show=False),
         Binding("5", "tab('events')", "Events", show=False),
         Binding("6", "tab('console')", "Console", show=False),
-        Binding("v", "cycle_scalar", "Plot", show=False),
+        Binding(
+            "v",
+            "cycle_scalar",
+            "Plot under the loss: LR (warm-up ends, WSD decay), grad norm, update ratio, step ms, tokens/s, none",
+            show=False,
+        ),
         Binding("slash", "filter", "Filter", show=False, key_display="/"),
         Binding("N", "note", "Note", show=False),
         Binding("T", "tags", "Tags", show=False),
@@ -211,9 +231,12 @@ class DashboardScreen(DashboardViews):
         self.flush_plot()
 
     def action_zoom(self, by: int) -> None:
-        """[ halves the window (the latest half of the x range), ] doubles it, 0 shows all."""
+        """[ halves the window (the latest half of the x range), ] doubles it, 0 shows all
+        (a step range and the cursor go too)."""
         for plot in axis_plots(self):
             plot.zoom = plot.view.zoomed(by).zoom if by else 0
+            if not by:
+                plot.steps, plot.cursor = None, None
         self.flush_plot()
 
     def action_cycle_scalar(self) -> None:
