@@ -21,6 +21,8 @@ class ScalarPlot(AxisPlot):
 
     def watch_scalar(self, scalar: ScalarKey | None) -> None:
         self.set_class(scalar is not None, "-shown")
+        if self.parent is not None:  # a narrow screen halves the loss plot to fit both
+            self.parent.set_class(scalar is not None, "-with-scalar")
         self._settings_changed()
 
     def title_text(self) -> str:
