@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 from scalar_fixtures import write_wsd_run, wsd_events
-from ui_fixtures import loss_at, settle
+from ui_fixtures import loss_at, screen_text, settle
 
 from growcockpit.protocol import Eval, Step
 from growcockpit.ui import GrowCockpitApp
@@ -82,3 +82,16 @@ async def test_a_bad_range_is_refused_in_the_prompt(tmp_path: Path) -> None:
         await pilot.press("escape")
         await pilot.pause(0.2)
         assert screen.query_one(LossPlot).steps is None
+
+
+async def test_a_range_past_the_run_says_there_is_nothing_there(tmp_path: Path) -> None:
+    run_dir = write_wsd_run(tmp_path / "run")
+    app = GrowCockpitApp(run_dir=run_dir)
+    async with app.run_test(size=SIZE) as pilot:
+        screen = await settle(pilot)
+        await _type_range(pilot, "500-600")
+        screen.flush_plot()
+        loss = screen.query_one(LossPlot)
+        assert loss.shown.curves == {}
+        await pilot.pause(0.2)
+        assert "no points in steps 500-600 (0 shows all)" in screen_text(app)

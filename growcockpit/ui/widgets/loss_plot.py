@@ -127,6 +127,8 @@ class AxisPlot(PlotextPlot):
             draw_markers(self, shown.markers)
             if at is not None:
                 plt.vline(at, rgb(colour(self, "foreground")))
+        elif self.steps is not None and state.train_loss.xs:
+            plt.title(f"no points in steps {self.steps[0]}-{self.steps[1]} (0 shows all)")
         else:
             plt.title(shown.empty_text(self.view_filter))
         self.refresh()
