@@ -15,7 +15,7 @@ whose every series is filtered out says so instead of drawing an empty frame.
 
 from __future__ import annotations
 
-from bisect import bisect_left
+from bisect import bisect_left, bisect_right
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
@@ -61,6 +61,7 @@ class PlotView:
     factor: float = DEFAULT_FACTOR  # TWEMA smoothing of the train loss
     raw: bool = False
     only: ViewFilter = ViewFilter()  # the dashboard's `/`: the series whose names it matches
+    steps: tuple[int, int] | None = None  # `z`: only steps A-B (plot_range.py), over `zoom`
 
     def zoomed(self, by: int) -> PlotView:
         return replace(self, zoom=min(MAX_ZOOM, max(0, self.zoom + by)))
@@ -73,6 +74,8 @@ class PlotView:
 
     def axis_text(self) -> str:
         zoom = f" · zoom ×{2**self.zoom}" if self.zoom else ""
+        if self.steps is not None:
+            zoom = f" · steps {self.steps[0]}-{self.steps[1]}"
         return f"x: {AXIS_NAMES[self.axis]}{zoom}"
 
 
@@ -102,6 +105,7 @@ class Curves:
     span: tuple[float, float] | None = None  # the window shown, in the label's unit
     series: tuple[str, ...] = ()  # the names of the series the filter kept (drawn or empty)
     left_out: tuple[str, ...] = ()  # the names of those it did not match
+    scale: float = 1.0  # the x label's unit: a value on the axis / scale is what is drawn
 
     @property
     def points(self) -> int:
@@ -140,23 +144,35 @@ def shape(
     axis: Axis,
     zoom: int,
     max_points: int,
+    window: tuple[float, float] | None = None,
 ) -> Curves:
-    """Curves already on `axis` (ascending x): the zoom window, downsampling and the unit."""
+    """Curves already on `axis` (ascending x): the window (`window` on the axis, else the
+    zoom's latest part), downsampling and the unit."""
     xs_all = [x for xs, _ in raw.values() for x in xs[:1] + xs[-1:]]
     if not xs_all:
         return Curves({}, [], axis_unit(axis, 0.0)[0])
     first, last = min(xs_all), max(xs_all)
-    lo = window_start(first, last, zoom)
+    lo = window_start(first, last, zoom) if window is None else window[0]
+    hi = last if window is None else window[1]
     label, scale = axis_unit(axis, last)
     curves: dict[str, Curve] = {}
     for name, (xs, ys) in raw.items():
         start = bisect_left(xs, lo) if lo is not None else 0
-        dx, dy = minmax_downsample(xs[start:], ys[start:], max_points)
+        stop = bisect_right(xs, hi)
+        dx, dy = minmax_downsample(xs[start:stop], ys[start:stop], max_points)
         if dx:
             curves[name] = Curve([x / scale for x in dx], dy)
     low = first if lo is None else lo
-    markers = [(x / scale, kind) for x, kind in marks if low <= x <= last]
-    return Curves(curves, markers, label, (low / scale, last / scale))
+    markers = [(x / scale, kind) for x, kind in marks if low <= x <= hi]
+    return Curves(curves, markers, label, (low / scale, hi / scale), scale=scale)
+
+
+def step_window(state: RunData, view: PlotView) -> tuple[float, float] | None:
+    """The view's step range on its axis (None: no range set)."""
+    if view.steps is None:
+        return None
+    lo, hi = to_axis(state, view.axis, [float(view.steps[0]), float(view.steps[1])])
+    return lo, hi
 
 
 def loss_curves(
@@ -179,17 +195,29 @@ def loss_curves(
         raw["val"] = (to_axis(state, view.axis, state.val.xs), list(state.val.ys))
     if "baseline" in keep and pinned is not None:
         raw["baseline"] = pinned
-    shown = shape(raw, _markers(state, view.axis), view.axis, view.zoom, max_points)
+    window = step_window(state, view)
+    shown = shape(raw, _markers(state, view.axis), view.axis, view.zoom, max_points, window)
     return _named(shown, [names[k] for k in keep], list(names.values()))
 
 
-def series_curve(state: RunData, series: Series, name: str, view: PlotView, n: int) -> Curves:
+def series_curve(
+    state: RunData,
+    series: Series,
+    name: str,
+    view: PlotView,
+    n: int,
+    extra_marks: Sequence[tuple[int, str]] = (),
+) -> Curves:
     """One step-indexed series (tokens/s) on the view's axis and zoom, unsmoothed; none
-    when the view's filter does not match its name."""
+    when the view's filter does not match its name. `extra_marks`: (step, kind) lines
+    this plot draws besides the run's markers (the LR's schedule phases)."""
     raw: dict[str, tuple[list[float], list[float]]] = {}
     if view.only.matches(name):
         raw[name] = (to_axis(state, view.axis, series.xs), list(series.ys))
-    shown = shape(raw, _markers(state, view.axis), view.axis, view.zoom, n)
+    extra_xs = to_axis(state, view.axis, [float(step) for step, _ in extra_marks])
+    extra = [(x, kind) for x, (_, kind) in zip(extra_xs, extra_marks, strict=True)]
+    marks = _markers(state, view.axis) + extra
+    shown = shape(raw, marks, view.axis, view.zoom, n, step_window(state, view))
     return _named(shown, list(raw), [name])
 
 

@@ -29,6 +29,7 @@ from growcockpit.session.fold.layers import LayerRow
 from growcockpit.session.fold.metrics import SEC_PER_STEP_ALPHA
 from growcockpit.session.fold.records import StageTiming
 from growcockpit.session.fold.series import SeriesBatch
+from growcockpit.session.fold.totals import add_totals
 
 if TYPE_CHECKING:
     from growcockpit.session.run_state import RunState
@@ -130,9 +131,11 @@ def heat_only(state: RunState, d: dict[str, Any]) -> bool:
         return False
     column: dict[int, float] = {}
     rows = state.layers
+    logged = []
     for stat in layers:
         if stat.__class__ is not dict:
             continue
+        logged.append((stat.get("grad_norm"), stat.get("weight_norm"), stat.get("update_ratio")))
         lid, g = stat.get("id"), stat.get("grad_norm")
         if lid.__class__ is int and g.__class__ in _NUMBER and math.isfinite(g):
             column[lid] = g
@@ -142,6 +145,7 @@ def heat_only(state: RunState, d: dict[str, Any]) -> bool:
             row.grad_hist.append(g)
     _header(state, seq, t)
     state.heat.append(step, stage, column)
+    add_totals(state, step, logged)
     state.changed(plot=True)
     return True
 
@@ -213,6 +217,7 @@ def fold_steps(state: RunState, rows: list[dict[str, Any]], batch: SeriesBatch) 
 
     loss_x, loss_y = _points(steps, losses)
     batch.add(state.train_loss, loss_x, loss_y)
+    batch.add(state.lr_series, *_points(steps, lrs))
 
     for key, series in (
         ("fwd_ms", state.fwd_series),

@@ -9,6 +9,7 @@ from growcockpit.protocol.events import Eval, LayerStats, Step, System
 from growcockpit.session.fold import axes
 from growcockpit.session.fold.layers import LayerRow
 from growcockpit.session.fold.records import GpuView, StageTiming
+from growcockpit.session.fold.totals import add_totals
 
 if TYPE_CHECKING:
     from growcockpit.session.fold.state import RunData
@@ -26,6 +27,7 @@ def on_step(state: RunData, ev: Step) -> None:
     if state.status == "starting":
         state.status = "running"
     state.train_loss.append(ev.step, ev.loss)
+    state.lr_series.append(ev.step, ev.lr)
     if ev.tokens:
         state.tokens = ev.tokens
     axes.on_step(state, ev.step, ev.tokens, ev.step_ms)
@@ -84,6 +86,7 @@ def on_layer_stats(state: RunData, ev: LayerStats) -> None:
             column[stat.id] = stat.grad_norm
             row.grad_hist.append(stat.grad_norm)
     state.heat.append(ev.step, ev.stage, column)
+    add_totals(state, ev.step, ((s.grad_norm, s.weight_norm, s.update_ratio) for s in ev.layers))
     state.changed(plot=True)
 
 

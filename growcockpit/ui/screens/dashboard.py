@@ -32,6 +32,7 @@ from growcockpit.session.console_tail import ConsoleTail
 from growcockpit.session.fold.layers import TIMING_WINDOW
 from growcockpit.session.plot_view import next_axis
 from growcockpit.session.run_session import RunSession
+from growcockpit.session.scalar_view import BY_KEY, next_scalar
 from growcockpit.ui.screens.dashboard_views import DashboardViews
 from growcockpit.ui.screens.help_texts import DASHBOARD_HELP
 from growcockpit.ui.screens.prompt import HelpScreen, keys_of
@@ -47,6 +48,7 @@ from growcockpit.ui.widgets import (
 )
 from growcockpit.ui.widgets.console import ConsolePanel
 from growcockpit.ui.widgets.loss_plot import axis_plots
+from growcockpit.ui.widgets.scalar_plot import ScalarPlot
 
 TEXT_FLUSH_S = 0.25  # ≤ 4 Hz
 PLOT_FLUSH_S = 0.5  # ≤ 2 Hz
@@ -71,6 +73,21 @@ class DashboardScreen(DashboardViews):
         Binding("left_square_bracket", "zoom(1)", "Zoom in", show=False, key_display="["),
         Binding("right_square_bracket", "zoom(-1)", "Zoom out", show=False, key_display="]"),
         Binding("0", "zoom(0)", "Zoom reset", show=False),
+        Binding("z", "step_range", "Zoom to steps A-B (as 30-40; empty: all)", show=False),
+        Binding(
+            "comma",
+            "cursor(-1)",
+            "Cursor left (its values in each plot's border)",
+            show=False,
+            key_display=",",
+        ),
+        Binding(
+            "full_stop",
+            "cursor(1)",
+            "Cursor right (its values in each plot's border)",
+            show=False,
+            key_display=".",
+        ),
         Binding("less_than_sign", "smoothing(-1)", "Less smoothing", show=False, key_display="<"),
         Binding("greater_than_sign", "smoothing(1)", "More smoothing", show=False, key_display=">"),
         Binding("1", "tab('overview')", "Overview", show=False),
@@ -79,6 +96,12 @@ class DashboardScreen(DashboardViews):
         Binding("4", "tab('system')", "System", show=False),
         Binding("5", "tab('events')", "Events", show=False),
         Binding("6", "tab('console')", "Console", show=False),
+        Binding(
+            "v",
+            "cycle_scalar",
+            "Plot under the loss: LR (warm-up ends, WSD decay), grad norm, update ratio, step ms, tokens/s, none",
+            show=False,
+        ),
         Binding("slash", "filter", "Filter", show=False, key_display="/"),
         Binding("N", "note", "Note", show=False),
         Binding("T", "tags", "Tags", show=False),
@@ -106,7 +129,9 @@ class DashboardScreen(DashboardViews):
         with TabbedContent(id="dash-tabs", initial="overview"):
             with TabPane("1 Overview", id="overview"):
                 with Horizontal(id="ov-top"):
-                    yield LossPlot(id="loss-plot")
+                    with Vertical(id="ov-plots"):
+                        yield LossPlot(id="loss-plot")
+                        yield ScalarPlot(id="scalar-plot")
                     yield LayerTable(id="layer-table")
                 with Horizontal(id="ov-bottom"):
                     yield EventLogPanel(id="event-log")
@@ -172,6 +197,7 @@ class DashboardScreen(DashboardViews):
         with self.state_lock:
             for widget in (
                 self.query_one(LossPlot),
+                self.query_one(ScalarPlot),
                 self.query_one(ThroughputPlot),
                 self.query_one(LayerHeatmap),
             ):
@@ -205,10 +231,22 @@ class DashboardScreen(DashboardViews):
         self.flush_plot()
 
     def action_zoom(self, by: int) -> None:
-        """[ halves the window (the latest half of the x range), ] doubles it, 0 shows all."""
+        """[ halves the window (the latest half of the x range), ] doubles it, 0 shows all
+        (a step range and the cursor go too)."""
         for plot in axis_plots(self):
             plot.zoom = plot.view.zoomed(by).zoom if by else 0
+            if not by:
+                plot.steps, plot.cursor = None, None
         self.flush_plot()
+
+    def action_cycle_scalar(self) -> None:
+        """The plot beside the loss to the next scalar (LR, grad norm, update ratio, step
+        time, tokens/s), then hidden."""
+        plot = self.query_one(ScalarPlot)
+        plot.scalar = next_scalar(plot.scalar)
+        shown = "hidden" if plot.scalar is None else BY_KEY[plot.scalar].name
+        self.notify(f"plot beside the loss: {shown}", timeout=2)
+        self.call_after_refresh(self.flush_plot)
 
     def action_smoothing(self, direction: int) -> None:
         plot = self.query_one(LossPlot)

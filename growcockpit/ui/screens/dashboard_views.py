@@ -40,6 +40,12 @@ from growcockpit.session.pinned_baseline import (
     remember_pin,
     remembered_pin,
 )
+from growcockpit.session.plot_range import (
+    move_cursor,
+    parse_step_range,
+    range_problem,
+    range_text,
+)
 from growcockpit.session.view_filter import ViewFilter, filter_problem
 from growcockpit.ui.screens.dashboard_commands import DashboardCommands
 from growcockpit.ui.screens.pick_run import Picked, PickRunScreen
@@ -57,6 +63,11 @@ FILTER_BODY = (
     "state, health), the event logs, the console and the plotted series (train/loss, "
     "val/loss, tokens/s, grad norm); case-insensitive unless it has a capital. "
     "Empty or Esc shows everything."
+)
+
+RANGE_BODY = (
+    "Two steps, as 30-40: every plot shows only those, on its x axis; , and . then move "
+    "a cursor whose values each plot gives in its lower border. Empty: the whole run."
 )
 
 
@@ -105,6 +116,36 @@ class DashboardViews(DashboardCommands):
             return False
         self.set_view_filter(ViewFilter())
         return True
+
+    # ---- zoom by range and the cursor ------------------------------------------------
+    def action_step_range(self) -> None:
+        """`z`: show steps A-B on every plot (empty: the whole run again)."""
+
+        def done(value: str | None) -> None:
+            if value is not None:
+                self.set_step_range(parse_step_range(value))
+
+        current = range_text(self.query_one(LossPlot).steps)
+        prompt = PromptScreen("Show steps", RANGE_BODY, current, range_problem, "Show")
+        self.app.push_screen(prompt, done)
+
+    def set_step_range(self, steps: tuple[int, int] | None) -> None:
+        for plot in axis_plots(self):
+            plot.steps, plot.zoom, plot.cursor = steps, 0, None
+        self.notify(f"steps {range_text(steps)}" if steps else "the whole run", timeout=2)
+        self.flush_plot()
+
+    def action_cursor(self, by: int) -> None:
+        """`,` / `.`: the cursor a step (1/40 of the range) left / right, on every plot."""
+        loss = self.query_one(LossPlot)
+        with self.state_lock:
+            xs = self.state.train_loss.xs
+            whole = (int(xs[0]), int(xs[-1])) if xs else (0, self.state.step)
+        steps = loss.steps or whole
+        cursor = move_cursor(loss.cursor, steps, by)
+        for plot in axis_plots(self):
+            plot.cursor = cursor
+        self.flush_plot()
 
     # ---- notes and tags -----------------------------------------------------------
     def action_note(self) -> None:

@@ -27,7 +27,8 @@ the factor is in the title, < and > change it) by default; r shows the raw loss.
 cycles every plot's x axis: step, tokens, training time (pauses and evaluations left
 out), estimated FLOPs (the plan's cost model); [ and ] halve and double the window
 shown (the latest part), 0 shows it all. Vertical lines mark stage changes, grows,
-pauses, LR changes and rollbacks on every axis.
+pauses, LR changes and rollbacks on every axis. v plots LR (warm-up ends, wsd decay), grad
+norm, update ratio, step ms or tokens/s under the loss; z: steps A-B; , and . a cursor.
 Layers: one row per layer (trainable, frozen, or new from the last grow): grad norm,
 update ratio ‖Δθ‖/‖θ‖, and fwd/bwd ms as the median of the last n timing samples (they
 restart when the stage or the layer's frozen state changes); and one layers × time

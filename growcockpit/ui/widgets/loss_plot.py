@@ -15,7 +15,8 @@ from textual_plotext import PlotextPlot
 
 from growcockpit.session.fold.axes import Axis
 from growcockpit.session.pinned_baseline import PinnedBaseline, standing
-from growcockpit.session.plot_view import Curves, PlotView, loss_curves
+from growcockpit.session.plot_range import nearest
+from growcockpit.session.plot_view import Curves, PlotView, loss_curves, to_axis
 from growcockpit.session.run_state import RunState
 from growcockpit.session.smoothing import DEFAULT_FACTOR
 from growcockpit.session.view_filter import ViewFilter
@@ -28,6 +29,8 @@ MARKER_VARS = {
     "resume": "gc-pause",
     "lr": "gc-lr",
     "rollback": "gc-pause",
+    "warmup": "gc-new",  # the LR plot's: a stage's warm-up ends here
+    "decay": "gc-val-line",  # the LR plot's: a "wsd" schedule's decay begins here
 }
 MARKER_LEGEND = "[$gc-stage]│[/]stage [$gc-grow]│[/]grow [$gc-pause]│[/]pause [$gc-lr]│[/]lr"
 
@@ -44,6 +47,8 @@ class AxisPlot(PlotextPlot):
 
     axis: reactive[Axis] = reactive("step")
     zoom: reactive[int] = reactive(0)
+    steps: reactive[tuple[int, int] | None] = reactive(None)  # `z`: steps A-B only
+    cursor: reactive[int | None] = reactive(None)  # `,` / `.`: a step whose values it gives
     TITLE = ""
 
     def __init__(self, *, id: str | None = None) -> None:  # noqa: A002 - Textual's name
@@ -56,7 +61,7 @@ class AxisPlot(PlotextPlot):
 
     @property
     def view(self) -> PlotView:
-        return PlotView(self.axis, self.zoom, only=self.view_filter)
+        return PlotView(self.axis, self.zoom, only=self.view_filter, steps=self.steps)
 
     def set_filter(self, view_filter: ViewFilter) -> None:
         """Keep only the series `view_filter` matches, from the next replot (the view keys it)."""
@@ -75,7 +80,7 @@ class AxisPlot(PlotextPlot):
         self._key = ()
         self.border_title = self.title_text()
 
-    watch_axis = watch_zoom = _settings_changed
+    watch_axis = watch_zoom = watch_steps = watch_cursor = _settings_changed
 
     def title_text(self) -> str:
         return f"{self.TITLE} · {self.view.axis_text()}  {MARKER_LEGEND}"
@@ -100,13 +105,14 @@ class AxisPlot(PlotextPlot):
         """Replot if the plot data, width, settings or theme changed; True if it replotted."""
         self._state = state
         width = max(10, self.size.width)
-        key = (state.plot_version, width, self.view, self.app.theme, self.extra_key())
+        key = (state.plot_version, width, self.view, self.cursor, self.app.theme, self.extra_key())
         if key == self._key:
             return False
         self._key = key
         shown = self.shown = self.curves(state, 2 * width)
         self.points_plotted = shown.points
-        captions = (shown.filter_text(self.view_filter), self.caption(state))
+        at = self._cursor_x(state)
+        captions = (shown.filter_text(self.view_filter), self.caption(state), self._at(at))
         self.border_subtitle = " · ".join(c for c in captions if c)
         plt = self.plt
         plt.clear_data()
@@ -119,10 +125,30 @@ class AxisPlot(PlotextPlot):
             )
         if shown.curves:
             draw_markers(self, shown.markers)
+            if at is not None:
+                plt.vline(at, rgb(colour(self, "foreground")))
+        elif self.steps is not None and state.train_loss.xs:
+            plt.title(f"no points in steps {self.steps[0]}-{self.steps[1]} (0 shows all)")
         else:
             plt.title(shown.empty_text(self.view_filter))
         self.refresh()
         return True
+
+    def _cursor_x(self, state: RunState) -> float | None:
+        """The cursor's x as drawn (on the axis, in the label's unit); None: no cursor."""
+        if self.cursor is None:
+            return None
+        (x,) = to_axis(state, self.axis, [float(self.cursor)])
+        return x / self.shown.scale
+
+    def _at(self, x: float | None) -> str:
+        """`step 35: train 3.91 · val 3.99` for the lower border: each curve's drawn point
+        nearest to the cursor."""
+        if x is None:
+            return ""
+        values = [(n, nearest(c.xs, c.ys, x)) for n, c in self.shown.curves.items()]
+        shown = " · ".join(f"{self.style(n)[0]} {y:.4g}" for n, y in values if y is not None)
+        return f"step {self.cursor}: {shown or 'no point'}"
 
 
 def axis_plots(node: DOMNode) -> list[AxisPlot]:
@@ -155,7 +181,9 @@ class LossPlot(AxisPlot):
 
     @property
     def view(self) -> PlotView:
-        return PlotView(self.axis, self.zoom, self.factor, self.raw, self.view_filter)
+        return PlotView(
+            self.axis, self.zoom, self.factor, self.raw, self.view_filter, steps=self.steps
+        )
 
     watch_raw = watch_factor = AxisPlot._settings_changed
 

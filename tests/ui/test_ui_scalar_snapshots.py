@@ -1,0 +1,56 @@
+"""SVG snapshots of the dashboard with the LR plotted beside the loss (warm-up and WSD
+decay lines), and zoomed to steps 30-40 with a cursor, at 80×24 and 160×48. Regenerate after a deliberate UI change with
+`pytest tests/ui/test_ui_scalar_snapshots.py --snapshot-update` and review the SVGs."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from scalar_fixtures import write_wsd_run
+from textual.pilot import Pilot
+from ui_fixtures import T0, settle
+
+from growcockpit.ui import GrowCockpitApp
+
+SIZES = pytest.mark.parametrize("size", [(80, 24), (160, 48)], ids=["80x24", "160x48"])
+
+
+async def _lr_beside_loss(pilot: Pilot[None]) -> None:
+    screen = await settle(pilot)
+    await pilot.press("v")
+    await pilot.pause(0.3)
+    screen.flush_plot()
+    await pilot.pause(0.1)
+
+
+@SIZES
+def test_dashboard_lr_beside_loss(snap_compare, tmp_path: Path, size: tuple[int, int]) -> None:  # type: ignore[no-untyped-def]
+    run_dir = write_wsd_run(tmp_path / "run")
+    app = GrowCockpitApp(
+        run_dir=run_dir, clock=lambda: T0 + 100.0, theme="dark", workdir=tmp_path, samples=tmp_path
+    )
+    assert snap_compare(app, terminal_size=size, run_before=_lr_beside_loss)
+
+
+async def _steps_30_to_40_with_cursor(pilot: Pilot[None]) -> None:
+    screen = await settle(pilot)
+    await pilot.press("v", "z")
+    await pilot.pause(0.2)
+    await pilot.press(*["backspace"] * 8, *"30-40", "enter")
+    await pilot.pause(0.2)
+    await pilot.press("full_stop")
+    await pilot.pause(0.3)
+    screen.flush_plot()
+    await pilot.pause(0.1)
+
+
+@SIZES
+def test_dashboard_steps_30_to_40_with_cursor(
+    snap_compare, tmp_path: Path, size: tuple[int, int]
+) -> None:  # type: ignore[no-untyped-def]
+    run_dir = write_wsd_run(tmp_path / "run")
+    app = GrowCockpitApp(
+        run_dir=run_dir, clock=lambda: T0 + 100.0, theme="dark", workdir=tmp_path, samples=tmp_path
+    )
+    assert snap_compare(app, terminal_size=size, run_before=_steps_30_to_40_with_cursor)
