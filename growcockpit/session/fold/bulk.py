@@ -303,8 +303,9 @@ def _apply(state: RunState, d: dict[str, Any]) -> bool:
     Event fields are not type-checked on decoding, so a hand-edited or corrupt
     line can fail inside a fold; it is skipped like an undecodable line rather
     than stopping the cockpit's tail."""
+    damaged = state.damaged
     try:
         state.apply(event_from_dict(d))
     except (ValueError, TypeError, AttributeError, KeyError, RecursionError):
         return False
-    return True
+    return state.damaged == damaged  # a field of the wrong type: skipped, not folded
