@@ -101,7 +101,7 @@ def _python_rng(s: dict[str, Any]) -> None:
 LIES: list[tuple[str, Lie, str]] = [
     ("huge-config", _set(("config", "hidden_size"), 65536), "hidden 65536"),
     ("deep-config", _set(("config", "num_hidden_layers"), 1000), "1000 layers"),
-    ("config-of-another-family", _set(("config", "model_type"), "gpt2"), "'gpt2'"),
+    ("config-of-another-family", _set(("config", "model_type"), "gpt2"), '"gpt2"'),
     ("config-vocab", _set(("config", "vocab_size"), 10**12), "vocab_size"),
     ("config-type", _set(("config", "num_attention_heads"), "two"), "config"),
     ("saved-plan-over-cap", _set_plan("hidden_size", 10**6), "65,536"),
