@@ -32,7 +32,7 @@ from growcockpit.backend.calibrate import Clock
 from growcockpit.backend.data.blocks import Batch, TokenBlocks
 from growcockpit.backend.loop.forward import StagedForward
 from growcockpit.backend.loop.operators import GrowInput, LevelSnapshot, apply_operator
-from growcockpit.backend.loop.optim import build_optimizer, guarded_step
+from growcockpit.backend.loop.optim import FUSED_ADAMW_DEVICES, build_optimizer, guarded_step
 from growcockpit.backend.model import build_model
 from growcockpit.grow import apply_freeze, get_layers, set_train_modes
 from growcockpit.plan import load_plan, validate_plan
@@ -208,7 +208,7 @@ def build_configs(tag: str, plan: Plan, data: TokenBlocks, device: torch.device)
         set_train_modes(m)
         lr = stage.lr if stage.lr is not None else plan.optim.lr
         # the engine's construction (backend/loop/engine.py configure_training): fused on CUDA
-        opt = build_optimizer(m, plan.optim, lr, fused=device.type == "cuda")
+        opt = build_optimizer(m, plan.optim, lr, fused=device.type in FUSED_ADAMW_DEVICES)
         params = [p for g in opt.param_groups for p in g["params"]]
         configs.append(
             Config(

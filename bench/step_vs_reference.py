@@ -258,17 +258,19 @@ def main(argv: list[str] | None = None) -> int:
                 stages=args.rows == "all",
             )
             timed = every_timed(rows, nometrics)
-            cycle = 2 if args.quick else metrics_cycle(plan)
+            cycle = metrics_cycle(plan)  # the operator counts span one even with --quick
             warm(timed, device, 1 if args.quick else args.warmup)
             count_ops(rows, device, cycle)
+            nometrics.ops, _ = dispatched_ops(nometrics.step, cycle)
             n_rounds = 2 if args.quick else args.rounds
-            rounds(timed, device, n_rounds, args.steps or cycle)
+            per_round = 2 if args.quick else args.steps or cycle
+            rounds(timed, device, n_rounds, per_round)
             results[family] = report(family, rows, nometrics, peaks)
             results[family]["plan"] = {
                 "path": str(PLANS[family]),
                 "scale": scale,
                 "shape": plan.model.__dict__,
-                "steps_per_chunk": args.steps or cycle,
+                "steps_per_chunk": per_round,
                 "rounds": n_rounds,
             }
         if device.type == "cuda":

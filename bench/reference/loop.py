@@ -1,8 +1,8 @@
 """The reference training step, nanoGPT's loop: forward, backward, clip, AdamW, zero_grad.
 
 The same optimizer as the product's (`build_optimizer`'s AdamW: betas 0.9/0.98,
-eps 1e-6, no decay on 1-D tensors, fused on CUDA), the same gradient clip and the
-same autocast; nothing else. No host read, no finiteness guard, no metrics.
+eps 1e-6, no decay on 1-D tensors, fused exactly where the product's is), the same
+gradient clip and the same autocast; nothing else. No host read, no finiteness guard, no metrics.
 """
 
 from __future__ import annotations
@@ -17,14 +17,13 @@ from reference.model import ReferenceModel
 
 
 def reference_optimizer(
-    model: ReferenceModel, lr: float, weight_decay: float
+    model: ReferenceModel, lr: float, weight_decay: float, fused: bool | None
 ) -> torch.optim.Optimizer:
     params = [p for p in model.parameters() if p.requires_grad]
     groups = [
         {"params": [p for p in params if p.ndim >= 2], "weight_decay": weight_decay},
         {"params": [p for p in params if p.ndim < 2], "weight_decay": 0.0},
     ]
-    fused = True if next(model.parameters()).is_cuda else None
     return torch.optim.AdamW(
         [g for g in groups if g["params"]], lr=lr, betas=(0.9, 0.98), eps=1e-6, fused=fused
     )

@@ -94,7 +94,9 @@ def reference_twin(
     plan = t.plan
     device = t.device
     blocks = [t.data.train_batch(i, plan.optim.batch_size).to(device) for i in range(batches)]
-    optimizer = reference_optimizer(ref, t.current_lr(), plan.optim.weight_decay)
+    assert t.optimizer is not None
+    fused = t.optimizer.defaults.get("fused")  # the product's implementation, not a better one
+    optimizer = reference_optimizer(ref, t.current_lr(), plan.optim.weight_decay, fused)
     if compile_:
         ref.loss = torch.compile(ref.loss, backend=plan.optim.compile_backend or "inductor")  # type: ignore[method-assign]
     precision = t.steps.precision

@@ -146,11 +146,21 @@ def report(family: str, rows: list[Row], nometrics: Timed, peaks: Peaks) -> dict
                 line += f"; compiled {fmt_ops(c[0].launches)} / {fmt_ops(c[1].launches)}"
             print(line)
     cost = 1.0 / vs(rows[0].product, nometrics) - 1.0
+    full_ops, quiet_ops = rows[0].product.ops, nometrics.ops
+    op_cost = full_ops / quiet_ops - 1.0 if full_ops and quiet_ops else None
     print(
         f"{family}: per-layer metrics at the plan's cadence cost {cost * 100:+.1f} % of the "
-        f"full-depth step ({median_ms(rows[0].product):.2f} vs {median_ms(nometrics):.2f} ms without)"
+        f"full-depth step's time ({median_ms(rows[0].product):.2f} vs {median_ms(nometrics):.2f} "
+        f"ms without) and {pct(op_cost)} of its operators ({fmt_ops(full_ops)} vs "
+        f"{fmt_ops(quiet_ops)} per step)"
     )
-    return {"rows": out, "metrics_cost": cost, "nometrics_ms": median_ms(nometrics)}
+    return {
+        "rows": out,
+        "metrics_cost": cost,
+        "metrics_op_cost": op_cost,
+        "nometrics_ms": median_ms(nometrics),
+        "nometrics_ops": quiet_ops,
+    }
 
 
 def summary(results: dict[str, dict[str, Any]], device: str, wall: float) -> str:

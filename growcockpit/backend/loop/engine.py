@@ -27,7 +27,7 @@ from growcockpit.backend.loop.evaluation import eval_event, mean_val_loss
 from growcockpit.backend.loop.forward import LossModule, StagedForward
 from growcockpit.backend.loop.layer_checks import LayerHealth
 from growcockpit.backend.loop.operators import GrowInput, LevelSnapshot, apply_operator
-from growcockpit.backend.loop.optim import build_optimizer, lr_at
+from growcockpit.backend.loop.optim import FUSED_ADAMW_DEVICES, build_optimizer, lr_at
 from growcockpit.backend.loop.plateau import PlateauTrigger, check_event, trigger_for
 from growcockpit.backend.loop.probe import resolve_probe
 from growcockpit.backend.loop.progress import LoopState, Progress
@@ -309,7 +309,7 @@ class Trainer:
         lr = self.current_lr()
         previous = self.optimizer
         with self.report.startup.phase("optimizer"):
-            fused = self.device.type == "cuda"
+            fused = self.device.type in FUSED_ADAMW_DEVICES
             self.optimizer = build_optimizer(self.model, self.plan.optim, lr, fused=fused)
         if previous is not None and not self.plan.optim.optimizer_reset:
             fresh = fresh_state_layers(stage, grow)

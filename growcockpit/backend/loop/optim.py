@@ -13,13 +13,18 @@ from growcockpit.backend.loop.lamb import Lamb
 from growcockpit.plan.schedule import lr_at as lr_at
 from growcockpit.plan.types import OptimSpec
 
+# AdamW's single-kernel update over all tensors (`fused=True`) exists on these devices; on a
+# CPU it replaces the per-tensor Python loop (about 13 operators per tensor per step) and
+# skips a non-finite step without a host read, as on CUDA
+FUSED_ADAMW_DEVICES = ("cuda", "cpu")
+
 
 def build_optimizer(
     model: nn.Module, spec: OptimSpec, lr: float, fused: bool = False
 ) -> torch.optim.Optimizer:
     """AdamW or LAMB, with no weight decay on biases and LayerNorm weights.
 
-    `fused` (the engine sets it on CUDA): AdamW's single-kernel update, which
+    `fused` (the engine sets it on CUDA and the CPU): AdamW's single-kernel update, which
     also skips a non-finite step on the device (backend/loop/step.py). LAMB is
     always multi-tensor (`torch._foreach_*`) and skips on the device too.
     """

@@ -8,9 +8,9 @@ Two rules make the step cheap on a GPU, where the host must stay ahead of the de
   last step of a stage). Default 1: every step reports, as on CPU before.
 * **A non-finite loss or gradient skips the update on the device.** The
   finiteness flag goes to the optimizer as `found_inf` (fused AdamW and our
-  LAMB skip the whole update, step count included, without a sync). Optimizers
-  without that support (foreach AdamW, used on CPU where a read costs nothing)
-  are guarded by a host check. The run then pauses at the next read
+  LAMB skip the whole update, step count included, without a sync; the engine
+  fuses AdamW on CUDA and the CPU). Optimizers without that support (a non-fused
+  AdamW) are guarded by a host check. The run then pauses at the next read
   (`Trainer.after_step`), weights unchanged and finite.
 * **A loss spike skips the update the same way.** The spike sentinel
   (backend/loop/sentinel.py: a robust z-score of the loss, and of the gradient norm
