@@ -6,8 +6,12 @@ import pytest
 
 from growcockpit.plan import PlanError, dump_plan, loads_plan
 
+NO_CHECKPOINTS = "every_steps = 0\nevery_minutes = 0\nstage_start = false"
 
-def plan_text(distributed: str, optim: str = "", grow: str = "") -> str:
+
+def plan_text(
+    distributed: str, optim: str = "", grow: str = "", checkpoint: str = NO_CHECKPOINTS
+) -> str:
     return f"""
 name = "d"
 [model]
@@ -18,6 +22,8 @@ intermediate_size = 256
 final_layers = 4
 [optim]
 {optim}
+[checkpoint]
+{checkpoint}
 [distributed]
 {distributed}
 [[stages]]
@@ -52,6 +58,7 @@ BAD = {
     "fsdp compile": ('strategy = "fsdp"', "compile = true", "", "optim.compile"),
     "fsdp ramp": ('strategy = "fsdp"', "", "ramp_steps = 5", "stages[1].ramp_steps"),
     "fsdp layer drop": ('strategy = "fsdp"', "", "layer_drop = 0.2", "stages[1].layer_drop"),
+    "fsdp carry": ('strategy = "fsdp"', "optimizer_reset = false", "", "optim.optimizer_reset"),
 }
 
 
@@ -67,3 +74,10 @@ def test_bad_combinations_name_the_key_and_fix(case: str) -> None:
 
 def test_the_same_options_pass_under_ddp() -> None:
     loads_plan(plan_text("", "compile = false", "ramp_steps = 5\nlayer_drop = 0.2"))
+
+
+def test_fsdp_refuses_a_checkpoint_cadence_until_it_can_write_one() -> None:
+    with pytest.raises(PlanError) as err:
+        loads_plan(plan_text('strategy = "fsdp"', checkpoint=""))
+    assert err.value.key == "checkpoint.every_minutes" and "every_minutes = 0" in str(err.value)
+    loads_plan(plan_text("", checkpoint=""))  # DDP checkpoints as ever

@@ -23,6 +23,13 @@ from growcockpit.backend.control.reporter import RunReporter
 from growcockpit.backend.data.blocks import Batch, BatchPrefetcher, TokenBlocks
 from growcockpit.backend.device import release_cached_memory
 from growcockpit.backend.distributed import DistContext
+from growcockpit.backend.fsdp import (
+    broadcast_from_main,
+    mesh_for,
+    root_gathered,
+    shard,
+    unsharded,
+)
 from growcockpit.backend.loop.evaluation import eval_event, mean_val_loss
 from growcockpit.backend.loop.forward import LossModule, StagedForward
 from growcockpit.backend.loop.layer_checks import LayerHealth
@@ -121,6 +128,8 @@ class Trainer:
         self.recipes = StageRecipes()
         self.plateau: PlateauTrigger | None = None  # advance = "plateau": asked after each step
         self.evaluated_at: int | None = None  # the step of the latest evaluation
+        self.fsdp = plan.distributed.strategy == "fsdp" and self.dist.enabled
+        self.mesh: object | None = None  # FSDP's device mesh, made at the first shard
 
     # ---- the run -----------------------------------------------------------------
     def run(self) -> str:
@@ -288,7 +297,8 @@ class Trainer:
         function (backend/loop/operators.py), with the level snapshots the plan walk names."""
         shape = resolve_shapes(self.plan)[self.pos.stage_index]
         family = self.plan.model.family
-        model, result = apply_operator(GrowInput(self.model, stage, shape, family, self.levels))
+        plain = unsharded(self.model, self.device)  # FSDP: whole weights, via state
+        model, result = apply_operator(GrowInput(plain, stage, shape, family, self.levels))
         self.model = model.to(self.device)
         return result
 
@@ -305,7 +315,10 @@ class Trainer:
             result.trainable_layers, depth, result.embeddings_trainable
         )
         self.set_train_modes()
-        self.train_module = self.dist.wrap(LossModule(self.model, self.forward), self.device)
+        if self.fsdp:
+            self.train_module = self.sharded_loss_module()
+        else:
+            self.train_module = self.dist.wrap(LossModule(self.model, self.forward), self.device)
         lr = self.current_lr()
         previous = self.optimizer
         with self.report.startup.phase("optimizer"):
@@ -326,6 +339,18 @@ class Trainer:
             step=self.pos.step,
         )
         self.steps.enter(self)  # spike windows start afresh, the step module is compiled
+
+    def sharded_loss_module(self) -> nn.Module:
+        """FSDP: rank 0's weights everywhere, then each block and the loss module sharded
+        (backend/fsdp.py); the optimizer built next sees only this rank's shards."""
+        self.model = unsharded(self.model, self.device)
+        broadcast_from_main(self.model)
+        if self.mesh is None:
+            self.mesh = mesh_for(self.device, self.dist.world_size)
+        root = LossModule(self.model, self.forward)
+        dist = self.plan.distributed
+        shard(root, self.model, self.mesh, self.steps.precision, dist.cpu_offload)  # type: ignore[arg-type]
+        return root
 
     def set_train_modes(self) -> None:
         set_train_modes(self.model)
@@ -354,28 +379,37 @@ class Trainer:
 
     def stats_due(self) -> bool:
         every = self.plan.metrics.every_steps
-        return self.dist.is_main and every > 0 and (self.pos.step + 1) % every == 0
+        return (
+            not self.fsdp and self.dist.is_main and every > 0 and (self.pos.step + 1) % every == 0
+        )
 
     def timing_due(self) -> bool:
         every = self.plan.metrics.timing_every_steps
-        return self.dist.is_main and every > 0 and (self.pos.step + 1) % every == 0
+        return (
+            not self.fsdp and self.dist.is_main and every > 0 and (self.pos.step + 1) % every == 0
+        )
 
     def probe_loss(self) -> float | None:
         """Loss on the first validation batch: shows what an operator did to the function."""
         batches = self.data.val_batches(self.plan.optim.batch_size, 1)
-        return mean_val_loss(self.model, batches, self.device, self.steps.autocast())
+        with root_gathered(self.train_module):
+            return mean_val_loss(self.model, batches, self.device, self.steps.autocast())
 
     def evaluate(self) -> None:
         self.evaluated_at = self.pos.step
         batches = self.data.val_batches(self.plan.optim.batch_size, self.plan.metrics.eval_batches)
         autocast = self.steps.autocast()
-        event = eval_event(
-            self.model, batches, self.device, autocast, self.pos.step, self.pos.stage_index
-        )
+        with root_gathered(self.train_module):
+            event = eval_event(
+                self.model, batches, self.device, autocast, self.pos.step, self.pos.stage_index
+            )
         if event is not None:
             self.report.emit(event)
 
     def checkpoint(self, reason: str) -> Path | None:
+        if self.fsdp:  # the plan refuses a cadence under FSDP; a stop must still say so
+            self.report.warn(f"no {reason} checkpoint: not written under FSDP yet")
+            return None
         self.pos.plateau = self.plateau.state() if self.plateau is not None else None
         self.cadence.written(self.pos.step)
         scaler = self.steps.scaler.state_dict() if self.steps.scaler else None
@@ -433,7 +467,6 @@ class Trainer:
         final = RunPaths(self.run_dir).final
         if self.recipes.gates is not None:
             self.report.warn(self.recipes.unfinished_ramp_note(), step=self.pos.step)
-        finish_run(
-            self.model, self.data.tokenizer, final, self.dist, self.report, status, self.pos.step
-        )
+        model = unsharded(self.model, self.device)  # FSDP: gathered on every rank
+        finish_run(model, self.data.tokenizer, final, self.dist, self.report, status, self.pos.step)
         return status
