@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import contextlib
 from collections.abc import Iterator
+from typing import Any
 
 import torch
 import torch.distributed as dist
@@ -29,7 +30,7 @@ from torch.distributed.fsdp import (
     OffloadPolicy,
     fully_shard,
 )
-from torch.distributed.tensor import DTensor
+from torch.distributed.tensor import DTensor, distribute_tensor
 
 from growcockpit.grow.model_parts import get_layers
 
@@ -115,3 +116,32 @@ def root_gathered(root: nn.Module) -> Iterator[None]:
         yield
     finally:
         root.reshard()
+
+
+def full_optimizer_state(optimizer: torch.optim.Optimizer) -> dict[str, Any]:
+    """`optimizer.state_dict()` with every sharded moment whole (collective, same order on
+    every rank): the format a DDP or one-process checkpoint holds, so it resumes at any
+    world size and under either strategy."""
+    state = optimizer.state_dict()
+    state["state"] = {
+        index: {k: v.full_tensor() if isinstance(v, DTensor) else v for k, v in slots.items()}
+        for index, slots in state["state"].items()
+    }
+    return state
+
+
+def load_optimizer_state(optimizer: torch.optim.Optimizer, state: dict[str, Any]) -> None:
+    """Load a whole-tensor optimizer state; under FSDP each moment is cut to this rank's
+    shard of its parameter (every rank read the same checkpoint: no communication)."""
+    params = [p for group in optimizer.param_groups for p in group["params"]]
+    slots_by_index = state["state"]
+    for index, slots in slots_by_index.items():
+        param = params[int(index)]
+        if not isinstance(param, DTensor):
+            continue
+        for key, value in slots.items():
+            if isinstance(value, torch.Tensor) and value.shape == param.shape:
+                slots[key] = distribute_tensor(
+                    value.to(param.device), param.device_mesh, param.placements, src_data_rank=None
+                )
+    optimizer.load_state_dict(state)

@@ -66,15 +66,6 @@ def distributed_problems(plan: Plan) -> list[Problem]:
                 "set optimizer_reset = true",
             )
         )
-    ck = plan.checkpoint
-    if ck.every_steps or ck.every_minutes or ck.stage_start:
-        problems.append(
-            (
-                "checkpoint.every_minutes",
-                f"checkpoints are not written {_FSDP} yet; set every_steps = 0, "
-                "every_minutes = 0 and stage_start = false in [checkpoint]",
-            )
-        )
     for index, stage in enumerate(plan.stages):
         for key, is_set, fix in _STAGE_UNSUPPORTED:
             if is_set(stage):

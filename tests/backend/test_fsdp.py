@@ -1,10 +1,12 @@
 """FSDP2 on 2 gloo ranks: a tiny MSLT plan (2 → 4 layers by stack, the old ones frozen)
-trains like DDP. Stated tolerance: losses within 1e-5 and final weights within 1e-6
-(only the reduction order differs: FSDP reduce-scatters, DDP all-reduces)."""
+trains like DDP, and its checkpoints resume. Stated tolerance against DDP: losses within
+1e-5 and final weights within 1e-6 (only the reduction order differs: FSDP
+reduce-scatters, DDP all-reduces). A resume at the same world size is bit for bit."""
 
 from __future__ import annotations
 
 import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -13,43 +15,78 @@ import pytest
 from repo_paths import TESTS
 from safetensors.torch import load_file
 
+from growcockpit.families import spec_for
 from growcockpit.protocol import read_all
-from growcockpit.protocol.events import RunFinished, StageStarted, Step, WarningEvent
+from growcockpit.protocol.events import (
+    Event,
+    RunFinished,
+    RunStarted,
+    StageStarted,
+    Step,
+    WarningEvent,
+)
 
 pytestmark = pytest.mark.slow
 
 FSDP_PLAN = TESTS / "plans" / "tiny-fsdp.toml"
 
 
-def train(plan: Path, run_dir: Path, cache: Path) -> list[object]:
+def launch(cache: Path, *args: str, nproc: int = 2) -> list[Event]:
     env = dict(os.environ, GROWCOCKPIT_CACHE=str(cache), HF_HUB_OFFLINE="1", OMP_NUM_THREADS="1")
-    cmd = [sys.executable, "-m", "growcockpit", "train", str(plan), "--run-dir", str(run_dir)]
-    res = subprocess.run(
-        [*cmd, "--nproc-per-node", "2"], capture_output=True, text=True, timeout=300, env=env
-    )
+    cmd = [sys.executable, "-m", "growcockpit", *args, "--nproc-per-node", str(nproc)]
+    res = subprocess.run(cmd, capture_output=True, text=True, timeout=300, env=env)
     assert res.returncode == 0, res.stdout[-2000:] + res.stderr[-3000:]
+    run_dir = Path(args[args.index("--run-dir") + 1] if "--run-dir" in args else args[1])
     return list(read_all(run_dir / "events.jsonl"))
 
 
-def test_fsdp_grows_and_trains_like_ddp(tmp_path: Path, gc_cache: Path) -> None:
+@pytest.fixture(scope="module")
+def fsdp_run(tmp_path_factory: pytest.TempPathFactory, gc_cache: Path) -> Path:
+    run_dir = tmp_path_factory.mktemp("fsdp") / "run"
+    launch(gc_cache, "train", str(FSDP_PLAN), "--run-dir", str(run_dir))
+    return run_dir
+
+
+def losses(events: list[Event]) -> dict[int, float]:
+    return {e.step: e.loss for e in events if isinstance(e, Step)}
+
+
+def test_fsdp_grows_and_trains_like_ddp(fsdp_run: Path, tmp_path: Path, gc_cache: Path) -> None:
     ddp_plan = tmp_path / "tiny-ddp.toml"
     ddp_plan.write_text(FSDP_PLAN.read_text().replace('strategy = "fsdp"', 'strategy = "ddp"'))
-    fsdp = train(FSDP_PLAN, tmp_path / "fsdp", gc_cache)
-    ddp = train(ddp_plan, tmp_path / "ddp", gc_cache)
+    ddp = launch(gc_cache, "train", str(ddp_plan), "--run-dir", str(tmp_path / "ddp"))
+    fsdp = list(read_all(fsdp_run / "events.jsonl"))
 
     stages = [e for e in fsdp if isinstance(e, StageStarted)]
     assert [(s.layers, s.trainable_layers) for s in stages] == [(2, [0, 1]), (4, [2, 3])]
-    loss_f = [e.loss for e in fsdp if isinstance(e, Step)]
-    loss_d = [e.loss for e in ddp if isinstance(e, Step)]
-    assert len(loss_f) == len(loss_d) == 40
-    assert max(abs(a - b) for a, b in zip(loss_f, loss_d, strict=True)) < 1e-5
+    loss_f, loss_d = losses(fsdp), losses(ddp)
+    assert sorted(loss_f) == sorted(loss_d) == list(range(1, 41))
+    assert max(abs(loss_f[s] - loss_d[s]) for s in loss_f) < 1e-5
     # the frozen blocks held under FSDP (layer health fingerprints each rank's shard)
     assert not [e for e in fsdp if isinstance(e, WarningEvent) and "frozen" in e.message]
     finished = [e for e in fsdp if isinstance(e, RunFinished)]
     assert finished[0].status == "completed"
 
     # final/ is one save_pretrained directory gathered from the shards, equal to DDP's
-    wf = load_file(tmp_path / "fsdp" / "final" / "model.safetensors")
+    wf = load_file(fsdp_run / "final" / "model.safetensors")
     wd = load_file(tmp_path / "ddp" / "final" / "model.safetensors")
     assert set(wf) == set(wd)
     assert max((wf[k] - wd[k]).abs().max().item() for k in wf) < 1e-6
+    loaded = spec_for("bert").model_class.from_pretrained(fsdp_run / "final")
+    assert loaded.config.num_hidden_layers == 4
+
+
+def test_fsdp_checkpoint_resumes_bit_for_bit(
+    fsdp_run: Path, tmp_path: Path, gc_cache: Path
+) -> None:
+    cut = tmp_path / "cut"
+    shutil.copytree(fsdp_run, cut)
+    shutil.rmtree(cut / "checkpoints" / "step-40")
+    events = launch(gc_cache, "resume", str(cut), "--force")
+    restart = max(i for i, e in enumerate(events) if isinstance(e, RunStarted))
+    started = events[restart]
+    assert isinstance(started, RunStarted) and str(started.resumed_from).endswith("step-30")
+    resumed = losses(events[restart:])
+    reference = losses(list(read_all(fsdp_run / "events.jsonl")))
+    assert sorted(resumed) == list(range(31, 41))
+    assert all(resumed[s] == reference[s] for s in resumed)

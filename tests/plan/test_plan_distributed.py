@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from growcockpit.plan import PlanError, dump_plan, loads_plan
+from growcockpit.plan import PlanError, dump_plan, load_plan, loads_plan
+from growcockpit.plan.show import format_plan
+from growcockpit.resources import sample_plans_dir
 
 NO_CHECKPOINTS = "every_steps = 0\nevery_minutes = 0\nstage_start = false"
 
@@ -76,8 +78,14 @@ def test_the_same_options_pass_under_ddp() -> None:
     loads_plan(plan_text("", "compile = false", "ramp_steps = 5\nlayer_drop = 0.2"))
 
 
-def test_fsdp_refuses_a_checkpoint_cadence_until_it_can_write_one() -> None:
-    with pytest.raises(PlanError) as err:
-        loads_plan(plan_text('strategy = "fsdp"', checkpoint=""))
-    assert err.value.key == "checkpoint.every_minutes" and "every_minutes = 0" in str(err.value)
-    loads_plan(plan_text("", checkpoint=""))  # DDP checkpoints as ever
+def test_fsdp_takes_the_checkpoint_cadence() -> None:
+    plan = loads_plan(plan_text('strategy = "fsdp"', checkpoint="every_steps = 10"))
+    assert plan.checkpoint.every_steps == 10 and plan.checkpoint.stage_start
+
+
+def test_the_7b_fsdp_sample_plan_validates_and_prices() -> None:
+    plan = load_plan(sample_plans_dir() / "llama-7b-fsdp-late.toml")
+    assert plan.distributed.strategy == "fsdp" and plan.model.final_layers == 32
+    shown = format_plan(plan)
+    assert "distributed: fsdp" in shown
+    assert "estimated compute:" in shown and "speedup" in shown

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import time
 from pathlib import Path
+from typing import Any
 
 import torch
 from torch import nn
@@ -25,6 +26,7 @@ from growcockpit.backend.device import release_cached_memory
 from growcockpit.backend.distributed import DistContext
 from growcockpit.backend.fsdp import (
     broadcast_from_main,
+    full_optimizer_state,
     mesh_for,
     root_gathered,
     shard,
@@ -407,14 +409,16 @@ class Trainer:
             self.report.emit(event)
 
     def checkpoint(self, reason: str) -> Path | None:
-        if self.fsdp:  # the plan refuses a cadence under FSDP; a stop must still say so
-            self.report.warn(f"no {reason} checkpoint: not written under FSDP yet")
-            return None
         self.pos.plateau = self.plateau.state() if self.plateau is not None else None
         self.cadence.written(self.pos.step)
         scaler = self.steps.scaler.state_dict() if self.steps.scaler else None
+        model: nn.Module = self.model
+        optimizer: torch.optim.Optimizer | dict[str, Any] | None = self.optimizer
+        if self.fsdp and self.optimizer is not None:  # gathered whole: resumes at any world size
+            model = unsharded(model, self.device)
+            optimizer = full_optimizer_state(self.optimizer)
         state = TrainState(
-            self.model, self.optimizer, self.pos, self.plan, self.levels, scaler, self.last_loss
+            model, optimizer, self.pos, self.plan, self.levels, scaler, self.last_loss
         )
         root = RunPaths(self.run_dir).checkpoints
         path = write_checkpoint(root, state, reason, self.dist, self.device, self.report)
