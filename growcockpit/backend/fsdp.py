@@ -16,13 +16,15 @@ forward hook gathers the embeddings and head however the staged forward reaches 
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
 from typing import Any
 
 import torch
 import torch.distributed as dist
 from torch import nn
-from torch.distributed.device_mesh import DeviceMesh, init_device_mesh
+from torch.distributed.device_mesh import DeviceMesh as DeviceMesh
+from torch.distributed.device_mesh import init_device_mesh
 from torch.distributed.fsdp import (
     CPUOffloadPolicy,
     FSDPModule,
@@ -40,6 +42,26 @@ _PARAM_DTYPES: dict[str, torch.dtype | None] = {"bf16": torch.bfloat16, "fp32": 
 def mesh_for(device: torch.device, world_size: int) -> DeviceMesh:
     """A 1-D mesh over the ranks; on CPU it must be named explicitly (gloo)."""
     return init_device_mesh(device.type, (world_size,))
+
+
+@dataclass(frozen=True)
+class Sharding:
+    """Where and how: the ranks' mesh, the run's resolved precision, `cpu_offload`."""
+
+    mesh: DeviceMesh
+    precision: str
+    offload: bool
+
+
+def sharded_root(
+    model: nn.Module, root_of: Callable[[nn.Module], nn.Module], how: Sharding
+) -> tuple[nn.Module, nn.Module]:
+    """Rank 0's weights on every rank, then `model` sharded under the root `root_of` builds
+    around it; both returned (the same objects, now holding this rank's shards)."""
+    broadcast_from_main(model)
+    root = root_of(model)
+    shard(root, model, how.mesh, how.precision, how.offload)
+    return model, root
 
 
 def shard(

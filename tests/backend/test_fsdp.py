@@ -12,13 +12,16 @@ import sys
 from pathlib import Path
 
 import pytest
+import torch
 from repo_paths import TESTS
 from safetensors.torch import load_file
 
+from growcockpit.backend.state.checkpoint import load_checkpoint
 from growcockpit.families import spec_for
 from growcockpit.protocol import read_all
 from growcockpit.protocol.events import (
     Event,
+    Grow,
     RunFinished,
     RunStarted,
     StageStarted,
@@ -62,8 +65,17 @@ def test_fsdp_grows_and_trains_like_ddp(fsdp_run: Path, tmp_path: Path, gc_cache
     loss_f, loss_d = losses(fsdp), losses(ddp)
     assert sorted(loss_f) == sorted(loss_d) == list(range(1, 41))
     assert max(abs(loss_f[s] - loss_d[s]) for s in loss_f) < 1e-5
-    # the frozen blocks held under FSDP (layer health fingerprints each rank's shard)
+    # the grown model computes what DDP's grown (unsharded) model computes
+    grow_f, grow_d = ([e for e in run if isinstance(e, Grow)] for run in (fsdp, ddp))
+    assert len(grow_f) == len(grow_d) == 1 and grow_f[0].detail == grow_d[0].detail
+    for key in ("loss_before", "loss_after"):
+        assert abs(getattr(grow_f[0], key) - getattr(grow_d[0], key)) < 1e-6
+    # the frozen blocks held under FSDP: bitwise their (gathered) stage-start weights
     assert not [e for e in fsdp if isinstance(e, WarningEvent) and "frozen" in e.message]
+    before = load_checkpoint(fsdp_run / "checkpoints" / "step-20")["model"]
+    final = load_file(fsdp_run / "final" / "model.safetensors")
+    frozen = [k for k in before if ".layer.0." in k or ".layer.1." in k]
+    assert frozen and all(torch.equal(before[k], final[k]) for k in frozen)
     finished = [e for e in fsdp if isinstance(e, RunFinished)]
     assert finished[0].status == "completed"
 

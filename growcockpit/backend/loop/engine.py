@@ -25,11 +25,12 @@ from growcockpit.backend.data.blocks import Batch, BatchPrefetcher, TokenBlocks
 from growcockpit.backend.device import release_cached_memory
 from growcockpit.backend.distributed import DistContext
 from growcockpit.backend.fsdp import (
-    broadcast_from_main,
+    DeviceMesh,
+    Sharding,
     full_optimizer_state,
     mesh_for,
     root_gathered,
-    shard,
+    sharded_root,
     unsharded,
 )
 from growcockpit.backend.loop.evaluation import eval_event, mean_val_loss
@@ -131,7 +132,7 @@ class Trainer:
         self.plateau: PlateauTrigger | None = None  # advance = "plateau": asked after each step
         self.evaluated_at: int | None = None  # the step of the latest evaluation
         self.fsdp = plan.distributed.strategy == "fsdp" and self.dist.enabled
-        self.mesh: object | None = None  # FSDP's device mesh, made at the first shard
+        self.mesh: DeviceMesh | None = None  # FSDP's device mesh, made at the first shard
 
     # ---- the run -----------------------------------------------------------------
     def run(self) -> str:
@@ -343,15 +344,15 @@ class Trainer:
         self.steps.enter(self)  # spike windows start afresh, the step module is compiled
 
     def sharded_loss_module(self) -> nn.Module:
-        """FSDP: rank 0's weights everywhere, then each block and the loss module sharded
+        """FSDP: the plain model sharded with its stage's forward as the root
         (backend/fsdp.py); the optimizer built next sees only this rank's shards."""
-        self.model = unsharded(self.model, self.device)
-        broadcast_from_main(self.model)
         if self.mesh is None:
             self.mesh = mesh_for(self.device, self.dist.world_size)
-        root = LossModule(self.model, self.forward)
-        dist = self.plan.distributed
-        shard(root, self.model, self.mesh, self.steps.precision, dist.cpu_offload)  # type: ignore[arg-type]
+        self.model, root = sharded_root(
+            unsharded(self.model, self.device),
+            lambda model: LossModule(model, self.forward),
+            Sharding(self.mesh, self.steps.precision, self.plan.distributed.cpu_offload),
+        )
         return root
 
     def set_train_modes(self) -> None:
