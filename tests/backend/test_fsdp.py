@@ -102,3 +102,21 @@ def test_fsdp_checkpoint_resumes_bit_for_bit(
     reference = losses(list(read_all(fsdp_run / "events.jsonl")))
     assert sorted(resumed) == list(range(31, 41))
     assert all(resumed[s] == reference[s] for s in resumed)
+
+
+def test_fsdp_checkpoint_resumes_on_one_process(
+    fsdp_run: Path, tmp_path: Path, gc_cache: Path
+) -> None:
+    """A 2-rank FSDP checkpoint holds whole tensors: one process takes it up and finishes
+    (other batches from there on, so other losses; the plan position is the same)."""
+    cut = tmp_path / "one"
+    shutil.copytree(fsdp_run, cut)
+    shutil.rmtree(cut / "checkpoints" / "step-40")
+    events = launch(gc_cache, "resume", str(cut), "--force", nproc=1)
+    restart = max(i for i, e in enumerate(events) if isinstance(e, RunStarted))
+    started = events[restart]
+    assert isinstance(started, RunStarted) and started.world_size == 1
+    assert str(started.resumed_from).endswith("step-30")
+    assert sorted(losses(events[restart:])) == list(range(31, 41))
+    finished = [e for e in events[restart:] if isinstance(e, RunFinished)]
+    assert finished and finished[0].status == "completed"
