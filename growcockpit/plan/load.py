@@ -28,6 +28,7 @@ from growcockpit.plan.types import (
     BudgetSpec,
     CheckpointSpec,
     DataSpec,
+    DistributedSpec,
     LoggingSpec,
     MetricsSpec,
     ModelSpec,
@@ -43,6 +44,7 @@ SECTIONS: dict[str, type[Any]] = {
     "metrics": MetricsSpec,
     "checkpoint": CheckpointSpec,
     "logging": LoggingSpec,
+    "distributed": DistributedSpec,
 }
 _TOP_SCALARS = ("name", "description", "seed")
 TOP_KEYS: tuple[str, ...] = ("name", "description", "seed", *SECTIONS, "budget", "stages")

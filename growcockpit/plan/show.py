@@ -143,6 +143,7 @@ def format_plan(plan: Plan, cost: PlanCost | None = None) -> str:
         f"optim: {o.name}, lr {o.lr:g}, {o.schedule} schedule{_decay(plan)}, warmup {o.warmup_steps}, batch {o.batch_size}, "
         f"weight_decay {o.weight_decay:g}, grad_clip {o.grad_clip:g}, optimizer_reset {str(o.optimizer_reset).lower()}",
         f"seed:  {plan.seed}",
+        *_distributed(plan),
         "",
     ]
     shapes = resolve_shapes(plan)
@@ -211,3 +212,12 @@ def _decay(plan: Plan) -> str:
     if plan.optim.schedule != "wsd":
         return ""
     return f" (decay over the last {plan.optim.decay_fraction:.0%} of the steps)"
+
+
+def _distributed(plan: Plan) -> list[str]:
+    """A line only when the plan leaves DDP, the default."""
+    d = plan.distributed
+    if d.strategy == "ddp":
+        return []
+    offload = ", cpu_offload" if d.cpu_offload else ""
+    return [f"distributed: {d.strategy}{offload} (sharded over the ranks of --nproc-per-node)"]

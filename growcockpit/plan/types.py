@@ -26,6 +26,7 @@ OptimizerName = Literal["adamw", "lamb"]
 Precision = Literal["auto", "fp32", "bf16", "fp16"]
 CompileBackend = Literal["inductor", "aot_eager", "eager"]
 WandbMode = Literal["off", "offline"]
+Strategy = Literal["ddp", "fsdp"]
 
 # the allowed values, for validation and the cockpit's choices (one source: the Literals)
 OPERATORS: tuple[str, ...] = get_args(Operator)  # each one's rules: plan/operators.py
@@ -39,6 +40,7 @@ OPTIMIZERS: tuple[str, ...] = get_args(OptimizerName)
 PRECISIONS: tuple[str, ...] = get_args(Precision)
 COMPILE_BACKENDS: tuple[str, ...] = get_args(CompileBackend)
 WANDB_MODES: tuple[str, ...] = get_args(WandbMode)
+STRATEGIES: tuple[str, ...] = get_args(Strategy)
 
 
 @dataclass
@@ -185,6 +187,19 @@ class LoggingSpec:
 
 
 @dataclass
+class DistributedSpec:
+    """`[distributed]`: how ranks share the model when launched with `--nproc-per-node N`.
+
+    "ddp" keeps a whole copy of the model and optimizer on every rank; "fsdp" shards
+    parameters, gradients and optimizer state over the ranks (FSDP2 `fully_shard`
+    on each block and the root), so a model N times larger fits. `cpu_offload`
+    (fsdp only) keeps the shards in host memory between uses."""
+
+    strategy: Strategy = "ddp"
+    cpu_offload: bool = False
+
+
+@dataclass
 class Stage:
     """One stage of a plan: the operator that enters it, then training.
 
@@ -259,6 +274,7 @@ class Plan:
     metrics: MetricsSpec = field(default_factory=MetricsSpec)
     checkpoint: CheckpointSpec = field(default_factory=CheckpointSpec)
     logging: LoggingSpec = field(default_factory=LoggingSpec)
+    distributed: DistributedSpec = field(default_factory=DistributedSpec)
     stages: list[Stage] = field(default_factory=list)
     seed: int = 0
     description: str = ""

@@ -15,6 +15,7 @@ from collections.abc import Callable
 from growcockpit.plan.advance_checks import advance_problems
 from growcockpit.plan.budget import budget_problems, fill_index, fit_budget
 from growcockpit.plan.data_checks import source_problems, tokenizer_problems
+from growcockpit.plan.distributed_checks import distributed_problems
 from growcockpit.plan.errors import PlanError
 from growcockpit.plan.init_from import init_from_problems
 from growcockpit.plan.limits import limit_problems, quoted
@@ -53,6 +54,7 @@ _ORDER = (
     "checkpoint",
     "budget",
     "logging",
+    "distributed",
 )
 _STAGE_KEY = re.compile(r"^stages\[(\d+)\]")
 
@@ -319,6 +321,7 @@ def collect_problems(plan: Plan) -> list[Problem]:
     ]
     _operator_options(plan, c)
     c.problems += advance_problems(plan) + probe_problems(plan, collect_problems, _shape_key)
+    c.problems += distributed_problems(plan)
     for key, problem in budget_problems(plan):
         c.add(key, problem)
     fit = fit_budget(plan)

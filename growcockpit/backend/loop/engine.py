@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import time
 from pathlib import Path
+from typing import Any
 
 import torch
 from torch import nn
@@ -23,6 +24,15 @@ from growcockpit.backend.control.reporter import RunReporter
 from growcockpit.backend.data.blocks import Batch, BatchPrefetcher, TokenBlocks
 from growcockpit.backend.device import release_cached_memory
 from growcockpit.backend.distributed import DistContext
+from growcockpit.backend.fsdp import (
+    DeviceMesh,
+    Sharding,
+    full_optimizer_state,
+    mesh_for,
+    root_gathered,
+    sharded_root,
+    unsharded,
+)
 from growcockpit.backend.loop.evaluation import eval_event, mean_val_loss
 from growcockpit.backend.loop.forward import LossModule, StagedForward
 from growcockpit.backend.loop.layer_checks import LayerHealth
@@ -121,6 +131,8 @@ class Trainer:
         self.recipes = StageRecipes()
         self.plateau: PlateauTrigger | None = None  # advance = "plateau": asked after each step
         self.evaluated_at: int | None = None  # the step of the latest evaluation
+        self.fsdp = plan.distributed.strategy == "fsdp" and self.dist.enabled
+        self.mesh: DeviceMesh | None = None  # FSDP's device mesh, made at the first shard
 
     # ---- the run -----------------------------------------------------------------
     def run(self) -> str:
@@ -288,7 +300,8 @@ class Trainer:
         function (backend/loop/operators.py), with the level snapshots the plan walk names."""
         shape = resolve_shapes(self.plan)[self.pos.stage_index]
         family = self.plan.model.family
-        model, result = apply_operator(GrowInput(self.model, stage, shape, family, self.levels))
+        plain = unsharded(self.model, self.device)  # FSDP: whole weights, via state
+        model, result = apply_operator(GrowInput(plain, stage, shape, family, self.levels))
         self.model = model.to(self.device)
         return result
 
@@ -305,7 +318,10 @@ class Trainer:
             result.trainable_layers, depth, result.embeddings_trainable
         )
         self.set_train_modes()
-        self.train_module = self.dist.wrap(LossModule(self.model, self.forward), self.device)
+        if self.fsdp:
+            self.train_module = self.sharded_loss_module()
+        else:
+            self.train_module = self.dist.wrap(LossModule(self.model, self.forward), self.device)
         lr = self.current_lr()
         previous = self.optimizer
         with self.report.startup.phase("optimizer"):
@@ -326,6 +342,18 @@ class Trainer:
             step=self.pos.step,
         )
         self.steps.enter(self)  # spike windows start afresh, the step module is compiled
+
+    def sharded_loss_module(self) -> nn.Module:
+        """FSDP: the plain model sharded with its stage's forward as the root
+        (backend/fsdp.py); the optimizer built next sees only this rank's shards."""
+        if self.mesh is None:
+            self.mesh = mesh_for(self.device, self.dist.world_size)
+        self.model, root = sharded_root(
+            unsharded(self.model, self.device),
+            lambda model: LossModule(model, self.forward),
+            Sharding(self.mesh, self.steps.precision, self.plan.distributed.cpu_offload),
+        )
+        return root
 
     def set_train_modes(self) -> None:
         set_train_modes(self.model)
@@ -354,24 +382,30 @@ class Trainer:
 
     def stats_due(self) -> bool:
         every = self.plan.metrics.every_steps
-        return self.dist.is_main and every > 0 and (self.pos.step + 1) % every == 0
+        return (
+            not self.fsdp and self.dist.is_main and every > 0 and (self.pos.step + 1) % every == 0
+        )
 
     def timing_due(self) -> bool:
         every = self.plan.metrics.timing_every_steps
-        return self.dist.is_main and every > 0 and (self.pos.step + 1) % every == 0
+        return (
+            not self.fsdp and self.dist.is_main and every > 0 and (self.pos.step + 1) % every == 0
+        )
 
     def probe_loss(self) -> float | None:
         """Loss on the first validation batch: shows what an operator did to the function."""
         batches = self.data.val_batches(self.plan.optim.batch_size, 1)
-        return mean_val_loss(self.model, batches, self.device, self.steps.autocast())
+        with root_gathered(self.train_module):
+            return mean_val_loss(self.model, batches, self.device, self.steps.autocast())
 
     def evaluate(self) -> None:
         self.evaluated_at = self.pos.step
         batches = self.data.val_batches(self.plan.optim.batch_size, self.plan.metrics.eval_batches)
         autocast = self.steps.autocast()
-        event = eval_event(
-            self.model, batches, self.device, autocast, self.pos.step, self.pos.stage_index
-        )
+        with root_gathered(self.train_module):
+            event = eval_event(
+                self.model, batches, self.device, autocast, self.pos.step, self.pos.stage_index
+            )
         if event is not None:
             self.report.emit(event)
 
@@ -379,8 +413,13 @@ class Trainer:
         self.pos.plateau = self.plateau.state() if self.plateau is not None else None
         self.cadence.written(self.pos.step)
         scaler = self.steps.scaler.state_dict() if self.steps.scaler else None
+        model: nn.Module = self.model
+        optimizer: torch.optim.Optimizer | dict[str, Any] | None = self.optimizer
+        if self.fsdp and self.optimizer is not None:  # gathered whole: resumes at any world size
+            model = unsharded(model, self.device)
+            optimizer = full_optimizer_state(self.optimizer)
         state = TrainState(
-            self.model, self.optimizer, self.pos, self.plan, self.levels, scaler, self.last_loss
+            model, optimizer, self.pos, self.plan, self.levels, scaler, self.last_loss
         )
         root = RunPaths(self.run_dir).checkpoints
         path = write_checkpoint(root, state, reason, self.dist, self.device, self.report)
@@ -433,7 +472,6 @@ class Trainer:
         final = RunPaths(self.run_dir).final
         if self.recipes.gates is not None:
             self.report.warn(self.recipes.unfinished_ramp_note(), step=self.pos.step)
-        finish_run(
-            self.model, self.data.tokenizer, final, self.dist, self.report, status, self.pos.step
-        )
+        model = unsharded(self.model, self.device)  # FSDP: gathered on every rank
+        finish_run(model, self.data.tokenizer, final, self.dist, self.report, status, self.pos.step)
         return status

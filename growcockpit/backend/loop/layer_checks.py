@@ -29,6 +29,7 @@ from collections.abc import Sequence
 
 import torch
 from torch import nn
+from torch.distributed.tensor import DTensor
 
 from growcockpit.backend.control.reporter import RunReporter
 from growcockpit.grow.model_parts import get_layers
@@ -74,8 +75,14 @@ def check_trainable_set(
         )
 
 
+def local_part(tensor: torch.Tensor) -> torch.Tensor:
+    return tensor.to_local() if isinstance(tensor, DTensor) else tensor
+
+
 def _fingerprint(layer: nn.Module) -> torch.Tensor:
-    tensors = [p.detach() for p in layer.parameters()]
+    """Per tensor its L2 norm and sum; under FSDP of this rank's shard (a change shows
+    on the rank that holds it, with no collective)."""
+    tensors = [local_part(p.detach()) for p in layer.parameters()]
     if not tensors:
         return torch.zeros(0)
     norms = torch.stack([n.float() for n in torch._foreach_norm(tensors)])

@@ -33,6 +33,7 @@ from typing import Protocol
 
 import torch
 from torch import nn
+from torch.distributed.tensor import DTensor
 
 from growcockpit.backend.control.reporter import RunReporter
 from growcockpit.backend.data.blocks import Batch
@@ -349,6 +350,8 @@ class StepRunner:
             norm = torch.nn.utils.clip_grad_norm_(params, clip)
         else:
             norm = torch.nn.utils.get_total_norm([p.grad for p in params])
+        if isinstance(norm, DTensor):  # FSDP: the norm over every rank's shards, whole
+            norm = norm.full_tensor()
         norm = norm.to(self.device)
         # under DDP the all-reduced gradient norm is the same on every rank: so is the skip
         finite = torch.isfinite(norm) if t.dist.enabled else torch.isfinite(norm) & loss_ok

@@ -73,7 +73,7 @@ TMP_PREFIX = ".tmp-step-"
 def save_checkpoint(
     root: Path,
     model: nn.Module,
-    optimizer: torch.optim.Optimizer | None,
+    optimizer: torch.optim.Optimizer | dict[str, Any] | None,
     position: TrainerPosition,
     keep: int,
     levels: list[dict[str, Any]] | None = None,
@@ -91,7 +91,9 @@ def save_checkpoint(
     state = {
         "config": model.config.to_dict(),  # type: ignore[union-attr,operator]
         "model": model.state_dict(),
-        "optimizer": optimizer.state_dict() if optimizer is not None else None,
+        "optimizer": optimizer.state_dict()
+        if isinstance(optimizer, torch.optim.Optimizer)
+        else optimizer,  # a state dict already gathered from FSDP shards
         "position": asdict(position),
         "levels": levels or [],
         "rng": {

@@ -59,7 +59,7 @@ class TrainState:
     """What a checkpoint holds of a live trainer."""
 
     model: nn.Module
-    optimizer: torch.optim.Optimizer | None
+    optimizer: torch.optim.Optimizer | dict[str, Any] | None  # FSDP: its gathered state dict
     pos: TrainerPosition
     plan: Plan
     levels: dict[int, LevelSnapshot]

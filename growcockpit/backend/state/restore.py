@@ -156,6 +156,7 @@ def restore_trainer(trainer: RestoreHost, checkpoint_dir: Path) -> None:
     optimizer state are matched before the trainer changes, so a refused
     checkpoint (CheckpointError) leaves a live run exactly as it was.
     """
+    from growcockpit.backend.fsdp import load_optimizer_state
     from growcockpit.backend.loop.operators import levels_from_saved, open_levels_at
     from growcockpit.backend.model import model_from_saved
     from growcockpit.backend.state import rng
@@ -186,7 +187,7 @@ def restore_trainer(trainer: RestoreHost, checkpoint_dir: Path) -> None:
     if optimizer_stage is not None:
         trainer.configure_training(*optimizer_stage)
         if state["optimizer"] is not None and trainer.optimizer is not None:
-            trainer.optimizer.load_state_dict(state["optimizer"])
+            load_optimizer_state(trainer.optimizer, state["optimizer"])  # FSDP: cut to shards
     note = rng.restore(state["rng"], trainer.dist, trainer.device)
     if note:
         trainer.report.warn(f"resume: {note}")

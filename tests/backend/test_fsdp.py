@@ -1,0 +1,122 @@
+"""FSDP2 on 2 gloo ranks: a tiny MSLT plan (2 → 4 layers by stack, the old ones frozen)
+trains like DDP, and its checkpoints resume. Stated tolerance against DDP: losses within
+1e-5 and final weights within 1e-6 (only the reduction order differs: FSDP
+reduce-scatters, DDP all-reduces). A resume at the same world size is bit for bit."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import torch
+from repo_paths import TESTS
+from safetensors.torch import load_file
+
+from growcockpit.backend.state.checkpoint import load_checkpoint
+from growcockpit.families import spec_for
+from growcockpit.protocol import read_all
+from growcockpit.protocol.events import (
+    Event,
+    Grow,
+    RunFinished,
+    RunStarted,
+    StageStarted,
+    Step,
+    WarningEvent,
+)
+
+pytestmark = pytest.mark.slow
+
+FSDP_PLAN = TESTS / "plans" / "tiny-fsdp.toml"
+
+
+def launch(cache: Path, *args: str, nproc: int = 2) -> list[Event]:
+    env = dict(os.environ, GROWCOCKPIT_CACHE=str(cache), HF_HUB_OFFLINE="1", OMP_NUM_THREADS="1")
+    cmd = [sys.executable, "-m", "growcockpit", *args, "--nproc-per-node", str(nproc)]
+    res = subprocess.run(cmd, capture_output=True, text=True, timeout=300, env=env)
+    assert res.returncode == 0, res.stdout[-2000:] + res.stderr[-3000:]
+    run_dir = Path(args[args.index("--run-dir") + 1] if "--run-dir" in args else args[1])
+    return list(read_all(run_dir / "events.jsonl"))
+
+
+@pytest.fixture(scope="module")
+def fsdp_run(tmp_path_factory: pytest.TempPathFactory, gc_cache: Path) -> Path:
+    run_dir = tmp_path_factory.mktemp("fsdp") / "run"
+    launch(gc_cache, "train", str(FSDP_PLAN), "--run-dir", str(run_dir))
+    return run_dir
+
+
+def losses(events: list[Event]) -> dict[int, float]:
+    return {e.step: e.loss for e in events if isinstance(e, Step)}
+
+
+def test_fsdp_grows_and_trains_like_ddp(fsdp_run: Path, tmp_path: Path, gc_cache: Path) -> None:
+    ddp_plan = tmp_path / "tiny-ddp.toml"
+    ddp_plan.write_text(FSDP_PLAN.read_text().replace('strategy = "fsdp"', 'strategy = "ddp"'))
+    ddp = launch(gc_cache, "train", str(ddp_plan), "--run-dir", str(tmp_path / "ddp"))
+    fsdp = list(read_all(fsdp_run / "events.jsonl"))
+
+    stages = [e for e in fsdp if isinstance(e, StageStarted)]
+    assert [(s.layers, s.trainable_layers) for s in stages] == [(2, [0, 1]), (4, [2, 3])]
+    loss_f, loss_d = losses(fsdp), losses(ddp)
+    assert sorted(loss_f) == sorted(loss_d) == list(range(1, 41))
+    assert max(abs(loss_f[s] - loss_d[s]) for s in loss_f) < 1e-5
+    # the grown model computes what DDP's grown (unsharded) model computes
+    grow_f, grow_d = ([e for e in run if isinstance(e, Grow)] for run in (fsdp, ddp))
+    assert len(grow_f) == len(grow_d) == 1 and grow_f[0].detail == grow_d[0].detail
+    for key in ("loss_before", "loss_after"):
+        assert abs(getattr(grow_f[0], key) - getattr(grow_d[0], key)) < 1e-6
+    # the frozen blocks held under FSDP: bitwise their (gathered) stage-start weights
+    assert not [e for e in fsdp if isinstance(e, WarningEvent) and "frozen" in e.message]
+    before = load_checkpoint(fsdp_run / "checkpoints" / "step-20")["model"]
+    final = load_file(fsdp_run / "final" / "model.safetensors")
+    frozen = [k for k in before if ".layer.0." in k or ".layer.1." in k]
+    assert frozen and all(torch.equal(before[k], final[k]) for k in frozen)
+    finished = [e for e in fsdp if isinstance(e, RunFinished)]
+    assert finished[0].status == "completed"
+
+    # final/ is one save_pretrained directory gathered from the shards, equal to DDP's
+    wf = load_file(fsdp_run / "final" / "model.safetensors")
+    wd = load_file(tmp_path / "ddp" / "final" / "model.safetensors")
+    assert set(wf) == set(wd)
+    assert max((wf[k] - wd[k]).abs().max().item() for k in wf) < 1e-6
+    loaded = spec_for("bert").model_class.from_pretrained(fsdp_run / "final")
+    assert loaded.config.num_hidden_layers == 4
+
+
+def test_fsdp_checkpoint_resumes_bit_for_bit(
+    fsdp_run: Path, tmp_path: Path, gc_cache: Path
+) -> None:
+    cut = tmp_path / "cut"
+    shutil.copytree(fsdp_run, cut)
+    shutil.rmtree(cut / "checkpoints" / "step-40")
+    events = launch(gc_cache, "resume", str(cut), "--force")
+    restart = max(i for i, e in enumerate(events) if isinstance(e, RunStarted))
+    started = events[restart]
+    assert isinstance(started, RunStarted) and str(started.resumed_from).endswith("step-30")
+    resumed = losses(events[restart:])
+    reference = losses(list(read_all(fsdp_run / "events.jsonl")))
+    assert sorted(resumed) == list(range(31, 41))
+    assert all(resumed[s] == reference[s] for s in resumed)
+
+
+def test_fsdp_checkpoint_resumes_on_one_process(
+    fsdp_run: Path, tmp_path: Path, gc_cache: Path
+) -> None:
+    """A 2-rank FSDP checkpoint holds whole tensors: one process takes it up and finishes
+    (other batches from there on, so other losses; the plan position is the same)."""
+    cut = tmp_path / "one"
+    shutil.copytree(fsdp_run, cut)
+    shutil.rmtree(cut / "checkpoints" / "step-40")
+    events = launch(gc_cache, "resume", str(cut), "--force", nproc=1)
+    restart = max(i for i, e in enumerate(events) if isinstance(e, RunStarted))
+    started = events[restart]
+    assert isinstance(started, RunStarted) and started.world_size == 1
+    assert str(started.resumed_from).endswith("step-30")
+    assert sorted(losses(events[restart:])) == list(range(31, 41))
+    finished = [e for e in events[restart:] if isinstance(e, RunFinished)]
+    assert finished and finished[0].status == "completed"
