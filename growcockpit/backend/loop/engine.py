@@ -12,7 +12,6 @@ and takes commands from a source (the control socket, or a script in a test).
 
 from __future__ import annotations
 
-import time
 from pathlib import Path
 from typing import Any
 
@@ -22,32 +21,25 @@ from torch import nn
 from growcockpit.backend.control.command_loop import handle_commands
 from growcockpit.backend.control.reporter import RunReporter
 from growcockpit.backend.data.blocks import Batch, BatchPrefetcher, TokenBlocks
-from growcockpit.backend.device import release_cached_memory
 from growcockpit.backend.distributed import DistContext
 from growcockpit.backend.fsdp import (
     DeviceMesh,
-    Sharding,
     full_optimizer_state,
-    mesh_for,
     root_gathered,
-    sharded_root,
     unsharded,
 )
 from growcockpit.backend.loop.evaluation import eval_event, mean_val_loss
 from growcockpit.backend.loop.forward import LossModule, StagedForward
 from growcockpit.backend.loop.layer_checks import LayerHealth
-from growcockpit.backend.loop.operators import GrowInput, LevelSnapshot, apply_operator
-from growcockpit.backend.loop.optim import FUSED_ADAMW_DEVICES, build_optimizer, lr_at
+from growcockpit.backend.loop.operators import LevelSnapshot
+from growcockpit.backend.loop.optim import lr_at
 from growcockpit.backend.loop.plateau import PlateauTrigger, check_event, trigger_for
-from growcockpit.backend.loop.probe import resolve_probe
 from growcockpit.backend.loop.progress import LoopState, Progress
-from growcockpit.backend.loop.recipes import StageRecipes, fresh_state_layers, gated_layer_ids
+from growcockpit.backend.loop.recipes import StageRecipes
+from growcockpit.backend.loop.stage_entry import configure_training, enter_stage
 from growcockpit.backend.loop.stage_events import (
-    StageEntry,
     awaiting_advance,
-    grown,
     skipped_hold,
-    stage_started,
 )
 from growcockpit.backend.loop.step import StepOutcome, StepRunner
 from growcockpit.backend.state.checkpoint import TrainerPosition
@@ -66,17 +58,12 @@ from growcockpit.backend.state.restore import (
 )
 from growcockpit.grow import (
     GrowResult,
-    apply_freeze,
-    carry_optimizer_state,
-    get_layers,
     set_train_modes,
 )
-from growcockpit.grow.model_parts import part
 from growcockpit.metrics import LayerStatsSampler, LayerTimer
-from growcockpit.plan import dump_plan, plan_to_dict, resolve_shapes
+from growcockpit.plan import dump_plan, plan_to_dict
 from growcockpit.plan.edit import end_stage_early
-from growcockpit.plan.operators import changes_model
-from growcockpit.plan.types import Plan, Stage, trainable_layer_ids
+from growcockpit.plan.types import Plan, Stage
 from growcockpit.protocol.events import PlanChanged
 from growcockpit.protocol.rundir import RunPaths
 from growcockpit.protocol.safe_fs import write_atomic
@@ -260,100 +247,13 @@ class Trainer:
         return self.plan.stages[self.pos.stage_index]
 
     def enter_stage(self) -> None:
-        """Apply the stage's operator, freeze policy and a fresh optimizer."""
-        if self.stage.enter == "probe":  # the best candidate takes its place (loop/probe.py)
-            resolve_probe(self)
-        index = self.pos.stage_index
-        stage = self.stage
-        if self.cadence.stage_start_due(self.pos.step):
-            with self.report.startup.phase("checkpoint"):
-                self.checkpoint("stage")
-        depth_before = len(get_layers(self.model)) if index > 0 else 0
-        self.recipes.clear()  # a stage advanced mid-ramp leaves its gates behind
-        self.plateau = trigger_for(stage)
-        started = time.perf_counter()
-        loss_before = self.probe_loss() if changes_model(stage.enter) else None
-        grow = self.apply_operator(stage, depth_before)
-        op_seconds = time.perf_counter() - started
-        trainable = trainable_layer_ids(stage, depth_before)
-        self.pos.gated_layers = gated_layer_ids(stage, grow)
-        self.configure_training(stage, trainable, grow)
-        freed = release_cached_memory(self.device)  # the replaced model and optimizer
-        self.pos.stage_entered = True
-        self.waiting = False
-        entry = StageEntry(
-            index=index,
-            step=self.pos.step,
-            width=int(part(self.model, "config.hidden_size")),
-            trainable=trainable,
-            op_seconds=op_seconds,
-            reason="init" if index == 0 else self.pos.enter_reason,
-            compile_s=self.steps.compile_s,
-            freed_bytes=freed if self.device.type == "cuda" else None,
-        )
-        self.report.emit(stage_started(stage, entry))
-        if grow is not None:
-            self.report.emit(grown(grow, entry, loss_before, self.probe_loss()))
-
-    def apply_operator(self, stage: Stage, depth_before: int) -> GrowResult | None:
-        """Turn the previous stage's model into this stage's: the operator table's grow
-        function (backend/loop/operators.py), with the level snapshots the plan walk names."""
-        shape = resolve_shapes(self.plan)[self.pos.stage_index]
-        family = self.plan.model.family
-        plain = unsharded(self.model, self.device)  # FSDP: whole weights, via state
-        model, result = apply_operator(GrowInput(plain, stage, shape, family, self.levels))
-        self.model = model.to(self.device)
-        return result
+        """Apply the stage's operator, freeze policy and a fresh optimizer (loop/stage_entry.py)."""
+        enter_stage(self)
 
     def configure_training(
         self, stage: Stage, trainable: list[int], grow: GrowResult | None = None
     ) -> None:
-        """requires_grad first, then the optimizer over exactly that set (each DDP rank
-        builds the same one, so their parameter groups agree)."""
-        result = apply_freeze(
-            self.model, trainable, stage.embeddings_trainable(), stage.head_trainable()
-        )
-        depth = len(get_layers(self.model))
-        self.forward = StagedForward.for_stage(
-            result.trainable_layers, depth, result.embeddings_trainable
-        )
-        self.set_train_modes()
-        if self.fsdp:
-            self.train_module = self.sharded_loss_module()
-        else:
-            self.train_module = self.dist.wrap(LossModule(self.model, self.forward), self.device)
-        lr = self.current_lr()
-        previous = self.optimizer
-        with self.report.startup.phase("optimizer"):
-            fused = self.device.type in FUSED_ADAMW_DEVICES
-            self.optimizer = build_optimizer(self.model, self.plan.optim, lr, fused=fused)
-        if previous is not None and not self.plan.optim.optimizer_reset:
-            fresh = fresh_state_layers(stage, grow)
-            carry_optimizer_state(previous, self.optimizer, self.model, grow, fresh)
-        self.stats = LayerStatsSampler(self.model)
-        self.health.configure(self.model, self.optimizer, trainable, self.pos.stage_index, stage)
-        self.recipes.install(
-            self.model,
-            stage,
-            self.pos.gated_layers,
-            self.forward,
-            seed=self.plan.seed,
-            step_in_stage=self.pos.step_in_stage,
-            step=self.pos.step,
-        )
-        self.steps.enter(self)  # spike windows start afresh, the step module is compiled
-
-    def sharded_loss_module(self) -> nn.Module:
-        """FSDP: the plain model sharded with its stage's forward as the root
-        (backend/fsdp.py); the optimizer built next sees only this rank's shards."""
-        if self.mesh is None:
-            self.mesh = mesh_for(self.device, self.dist.world_size)
-        self.model, root = sharded_root(
-            unsharded(self.model, self.device),
-            lambda model: LossModule(model, self.forward),
-            Sharding(self.mesh, self.steps.precision, self.plan.distributed.cpu_offload),
-        )
-        return root
+        configure_training(self, stage, trainable, grow)
 
     def set_train_modes(self) -> None:
         set_train_modes(self.model)
