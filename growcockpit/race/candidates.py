@@ -225,7 +225,7 @@ def build_race(
             label = _label(plan.name, [s for s in sets if s not in fixed])
             made.append((label, plan.name, sets, True, plan, dump_plan(plan)))
     budget = plan_flops(made[0][4])  # the first plan's; the baseline costs the same
-    depths = _depth_controls(first, base_sets, budget) if depth_controls else []
+    depths = _depth_controls(first, base_sets, budget, fixed) if depth_controls else []
     made += [m for m, _ in depths]
     _refuse_incomparable(made)
     controls = _controls(made, grown)
@@ -266,7 +266,10 @@ def build_race(
 
 
 def _depth_controls(
-    first: tuple[dict[str, Any], Plan], base_sets: list[list[str]], budget: float
+    first: tuple[dict[str, Any], Plan],
+    base_sets: list[list[str]],
+    budget: float,
+    fixed: tuple[str, ...] = (),
 ) -> list[tuple[Made, int]]:
     """The fixed-size controls of the first plan's model at every choice of the non-stage
     keys, each at the first plan's compute (race/depth_controls.py)."""
@@ -277,7 +280,8 @@ def _depth_controls(
             plan = plan_from_dict(data)
             for depth, tables in depth_control_plans(data, plan, budget, plan_flops):
                 ctl = plan_from_dict(tables)
-                made = (_label(ctl.name, sets), ctl.name, sets, False, ctl, dump_plan(ctl))
+                label = _label(ctl.name, [s for s in sets if s not in fixed])
+                made = (label, ctl.name, sets, False, ctl, dump_plan(ctl))
                 out.append((made, depth))
         except (PlanError, DepthControlError) as exc:
             raise RaceError(
