@@ -8,6 +8,7 @@ nothing behind.
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import sys
 from pathlib import Path
@@ -153,7 +154,7 @@ def cmd_resume(args: argparse.Namespace) -> int:
         raise UserError(
             f"{run_dir}: the run is still live (pid {status.pid}); attach to it instead"
         )
-    if not os.path.lexists(RunPaths(run_dir).plan):
+    if not os.path.lexists(RunPaths(run_dir).plan) and _tracked(run_dir):
         raise UserError(
             f"{run_dir}: no plan.toml: a tracked run (growcockpit.track or a Trainer/Lightning "
             "callback) is your own loop; restart your script from its checkpoint instead"
@@ -216,3 +217,23 @@ def _status_bytes(run_dir: Path) -> bytes | None:
         return safe_fs.read_bytes(RunPaths(run_dir).status, 1 << 20)
     except OSError:
         return None
+
+
+def _tracked(run_dir: Path) -> bool:
+    """A run a user's own loop wrote (`growcockpit.track`): its first event names a trainer.
+    Only the first line is read, through the run directory's rules (no link, no FIFO)."""
+    from growcockpit.protocol import safe_fs
+
+    try:
+        fd = safe_fs.open_read(RunPaths(run_dir).events)
+    except OSError:
+        return False
+    try:
+        first = os.read(fd, 1 << 16).split(b"\n", 1)[0]
+    finally:
+        os.close(fd)
+    try:
+        started = json.loads(first)
+    except ValueError:
+        return False
+    return isinstance(started, dict) and bool(started.get("trainer"))
