@@ -52,6 +52,7 @@ def _env(tmp_path: Path, **extra: str) -> dict[str, str]:
         "TMPDIR": str(tmp_path),  # a fresh private install dir (gpu-check-site) per test
         "CUDA_VISIBLE_DEVICES": "",
         "WHEELS": str(tmp_path / "wheels"),
+        "GPU_CHECK_STEP": "0",  # part 0 (bench/gpu_step.sh) has its own test: test_gpu_step_sh
         **extra,
     }
 
@@ -105,11 +106,12 @@ def test_allow_cpu_passes_the_guard_and_no_part_runs_without_a_time_limit(
     tmp_path: Path,
 ) -> None:
     """GPU_CHECK_LIMIT_S=1: every part has (at least) 1 s, never `timeout 0` (no limit)."""
-    proc = _run(tmp_path, "--allow-cpu", GPU_CHECK_LIMIT_S="1")
+    proc = _run(tmp_path, "--allow-cpu", GPU_CHECK_LIMIT_S="1", GPU_CHECK_STEP="1")
     out = proc.stdout
     assert proc.returncode == 0, out + proc.stderr
     assert NO_CUDA not in out
-    assert out.count("skipped:") == 4 and "Traceback" not in out + proc.stderr
+    assert out.count("skipped:") == 5 and "Traceback" not in out + proc.stderr
+    assert "step table skipped (time)" in out  # part 0 too: never BERT-Base on a CPU unbounded
     assert out.strip().splitlines()[-1].startswith("gpu_check.sh: ")
     assert "stage table skipped (time)" in out and "engine skipped (time)" in out
 
