@@ -16,7 +16,7 @@ from run_fixtures import tiny_plan
 from growcockpit.backend.control.reporter import RunReporter
 from growcockpit.backend.control.sinks import ListSink
 from growcockpit.backend.data.blocks import load_blocks
-from growcockpit.backend.loop import engine
+from growcockpit.backend.loop import engine, stage_entry
 from growcockpit.backend.loop.layer_checks import TrainableSetError
 from growcockpit.grow import apply_freeze, get_layers
 from growcockpit.plan import loads_plan
@@ -53,7 +53,7 @@ def _broken_freeze(monkeypatch: pytest.MonkeyPatch, after: Any) -> None:
             return after(model, trainable, result) or result
         return result
 
-    monkeypatch.setattr(engine, "apply_freeze", freeze)
+    monkeypatch.setattr(stage_entry, "apply_freeze", freeze)
 
 
 def test_a_trained_layer_left_frozen_stops_the_run_before_the_stage_trains(
@@ -78,7 +78,7 @@ def test_a_trained_layer_left_frozen_stops_the_run_before_the_stage_trains(
 def test_a_trained_layer_missing_from_the_optimizer_stops_the_run(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    real = engine.build_optimizer
+    real = stage_entry.build_optimizer
 
     def without_layer_2(model: torch.nn.Module, *args: Any, **kw: Any) -> torch.optim.Optimizer:
         params = list(get_layers(model)[2].parameters()) if len(get_layers(model)) == 4 else []
@@ -90,7 +90,7 @@ def test_a_trained_layer_missing_from_the_optimizer_stops_the_run(
             for p in params:
                 p.requires_grad_(True)
 
-    monkeypatch.setattr(engine, "build_optimizer", without_layer_2)
+    monkeypatch.setattr(stage_entry, "build_optimizer", without_layer_2)
     trainer, events = _trainer(tmp_path, (3, 3))
 
     with pytest.raises(

@@ -8,16 +8,18 @@ functions take the live `Trainer` whose model, optimizer and position they repla
 from __future__ import annotations
 
 import time
-from typing import TYPE_CHECKING
+from pathlib import Path
+from typing import Protocol
 
 from torch import nn
 
 from growcockpit.backend.device import release_cached_memory
-from growcockpit.backend.fsdp import Sharding, mesh_for, sharded_root, unsharded
+from growcockpit.backend.fsdp import DeviceMesh, Sharding, mesh_for, sharded_root, unsharded
 from growcockpit.backend.loop.forward import LossModule, StagedForward
 from growcockpit.backend.loop.operators import GrowInput, apply_operator
 from growcockpit.backend.loop.optim import FUSED_ADAMW_DEVICES, build_optimizer
-from growcockpit.backend.loop.plateau import trigger_for
+from growcockpit.backend.loop.plateau import PlateauTrigger, trigger_for
+from growcockpit.backend.loop.probe import Trainer as ProbeHost
 from growcockpit.backend.loop.probe import resolve_probe
 from growcockpit.backend.loop.recipes import fresh_state_layers, gated_layer_ids
 from growcockpit.backend.loop.stage_events import StageEntry, grown, stage_started
@@ -28,11 +30,28 @@ from growcockpit.plan import resolve_shapes
 from growcockpit.plan.operators import changes_model
 from growcockpit.plan.types import Stage, trainable_layer_ids
 
-if TYPE_CHECKING:
-    from growcockpit.backend.loop.engine import Trainer
+
+class StageHost(ProbeHost, Protocol):
+    """What entering a stage needs of the live trainer (backend/loop/engine.py's `Trainer`);
+    a protocol, so that this module and the engine do not import each other."""
+
+    plateau: PlateauTrigger | None
+    waiting: bool
+    fsdp: bool
+    mesh: DeviceMesh | None
+
+    def probe_loss(self) -> float | None: ...
+
+    def checkpoint(self, reason: str) -> Path | None: ...
+
+    def configure_training(
+        self, stage: Stage, trainable: list[int], grow: GrowResult | None = None
+    ) -> None: ...
+
+    def set_train_modes(self) -> None: ...
 
 
-def enter_stage(t: Trainer) -> None:
+def enter_stage(t: StageHost) -> None:
     """Apply the stage's operator, freeze policy and a fresh optimizer."""
     if t.stage.enter == "probe":  # the best candidate takes its place (loop/probe.py)
         resolve_probe(t)
@@ -69,7 +88,7 @@ def enter_stage(t: Trainer) -> None:
         t.report.emit(grown(grow, entry, loss_before, t.probe_loss()))
 
 
-def apply_stage_operator(t: Trainer, stage: Stage, depth_before: int) -> GrowResult | None:
+def apply_stage_operator(t: StageHost, stage: Stage, depth_before: int) -> GrowResult | None:
     """Turn the previous stage's model into this stage's: the operator table's grow
     function (backend/loop/operators.py), with the level snapshots the plan walk names."""
     shape = resolve_shapes(t.plan)[t.pos.stage_index]
@@ -81,7 +100,7 @@ def apply_stage_operator(t: Trainer, stage: Stage, depth_before: int) -> GrowRes
 
 
 def configure_training(
-    t: Trainer, stage: Stage, trainable: list[int], grow: GrowResult | None = None
+    t: StageHost, stage: Stage, trainable: list[int], grow: GrowResult | None = None
 ) -> None:
     """requires_grad first, then the optimizer over exactly that set (each DDP rank
     builds the same one, so their parameter groups agree)."""
@@ -115,7 +134,7 @@ def configure_training(
     t.steps.enter(t)  # spike windows start afresh, the step module is compiled
 
 
-def sharded_loss_module(t: Trainer) -> nn.Module:
+def sharded_loss_module(t: StageHost) -> nn.Module:
     """FSDP: the plain model sharded with its stage's forward as the root
     (backend/fsdp.py); the optimizer built next sees only this rank's shards."""
     if t.mesh is None:
