@@ -190,7 +190,8 @@ class RunSession:
         try:
             from growcockpit.plan import load_plan
 
-            plan = load_plan(path)
+            # checked at launch; its data or tokenizer may since have moved (a copied run)
+            plan = load_plan(path, validate=False)
         except Exception:  # only cosmetic: the events still drive everything
             self._plan_loaded = True
             return

@@ -93,5 +93,5 @@ def test_a_depth_control_spends_the_baseline_budget_at_its_depth() -> None:
         assert budget_units - 20 * cost.baseline_step_cost < cost.total <= budget_units
     one = ttl_plans.budget_plan("depth-1", size, 0, budget)
     assert one.stages[0].name == "one-layer"  # depth-1 runs of earlier results stay reusable
-    with pytest.raises(ttl_plans.MethodError, match="1 ≤ N < 8"):
+    with pytest.raises(ttl_plans.MethodError, match="a control has 1 to 7 layers"):
         ttl_plans.budget_plan("depth-8", size, 0, budget)
