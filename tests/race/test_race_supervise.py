@@ -5,6 +5,7 @@
 from __future__ import annotations
 
 import contextlib
+import itertools
 import json
 import os
 import signal
@@ -86,15 +87,21 @@ def test_overrun_after_the_rung_is_not_billed(
     race_dir = tmp_path / "race"
     data = make_race(race_dir)
     rung, budget = data["rungs"][0], data["budget_flops"]
-    ran_on = RunState([Point(0.4 * rung, 3.0), Point(1.1 * rung, 2.9), Point(budget, 2.0)],
-                      budget, True, "completed")  # fmt: skip
-    monkeypatch.setattr("growcockpit.race.study.advance_run", lambda *a, **k: ran_on)
+    calls = itertools.count()
+
+    def ran_on(*args: object, **kwargs: object) -> RunState:
+        worse = 0.1 * next(calls)  # distinct losses: a tie would keep every candidate racing
+        points = [Point(0.4 * rung, 3.0 + worse), Point(1.1 * rung, 2.9 + worse)]
+        return RunState([*points, Point(budget, 2.0 + worse)], budget, True, "completed")
+
+    monkeypatch.setattr("growcockpit.race.study.advance_run", ran_on)
     out = tmp_path / "result.json"
     from growcockpit.cli import main
 
     assert main(["race", "--race-dir", str(race_dir), "--json", str(out)]) == 0
     rows = json.loads(out.read_text())["rows"]
-    assert [r["race_flops"] for r in rows] == [pytest.approx(1.1 * rung)] * len(rows)
+    cut = [r for r in rows if r["cut_at"] == 0]  # measured at the first rung only
+    assert cut and [r["race_flops"] for r in cut] == [pytest.approx(1.1 * rung)] * len(cut)
     capsys.readouterr()
 
 
