@@ -27,9 +27,11 @@ import time
 from pathlib import Path
 from typing import Any
 
-from common import REPO, bench_env, read_events
+from common import REPO, bench_env
 
 from growcockpit.plan import load_plan
+from growcockpit.protocol import RunPaths, read_all
+from growcockpit.protocol.events import StageStarted, StartupPhase
 
 TARGET = 1.5
 BASELINE = "import torch, transformers"
@@ -51,14 +53,14 @@ def time_launch(plan: Path, sets: list[str], run_dir: Path, env: dict[str, str])
     )
     if done.returncode != 0:
         raise SystemExit(f"bench/startup.py: the run failed:\n{done.stderr[-2000:]}")
-    events = read_events(run_dir)
-    stage = next(e for e in events if e.get("type") == "stage_started")
+    events = read_all(RunPaths(run_dir).events)  # the product's reader, as the cockpit's
+    stage = next(e for e in events if isinstance(e, StageStarted))
     phases = {
-        str(e["phase"]): float(e["seconds"])
+        e.phase: float(e.seconds)
         for e in events
-        if e.get("type") == "startup" and e.get("done") and e.get("seconds") is not None
+        if isinstance(e, StartupPhase) and e.done and e.seconds is not None
     }
-    return {"stage_started_s": float(stage["t"]) - launched, "phases": phases}
+    return {"stage_started_s": float(stage.t) - launched, "phases": phases}
 
 
 def one_step_stages(plan: Path) -> list[str]:
