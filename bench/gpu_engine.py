@@ -248,9 +248,9 @@ def _run_counting(
     original = trainer.train_step
     probe = BusyProbe(meter.device, caught)
 
-    def counted() -> Any:
+    def counted(report: bool = False) -> Any:
         probe.before(trainer)
-        out = original()
+        out = original(report)
         meter.count_syncs(caught)
         caught.clear()
         if meter.rows:
