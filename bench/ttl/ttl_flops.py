@@ -18,19 +18,8 @@ from typing import Any
 from common import baseline_step_flops, stage_step_flops
 from ttl_runs import first_reach
 
+from growcockpit.plan.flops import flops_through_step
 from growcockpit.plan.types import Plan
-
-
-def cumulative(plan: Plan, step: float, head: bool = True) -> float:
-    """FLOPs of the first `step` steps of `plan` (fractional steps interpolate)."""
-    total, left = 0.0, step
-    for stage, flops in zip(plan.stages, stage_step_flops(plan, head), strict=True):
-        n = min(float(stage.steps), left)
-        total += n * flops
-        left -= n
-        if left <= 0:
-            break
-    return total
 
 
 def head_bound(plan: Plan) -> dict[str, float]:
@@ -79,9 +68,11 @@ def flops_split(
                 per[method].setdefault("no_head", []).append(0.0)
                 continue
             row = per.setdefault(method, {})
-            row.setdefault("all", []).append(cumulative(base_plan, b_step) / cumulative(plan, step))
+            row.setdefault("all", []).append(
+                flops_through_step(base_plan, b_step) / flops_through_step(plan, step)
+            )
             row.setdefault("no_head", []).append(
-                cumulative(base_plan, b_step, False) / cumulative(plan, step, False)
+                flops_through_step(base_plan, b_step, False) / flops_through_step(plan, step, False)
             )
     for method, row in per.items():
         out["methods"][method] = {k: statistics.median(v) for k, v in row.items()}

@@ -24,9 +24,10 @@ for _folder in (BENCH, BENCH / "ttl"):
         sys.path.insert(0, str(_folder))
 
 from common import Size  # noqa: E402
-from ttl_flops import _reach_step, cumulative  # noqa: E402
+from ttl_flops import _reach_step  # noqa: E402
 from ttl_plans import Budget, budget_plan  # noqa: E402
 
+from growcockpit.plan.flops import flops_through_step  # noqa: E402
 from growcockpit.plan.types import Plan  # noqa: E402
 
 
@@ -48,10 +49,12 @@ def flops_speedups(run: dict[str, dict[str, Any]], family: str, size: Size) -> N
             res["speedup_flops_all"] = res["speedup_flops_blocks"] = 0.0
             continue
         plan = plan_of(res, family, size)
-        res["speedup_flops_all"] = cumulative(base_plan, b_step) / cumulative(plan, step)
-        res["speedup_flops_blocks"] = cumulative(base_plan, b_step, False) / cumulative(
-            plan, step, False
+        res["speedup_flops_all"] = flops_through_step(base_plan, b_step) / flops_through_step(
+            plan, step
         )
+        res["speedup_flops_blocks"] = flops_through_step(
+            base_plan, b_step, False
+        ) / flops_through_step(plan, step, False)
 
 
 def merge(files: list[Path], family: str) -> tuple[Size, dict[str, dict[int, dict[str, Any]]]]:

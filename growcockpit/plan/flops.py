@@ -86,6 +86,19 @@ def stage_step_flops(plan: Plan, head: bool = True) -> list[float]:
     return out
 
 
+def flops_through_step(plan: Plan, step: float, head: bool = True) -> float:
+    """FLOPs of the first `step` steps of `plan`, stage by stage as planned (a fractional
+    step, such as a target crossed between evaluations, interpolates)."""
+    total, left = 0.0, step
+    for stage, flops in zip(plan.stages, stage_step_flops(plan, head), strict=True):
+        n = min(float(stage.steps), left)
+        total += n * flops
+        left -= n
+        if left <= 0:
+            break
+    return total
+
+
 def full_step_flops(plan: Plan, head: bool = True) -> float:
     """FLOPs of one step of the final model, everything trained (the baseline's step)."""
     layers = plan.model.final_layers

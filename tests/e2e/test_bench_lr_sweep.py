@@ -94,10 +94,11 @@ def test_tuned_baseline_is_the_best_schedule() -> None:
 
 def test_late_method_plan_and_the_head_bound() -> None:
     from common import TTL_SIZES
-    from ttl_flops import cumulative, head_bound
+    from ttl_flops import head_bound
     from ttl_plans import Budget, MethodError, budget_plan
 
     from growcockpit.plan import estimate_cost
+    from growcockpit.plan.flops import flops_through_step as cumulative
     from growcockpit.plan.schedule import decay_start
 
     size = TTL_SIZES["cpu"]["gpt2"]

@@ -7,7 +7,12 @@ import pytest
 
 from growcockpit.plan import plan_from_dict
 from growcockpit.plan.cost import estimate_cost
-from growcockpit.plan.flops import full_step_flops, plan_flops, stage_step_flops
+from growcockpit.plan.flops import (
+    flops_through_step,
+    full_step_flops,
+    plan_flops,
+    stage_step_flops,
+)
 
 D, SEQ, BATCH, VOCAB, L = 128, 128, 16, 4000, 8
 PLAN = {
@@ -50,3 +55,17 @@ def test_a_plans_flops_are_its_stages_steps() -> None:
     )
     unit = full_step_flops(plan) / estimate_cost(plan).baseline_step_cost
     assert plan_flops(plan) == pytest.approx(estimate_cost(plan).total * unit)
+
+
+def test_flops_through_a_step_walk_the_stages_and_interpolate() -> None:
+    plan = plan_from_dict(PLAN)
+    per_step = stage_step_flops(plan)
+    first = plan.stages[0].steps
+    assert flops_through_step(plan, 0) == 0.0
+    assert flops_through_step(plan, first) == pytest.approx(first * per_step[0])
+    into_second = flops_through_step(plan, first + 1.5)
+    assert into_second == pytest.approx(first * per_step[0] + 1.5 * per_step[1])
+    assert flops_through_step(plan, 10**9) == pytest.approx(
+        sum(s.steps * f for s, f in zip(plan.stages, per_step, strict=True))
+    )
+    assert flops_through_step(plan, first, head=False) < flops_through_step(plan, first)
