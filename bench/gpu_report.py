@@ -30,9 +30,10 @@ from gpu_compiled import (
 )
 from gpu_configs import Config
 from gpu_datasheet import datasheet_for, mfu
-from gpu_roofline import Peak, UtilSampler, config_bytes, config_flops, roofline_ms
+from gpu_roofline import Peak, UtilSampler, config_bytes, roofline_ms
 
 from growcockpit.plan import estimate_cost
+from growcockpit.plan.flops import stage_step_flops
 from growcockpit.plan.types import Plan
 
 
@@ -100,7 +101,7 @@ def build_rows(ctx: Context) -> list[dict[str, Any]]:
             rel = rel2 = 1.0
         measured = base_ms / ms if ms > 0 else 0.0
         predicted = 1.0 / rel if rel > 0 else 0.0
-        flops = config_flops(plan, c)
+        flops = stage_step_flops(plan)[c.stage_index]  # the product's count
         acts = activation_bytes(plan, c.stage_index, act_bytes)
         roof = roofline_ms(flops, config_bytes(c, act_bytes) + acts, ctx.peak)
         tflops = flops / (ms / 1e3) / 1e12 if ms > 0 else 0.0

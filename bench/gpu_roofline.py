@@ -3,13 +3,10 @@
 * `measure_peak`: the device's matmul peak measured on the spot (a timed loop of
   square matmuls, bf16 on CUDA, fp32 on CPU) and its memory copy bandwidth, so
   the roofline is this machine's, not a datasheet's.
-* `config_flops` / `config_bytes`: model FLOPs of one step of a stage
-  configuration (the product's one count, growcockpit/plan/flops.py `stage_step_flops`:
-  a block's Q/K/V/O and FFN matrices as the family has them, so Llama's K and V are
-  priced at the kv heads' width and its SwiGLU FFN at three matrices; frozen blocks
-  forward only, or forward + input gradient above a middle stack's trained copies;
-  the head's weight gradient only where its weights train) and a lower bound of the
-  bytes it must move (weights read, optimizer state read and written).
+* `config_bytes`: a lower bound of the bytes a stage's step must move (weights read,
+  optimizer state read and written); its FLOPs are the product's one count
+  (growcockpit/plan/flops.py `stage_step_flops`: Q/K/V/O and FFN matrices as the family has
+  them, frozen blocks forward only, the head's weight gradient only where it trains).
 * `roofline_ms`: max(FLOPs / peak, bytes / bandwidth), the fastest the step
   could run; measured ms / bound is how far from it the step is.
 * `UtilSampler`: NVML utilisation on a thread, charged to the configuration
@@ -34,11 +31,9 @@ from collections.abc import Callable, Iterable
 from typing import Any
 
 import torch
-from common import stage_step_flops
 from gpu_configs import Config
 
 from growcockpit.backend.calibrate import Clock
-from growcockpit.plan.types import Plan
 
 BUSY_N, BUSY_WARM = 3, 2  # the engine's busy share: steps per window, steps skipped first
 
@@ -96,11 +91,6 @@ def _best_copy_ms(
         best = min(best, clock.mean_ms(lambda: dst.copy_(src), 5))
         reps += 1
     return best
-
-
-def config_flops(plan: Plan, cfg: Config) -> float:
-    """Model FLOPs of one step of `cfg`: its stage priced by the product's count."""
-    return stage_step_flops(plan)[cfg.stage_index]
 
 
 def config_bytes(cfg: Config, act_bytes: int) -> float:

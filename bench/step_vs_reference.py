@@ -40,7 +40,6 @@ import time
 from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
-from types import SimpleNamespace
 from typing import Any
 
 REPO = Path(__file__).resolve().parent.parent
@@ -52,7 +51,7 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 import torch  # noqa: E402
 from gpu_configs import full_depth_baseline  # noqa: E402
 from gpu_datasheet import datasheet_for  # noqa: E402
-from gpu_roofline import config_flops, measure_peak  # noqa: E402
+from gpu_roofline import measure_peak  # noqa: E402
 from reference.op_count import dispatched_ops, profiled_ops  # noqa: E402
 from reference.pairs import Timed, reference_twin, timed_plan, tokens_per_step, trainer_at  # noqa: E402
 from reference.report import Peaks, report, summary  # noqa: E402
@@ -62,6 +61,7 @@ from growcockpit.backend.data.blocks import load_blocks  # noqa: E402
 from growcockpit.backend.device import prepare_device  # noqa: E402
 from growcockpit.backend.loop.engine import Trainer  # noqa: E402
 from growcockpit.plan import load_plan  # noqa: E402
+from growcockpit.plan.flops import stage_step_flops  # noqa: E402
 from growcockpit.plan.types import Plan  # noqa: E402
 
 PLANS = {
@@ -82,7 +82,7 @@ class Row:
     product_ops: Counter[str] = field(default_factory=Counter)
     reference_ops: Counter[str] = field(default_factory=Counter)
     count_steps: tuple[int, int] = (1, 1)
-    flops: float = 0.0  # model FLOPs of one step (bench/gpu_roofline.py config_flops)
+    flops: float = 0.0  # model FLOPs of one step (the product's count, plan/flops.py)
 
 
 def product_step(t: Trainer) -> Any:
@@ -116,7 +116,7 @@ def build_rows(
             label,
             Timed(label, "product", False, product_step(t), tokens),
             Timed(label, "reference", False, ref_step, tokens),
-            flops=config_flops(p, SimpleNamespace(stage_index=stage)),  # type: ignore[arg-type]
+            flops=stage_step_flops(p)[stage],
         )
         if compile_ == "all" or (compile_ == "full" and n == 0):
             tc = trainer_at(timed_plan(p, True, True, backend), stage, data, device, root / f"{n}c")

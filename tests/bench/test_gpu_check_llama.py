@@ -9,7 +9,6 @@ import os
 import re
 import subprocess
 import sys
-import types
 from dataclasses import replace
 from pathlib import Path
 from typing import Any, cast
@@ -20,9 +19,9 @@ from repo_paths import REPO
 sys.path.insert(0, str(REPO / "bench"))
 
 from gpu_configs import full_depth_baseline, tiny_plan  # noqa: E402
-from gpu_roofline import config_flops  # noqa: E402
 
 from growcockpit.plan import load_plan  # noqa: E402
+from growcockpit.plan.flops import stage_step_flops  # noqa: E402
 from growcockpit.plan.types import Plan  # noqa: E402
 
 LLAMA = REPO / "sample_plans" / "llama-smollm-135m.toml"
@@ -46,7 +45,7 @@ def _by_hand(plan: Plan, swiglu: bool = True, gqa: bool = True) -> tuple[float, 
 
 
 def _flops(plan: Plan, index: int) -> float:
-    return config_flops(plan, types.SimpleNamespace(stage_index=index))  # type: ignore[arg-type]
+    return stage_step_flops(plan)[index]
 
 
 def test_the_tiny_llama_plan_keeps_grouped_queries_swiglu_and_the_schedule() -> None:
