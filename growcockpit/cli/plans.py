@@ -19,6 +19,7 @@ from growcockpit.cli.common import (
     add_set_arg,
     load_plan_set_or_fail,
 )
+from growcockpit.plan.memory import DEFAULT_GPU_GB, DEFAULT_RANKS
 
 if TYPE_CHECKING:
     from growcockpit.plan import Plan
@@ -40,8 +41,38 @@ def add_parsers(sub: Subparsers) -> None:
         action="store_true",
         help="measure r and h for this plan's model on this machine (builds it; takes seconds)",
     )
+    sh.add_argument(
+        "--ranks",
+        type=_positive_int,
+        default=DEFAULT_RANKS,
+        metavar="N",
+        help=f"ranks the memory and traffic estimate assumes (default {DEFAULT_RANKS})",
+    )
+    sh.add_argument(
+        "--gpu-gb",
+        type=_positive_float,
+        default=DEFAULT_GPU_GB,
+        metavar="G",
+        help=f"one GPU's memory in GB the largest stage must fit (default {DEFAULT_GPU_GB:g})",
+    )
     add_set_arg(sh)
     sh.set_defaults(func=cmd_plan_show)
+
+
+def _positive_int(text: str) -> int:
+    if not text.strip().isdigit() or int(text) < 1:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number ≥ 1")
+    return int(text)
+
+
+def _positive_float(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        value = -1.0
+    if not value > 0 or value == float("inf"):
+        raise argparse.ArgumentTypeError(f"{text!r} is not a positive number of GB")
+    return value
 
 
 def cmd_plan_validate(args: argparse.Namespace) -> int:
@@ -68,6 +99,7 @@ def cmd_plan_validate(args: argparse.Namespace) -> int:
 
 def cmd_plan_show(args: argparse.Namespace) -> int:
     from growcockpit.plan import estimate_cost, format_plan
+    from growcockpit.plan.memory_show import memory_lines
 
     plan, _ = load_plan_set_or_fail(args.plan, args.sets)
     r: float = args.r
@@ -93,6 +125,8 @@ def cmd_plan_show(args: argparse.Namespace) -> int:
             "(calibrated full-depth step time ÷ its cost units)"
         )
     print(format_plan(plan, estimate_cost(plan, r=r, h=h, frozen_fwd=frozen_fwd)))
+    print()
+    print("\n".join(memory_lines(plan, args.ranks, args.gpu_gb)))
     return EXIT_OK
 
 

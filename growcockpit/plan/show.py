@@ -49,7 +49,8 @@ def _train_label(stage: Stage) -> str:
     return stage.train + "".join(extras)
 
 
-def _table(rows: list[list[str]], right: set[int]) -> list[str]:
+def text_table(rows: list[list[str]], right: set[int]) -> list[str]:
+    """Rows as aligned columns under a rule after the header; `right`: right-aligned columns."""
     widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
     out = []
     for n, row in enumerate(rows):
@@ -186,7 +187,7 @@ def format_plan(plan: Plan, cost: PlanCost | None = None) -> str:
                 f"{sc.rel_step_cost:.2f}" if sc else "?",
             ]
         )
-    lines += _table(rows, right={0, 3, 4, 7, 10})
+    lines += text_table(rows, right={0, 3, 4, 7, 10})
     lines += ["", *budget_lines(plan, fit)]
     lines += [
         f"probe:  stage {s.index + 1} trains {len(plan.stages[s.index].candidates)} candidates × "

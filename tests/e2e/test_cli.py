@@ -52,6 +52,15 @@ def test_plan_show_prints_cost() -> None:
     assert "grow-4" in res.stdout and "speedup" in res.stdout.lower()
 
 
+def test_plan_show_says_the_7b_sample_fits_80_gb_under_fsdp() -> None:
+    res = run("plan", "show", str(ROOT / "sample_plans" / "llama-7b-fsdp-late.toml"))
+    assert res.returncode == 0, res.stderr
+    assert "memory per rank (FSDP on 8 ranks" in res.stdout
+    assert "fits one 80 GB GPU (FSDP, 8 ranks)" in res.stdout
+    res = run("plan", "show", str(ROOT / "sample_plans" / "cpu-demo.toml"), "--gpu-gb", "-1")
+    assert res.returncode == 2 and "--gpu-gb" in res.stderr and "Traceback" not in res.stderr
+
+
 def test_train_with_missing_plan_file(tmp_path: Path) -> None:
     res = run("train", str(tmp_path / "nope.toml"), "--run-dir", str(tmp_path / "r"))
     assert_one_line_error(res, "nope.toml")
