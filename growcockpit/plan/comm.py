@@ -10,8 +10,10 @@ Payloads (what a rank hands to one kind of collective per step):
 - FSDP, per micro-batch (FSDP2 reduces every micro-batch): an all-gather of every
   block and of the root (embeddings and head) in the forward, frozen blocks included,
   at the compute dtype; again for each block that takes a backward (the root stays
-  gathered from forward to backward); a reduce-scatter (fp32) of each trainable
-  parameter's gradient.
+  gathered from forward to backward), and once more for the block below the lowest
+  such block when the bottom is frozen (FSDP2 prefetches the next block of the backward
+  order before it knows that no gradient reaches it); a reduce-scatter (fp32) of each
+  trainable parameter's gradient.
 
 Bytes sent, for a payload of S bytes whole (ring algorithms): an all-reduce sends
 2(N − 1)/N · S per rank, an all-gather and a reduce-scatter (N − 1)/N · S. FSDP pads
@@ -70,7 +72,8 @@ def stage_traffic(
     if strategy == "ddp":
         return StageTraffic(fp.index, fp.name, strategy, ranks, grads, 0.0, 0.0)
     a = compute_bytes(precision)
-    gathered = (fp.layers + fp.autograd_blocks) * fp.parts.block + fp.root
+    prefetched = 1 if 0 < fp.autograd_blocks < fp.layers else 0
+    gathered = (fp.layers + fp.autograd_blocks + prefetched) * fp.parts.block + fp.root
     micro = max(1, accum)
     return StageTraffic(
         fp.index, fp.name, strategy, ranks, 0.0, gathered * a * micro, grads * micro

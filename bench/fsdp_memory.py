@@ -1,0 +1,136 @@
+"""The per-rank memory estimate (growcockpit/plan/memory.py) against what each rank holds.
+
+For every stage of a tiny Llama growth plan (bench/fsdp_ranks.py: half depth, the top half
+stacked on and trained alone, then everything), under DDP and FSDP on 2 gloo ranks: after
+a warm-up step and a forward/backward, each rank's local parameters, gradients and
+optimizer moments (numel × element size of the local shard: `DTensor.to_local()` under
+FSDP) against the estimate's parameters, gradients and optimizer, and the ratio
+measured / estimated. On GPUs (one per rank, NCCL) it adds the peak allocated memory of
+the step against the estimate's device total.
+
+    python bench/fsdp_memory.py --quick            # 2 ranks, 4 × 64 Llama, seconds
+    python bench/fsdp_memory.py --json out/m.json  # 8 layers × 128
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+import torch  # noqa: E402
+from fsdp_ranks import STRATEGIES, StageHandle, ratio, run_ranks, tiny_plan  # noqa: E402
+from torch.distributed.tensor import DTensor  # noqa: E402
+
+from growcockpit.plan.footprint import stage_footprints  # noqa: E402
+from growcockpit.plan.memory import Strategy, size, stage_memory  # noqa: E402
+
+MOMENTS = ("exp_avg", "exp_avg_sq")
+
+
+def _local_bytes(t: torch.Tensor | None) -> int:
+    if t is None:
+        return 0
+    local = t.to_local() if isinstance(t, DTensor) else t
+    return int(local.numel() * local.element_size())
+
+
+def held(handle: StageHandle) -> dict[str, int]:
+    """This rank's parameter, gradient and optimizer-moment bytes right now."""
+    params = list(handle.model.parameters())
+    state = handle.optimizer.state.values()
+    return {
+        "params": sum(_local_bytes(p) for p in params),
+        "grads": sum(_local_bytes(p.grad) for p in params if p.requires_grad),
+        "optimizer": sum(_local_bytes(s.get(k)) for s in state for k in MOMENTS),
+    }
+
+
+def measure(strategy: Strategy, handle: StageHandle) -> dict[str, Any]:
+    cuda = handle.batch.input_ids.is_cuda
+    if cuda:
+        torch.cuda.synchronize()
+        torch.cuda.reset_peak_memory_stats()
+    handle.forward_backward()
+    row: dict[str, Any] = held(handle)
+    handle.update()
+    if cuda:
+        row["peak"] = int(torch.cuda.max_memory_allocated())
+    return row
+
+
+def table(rows: list[dict[str, Any]], plan: Any, world: int) -> list[dict[str, Any]]:
+    """One line per strategy, stage and rank: measured, estimated, ratio."""
+    fps = stage_footprints(plan)
+    out = []
+    for row in sorted(rows, key=lambda r: (r["strategy"], r["stage"], r["rank"])):
+        est = stage_memory(fps[row["stage"]], row["strategy"], world, plan.optim.precision)
+        line = {k: row[k] for k in ("strategy", "stage", "rank")}
+        line["name"] = fps[row["stage"]].name
+        for key, model in (
+            ("params", est.params),
+            ("grads", est.grads),
+            ("optimizer", est.optimizer),
+        ):
+            line[key] = row[key]
+            line[f"{key}_estimate"] = model
+            line[f"{key}_ratio"] = ratio(row[key], model)
+        if "peak" in row:
+            line["peak"] = row["peak"]
+            line["peak_estimate"] = est.total
+            line["peak_ratio"] = ratio(row["peak"], est.total)
+        out.append(line)
+    return out
+
+
+_PLAN_ARGS: dict[str, int] = {}
+
+
+def _fmt(x: float | None) -> str:
+    return "-" if x is None else f"{x:.3f}"
+
+
+def print_table(lines: list[dict[str, Any]]) -> None:
+    cols = ("params", "grads", "optimizer")
+    head = f"{'strategy':8} {'stage':12} rank " + " ".join(f"{c:>26}" for c in cols)
+    print(head + ("  peak (measured/estimate)" if any("peak" in x for x in lines) else ""))
+    for x in lines:
+        cells = " ".join(
+            f"{size(x[c]):>9} / {size(x[c + '_estimate']):>9} {_fmt(x[c + '_ratio']):>5}"
+            for c in cols
+        )
+        peak = (
+            f"  {size(x['peak'])} / {size(x['peak_estimate'])} {_fmt(x['peak_ratio'])}"
+            if "peak" in x
+            else ""
+        )
+        print(f"{x['strategy']:8} {x['stage'] + 1} {x['name']:10} r{x['rank']}   {cells}{peak}")
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--quick", action="store_true", help="4 layers × 64 hidden, 4 × 64 tokens")
+    ap.add_argument("--ranks", type=int, default=2)
+    ap.add_argument("--json", type=Path, help="write the rows here")
+    args = ap.parse_args(argv)
+    _PLAN_ARGS.update({} if args.quick else {"hidden": 128, "layers": 8, "batch": 8, "seq": 128})
+    plan = tiny_plan(**_PLAN_ARGS)
+    rows = run_ranks(measure, plan, world=args.ranks)
+    lines = table(rows, plan, args.ranks)
+    print(f"measured / estimated bytes per rank, {args.ranks} ranks ({', '.join(STRATEGIES)}):")
+    print_table(lines)
+    ratios = [x[f"{c}_ratio"] for x in lines for c in ("params", "grads", "optimizer")]
+    known = [r for r in ratios if r is not None]
+    print(f"ratio range: {min(known):.3f} .. {max(known):.3f}")
+    if args.json:
+        args.json.parent.mkdir(parents=True, exist_ok=True)
+        args.json.write_text(json.dumps({"plan": _PLAN_ARGS, "ranks": args.ranks, "rows": lines}))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
