@@ -26,6 +26,8 @@ from growcockpit.protocol import (
     LayerStat,
     LayerStats,
     Paused,
+    RankMemory,
+    RanksMemory,
     Resumed,
     RunFinished,
     RunStarted,
@@ -337,6 +339,22 @@ def gpu_system(t: float) -> System:
                 power_w=90.0,
                 temp_c=35.0,
             ),
+        ],
+    )
+
+
+def fsdp_memory(t: float, stage: int = 1) -> RanksMemory:
+    return RanksMemory(
+        t=t,
+        step=60,
+        stage=stage,
+        strategy="fsdp",
+        world_size=2,
+        ranks=[
+            RankMemory(
+                rank=k, params=3 << 20, grads=1 << 20, optimizer=2 << 20, device_peak=9 << 30
+            )
+            for k in (0, 1)
         ],
     )
 

@@ -29,6 +29,8 @@ from .events import (
     PlateauCheck,
     ProbeCandidate,
     ProbePicked,
+    RankMemory,
+    RanksMemory,
     Resumed,
     RolledBack,
     RunFinished,
@@ -52,6 +54,7 @@ EVENT_TYPES: dict[str, type[Event]] = {
         PlateauCheck,
         LayerStats,
         System,
+        RanksMemory,
         Eval,
         Grow,
         Checkpoint,
@@ -73,6 +76,7 @@ EVENT_TYPES: dict[str, type[Event]] = {
 _NESTED: dict[tuple[str, str], type] = {
     ("layer_stats", "layers"): LayerStat,
     ("system", "gpus"): GpuStat,
+    ("rank_memory", "ranks"): RankMemory,
 }
 
 

@@ -207,6 +207,33 @@ class System(Event):
 
 
 @dataclass(kw_only=True)
+class RankMemory:
+    """One rank's memory: its own parameters, their gradients' size and the optimizer
+    moments (the local shards under FSDP), bytes; the device's peak allocation since the
+    last sample (a GPU only) and the process's resident host memory."""
+
+    rank: int
+    params: int = 0
+    grads: int = 0  # the trainable parameters' local size: what backward allocates
+    optimizer: int = 0
+    device_peak: int | None = None
+    rss: int | None = None
+
+
+@dataclass(kw_only=True)
+class RanksMemory(Event):
+    """Every rank's memory at a metrics step (`metrics.every_steps`), gathered by rank 0.
+    `strategy`: "ddp" or "fsdp" across ranks, "single" for one process."""
+
+    TYPE: ClassVar[str] = "rank_memory"
+    step: int = 0
+    stage: int = 0
+    strategy: str = "ddp"
+    world_size: int = 1
+    ranks: list[RankMemory] = field(default_factory=list)
+
+
+@dataclass(kw_only=True)
 class Eval(Event):
     TYPE: ClassVar[str] = "eval"
     step: int = 0

@@ -18,10 +18,14 @@ from safetensors.torch import load_file
 
 from growcockpit.backend.state.checkpoint import load_checkpoint
 from growcockpit.families import spec_for
+from growcockpit.plan import load_plan
+from growcockpit.plan.footprint import stage_footprints
+from growcockpit.plan.memory import stage_memory
 from growcockpit.protocol import read_all
 from growcockpit.protocol.events import (
     Event,
     Grow,
+    RanksMemory,
     RunFinished,
     RunStarted,
     StageStarted,
@@ -120,3 +124,26 @@ def test_fsdp_checkpoint_resumes_on_one_process(
     assert sorted(losses(events[restart:])) == list(range(31, 41))
     finished = [e for e in events[restart:] if isinstance(e, RunFinished)]
     assert finished and finished[0].status == "completed"
+
+
+def test_fsdp_reports_each_ranks_memory_as_the_plan_estimates(fsdp_run: Path) -> None:
+    """Issue 33: rank 0 gathers every rank's shards at the metrics cadence; each rank holds
+    half the state the estimate gives one process, and the grown stage (old blocks frozen)
+    holds fewer gradients and optimizer moments per parameter."""
+    events = list(read_all(fsdp_run / "events.jsonl"))
+    samples = [e for e in events if isinstance(e, RanksMemory)]
+    assert samples and {(m.strategy, m.world_size) for m in samples} == {("fsdp", 2)}
+    assert all([r.rank for r in m.ranks] == [0, 1] for m in samples)
+    plan = load_plan(FSDP_PLAN)
+    footprints = stage_footprints(plan)
+    first = {m.stage: m for m in reversed(samples)}
+    assert sorted(first) == [0, 1]
+    for stage, sample in first.items():
+        est = stage_memory(footprints[stage], "fsdp", 2, "fp32")
+        for r in sample.ranks:
+            assert r.params == pytest.approx(est.params, rel=0.01)
+            assert r.grads == pytest.approx(est.grads, rel=0.01)
+            assert r.optimizer == pytest.approx(est.optimizer, rel=0.01)
+            assert r.device_peak is None and r.rss
+    grown, shallow = first[1].ranks[0], first[0].ranks[0]
+    assert grown.params > shallow.params and grown.grads / grown.params < 0.75

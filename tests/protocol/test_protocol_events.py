@@ -119,6 +119,18 @@ SAMPLES: dict[str, Event] = {
         ram_used=1 << 31,
         ram_total=1 << 34,
     ),
+    "rank_memory": ev.RanksMemory(
+        seq=5,
+        t=5.5,
+        step=10,
+        stage=1,
+        strategy="fsdp",
+        world_size=2,
+        ranks=[
+            ev.RankMemory(rank=0, params=100, grads=50, optimizer=100, device_peak=900, rss=7),
+            ev.RankMemory(rank=1, params=100, grads=50, optimizer=100),
+        ],
+    ),
     "eval": ev.Eval(seq=6, t=6.0, step=100, stage=1, val_loss=2.0, val_ppl=7.39),
     "grow": ev.Grow(
         seq=7,
@@ -225,6 +237,9 @@ def test_nested_records_decode_to_dataclasses() -> None:
     system = decode_event(encode_event(SAMPLES["system"]))
     assert isinstance(system, System)
     assert isinstance(system.gpus[0], GpuStat) and system.gpus[0].name == "H200"
+    memory = decode_event(encode_event(SAMPLES["rank_memory"]))
+    assert isinstance(memory, ev.RanksMemory)
+    assert isinstance(memory.ranks[1], ev.RankMemory) and memory.ranks[1].device_peak is None
 
 
 def test_unknown_type_decodes_to_unknown_event_and_reencodes() -> None:

@@ -16,6 +16,9 @@ from textual.pilot import Pilot
 from ui_fixtures import (
     T0,
     crashed_events,
+    fsdp_memory,
+    gpu_system,
+    recorded_events,
     set_mtime,
     settle,
     write_events,
@@ -123,3 +126,23 @@ def test_dashboard_timing_tab_80x24(snap_compare, tmp_path: Path, theme: str) ->
         run_dir=run_dir, clock=lambda: CLOCK, theme=theme, workdir=tmp_path, samples=tmp_path
     )
     assert snap_compare(app, terminal_size=(80, 24), run_before=_timing_tab)
+
+
+async def _system_tab(pilot: Pilot[None]) -> None:
+    await _caught_up(pilot)
+    await pilot.press("4")
+    await pilot.pause(0.3)
+
+
+@THEMES
+def test_dashboard_system_tab_ranks_80x24(snap_compare, tmp_path: Path, theme: str) -> None:  # type: ignore[no-untyped-def]
+    """Issue 33: the system tab names the strategy and world size and shows each rank's memory."""
+    events = recorded_events(finished=False, upto_step=60)
+    events += [gpu_system(events[-1].t + 0.1), fsdp_memory(events[-1].t + 0.2)]
+    run_dir = tmp_path / "run"
+    run_dir.mkdir()
+    write_events(RunPaths(run_dir).events, events)
+    app = GrowCockpitApp(
+        run_dir=run_dir, clock=lambda: CLOCK, theme=theme, workdir=tmp_path, samples=tmp_path
+    )
+    assert snap_compare(app, terminal_size=(80, 24), run_before=_system_tab)

@@ -42,6 +42,7 @@ from growcockpit.backend.loop.stage_events import (
     skipped_hold,
 )
 from growcockpit.backend.loop.step import StepOutcome, StepRunner
+from growcockpit.backend.rank_memory import gather_rank_memory
 from growcockpit.backend.state.checkpoint import TrainerPosition
 from growcockpit.backend.state.checkpointing import (
     CheckpointCadence,
@@ -216,6 +217,7 @@ class Trainer:
                 if fired or self.pos.step % max(1, self.plan.metrics.every_steps) == 0:
                     self.report.emit(check_event(self.plateau, self.pos.step, self.pos.stage_index))
         self.recipes.after_step(self.pos.step_in_stage, self.pos.step)
+        self.report_rank_memory()
         if outcome is not None and self.pause_if_skipped(outcome):
             return
         every = self.plan.metrics.eval_every_steps
@@ -225,6 +227,18 @@ class Trainer:
         reason = checkpoint_due(self.cadence, self.pos.step, self.dist, self.device)
         if reason:
             self.checkpoint(reason)
+
+    def report_rank_memory(self) -> None:
+        """Every `metrics.every_steps` steps, each rank's memory in one event (all ranks
+        gather in step; backend/rank_memory.py)."""
+        every = self.plan.metrics.every_steps
+        if every <= 0 or self.pos.step % every != 0:
+            return
+        strategy = self.plan.distributed.strategy if self.dist.enabled else "single"
+        where = (self.pos.step, self.pos.stage_index, strategy)
+        event = gather_rank_memory(self.dist, self.model, self.optimizer, self.device, where)
+        if event is not None:
+            self.report.emit(event)
 
     def pause_if_skipped(self, outcome: StepOutcome) -> bool:
         """Pause with an error naming the rollback when a reported window skipped an update:

@@ -5,9 +5,12 @@ from __future__ import annotations
 import math
 from typing import TYPE_CHECKING
 
-from growcockpit.protocol.events import Eval, LayerStats, Step, System
+from growcockpit.plan.footprint import stage_footprints
+from growcockpit.plan.memory import Strategy, stage_memory
+from growcockpit.protocol.events import Eval, LayerStats, RanksMemory, Step, System
 from growcockpit.session.fold import axes
 from growcockpit.session.fold.layers import LayerRow
+from growcockpit.session.fold.plan import decode_plan
 from growcockpit.session.fold.records import GpuView, StageTiming
 from growcockpit.session.fold.totals import add_totals
 
@@ -117,3 +120,23 @@ def on_system(state: RunData, ev: System) -> None:
         view.util_hist.append(g.util or 0.0)
         frac = view.mem_frac
         view.mem_hist.append(frac if frac is not None else 0.0)
+
+
+def on_rank_memory(state: RunData, ev: RanksMemory) -> None:
+    """Each rank's memory, and the plan's estimate of one rank's parameters, gradients and
+    optimizer state for the stage (made once per stage, world size and plan)."""
+    state.rank_memory = ev
+    key = (ev.stage, ev.world_size, ev.strategy, id(state.plan_dict))
+    if key != state.rank_memory_key:
+        state.rank_memory_key = key
+        state.rank_memory_estimate = _state_estimate(state, ev)
+    state.changed()
+
+
+def _state_estimate(state: RunData, ev: RanksMemory) -> float | None:
+    plan, _ = decode_plan(state.plan_dict, "run_started.plan")
+    if plan is None or not 0 <= ev.stage < len(plan.stages):
+        return None
+    strategy: Strategy = "fsdp" if ev.strategy == "fsdp" else "ddp"
+    footprint = stage_footprints(plan)[ev.stage]
+    return stage_memory(footprint, strategy, ev.world_size, plan.optim.precision).state

@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from growcockpit.plan import Plan
-from growcockpit.protocol.events import PlateauCheck
+from growcockpit.protocol.events import PlateauCheck, RanksMemory
 from growcockpit.protocol.rundir import FINAL_STATES
 from growcockpit.protocol.stage_steps import StageSteps
 from growcockpit.session.fold.layers import LayerRow
@@ -69,6 +69,9 @@ class RunData:
     cpu_hist: deque[float] = field(default_factory=lambda: deque(maxlen=HIST))
     ram_hist: deque[float] = field(default_factory=lambda: deque(maxlen=HIST))
     system_seen: bool = False
+    rank_memory: RanksMemory | None = None  # each rank's memory, the latest sample
+    rank_memory_estimate: float | None = None  # the plan's estimate of one rank's state, bytes
+    rank_memory_key: tuple[int, int, str, int] | None = None  # what the estimate was made for
     tokens: int = 0
     lr_scale: float = 1.0
     fwd_ms: float | None = None

@@ -1,6 +1,8 @@
 """Every GPU of the node (utilisation, memory, power, temperature, this run's processes on
 it) with a short history; each DDP rank's step time with the slowest marked and the spread;
-CPU and RAM of the training process and machine. Without a GPU it says so, calmly."""
+the strategy, the world size and each rank's memory (its parameters, gradients and optimizer
+state, against the plan's estimate); CPU and RAM of the training process and machine.
+Without a GPU it says so, calmly."""
 
 from __future__ import annotations
 
@@ -42,6 +44,7 @@ def system_text(state: RunState, widget: Static, width: int, compact: bool = Fal
             text.append(spark(g.mem_hist, hist_w // 2))
         text.append("\n")
     ranks_text(state, widget, text, compact)
+    rank_memory_text(state, text, compact)
     text.append("CPU ", style="bold")
     text.append(f"run {num(state.cpu_pct, '.0f')}%  ")
     text.append(spark(state.cpu_hist, hist_w if not compact else 10), style=ok)
@@ -91,6 +94,37 @@ def ranks_text(state: RunState, widget: Static, text: Text, compact: bool) -> No
     verdict = "  straggler" if spread.straggler and not compact else ""
     text.append(f"spread {spread.spread_pct:.0f}%{verdict}", style=slow if spread.straggler else "")
     text.append("\n")
+
+
+STRATEGY_LABELS = {"ddp": "DDP", "fsdp": "FSDP", "single": "one process"}
+
+
+def rank_memory_text(state: RunState, text: Text, compact: bool) -> None:
+    """The strategy and world size, then one line a rank: parameters, gradients, optimizer
+    state (its shards under FSDP), their sum against the plan's estimate, the device peak."""
+    mem = state.rank_memory
+    if mem is None:
+        return
+    label = STRATEGY_LABELS.get(mem.strategy, mem.strategy)
+    text.append("memory ", style="bold")
+    text.append(f"{label} × {mem.world_size} rank{'s' if mem.world_size != 1 else ''}")
+    if state.rank_memory_estimate is not None:
+        text.append(f"  estimate {human_bytes(state.rank_memory_estimate)} a rank", style="dim")
+    text.append("\n")
+    for r in mem.ranks:
+        total = r.params + r.grads + r.optimizer
+        text.append(f"  r{r.rank} ")
+        if not compact:
+            text.append(
+                f"params {human_bytes(r.params)}  grads {human_bytes(r.grads)}  "
+                f"optim {human_bytes(r.optimizer)}  = "
+            )
+        text.append(human_bytes(total), style="bold")
+        if r.device_peak is not None:
+            text.append(f"  peak {human_bytes(r.device_peak)}")
+        if r.rss is not None and not compact:
+            text.append(f"  RSS {human_bytes(r.rss)}", style="dim")
+        text.append("\n")
 
 
 class SystemPanel(Static):

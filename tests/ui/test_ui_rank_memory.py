@@ -1,0 +1,53 @@
+"""The system tab shows the strategy, the world size and each rank's memory (the backend's
+`rank_memory` event), against the plan's estimate of one rank's state."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from ui_fixtures import (
+    fsdp_memory,
+    gpu_system,
+    recorded_events,
+    screen_text,
+    settle,
+    write_events,
+)
+
+from growcockpit.plan.footprint import stage_footprints
+from growcockpit.plan.memory import stage_memory
+from growcockpit.protocol import RunPaths
+from growcockpit.session.fold.plan import decode_plan
+from growcockpit.session.run_state import RunState
+from growcockpit.ui import GrowCockpitApp
+from growcockpit.ui.widgets.system_panel import SystemPanel
+
+
+def test_fold_keeps_the_sample_and_the_plans_estimate_for_its_stage() -> None:
+    events = recorded_events(finished=False, upto_step=60)
+    state = RunState()
+    for ev in events:
+        state.apply(ev)
+    state.apply(fsdp_memory(events[-1].t + 0.1))
+    assert state.rank_memory is not None and state.rank_memory.world_size == 2
+    plan, _ = decode_plan(state.plan_dict, "test")
+    assert plan is not None
+    expected = stage_memory(stage_footprints(plan)[1], "fsdp", 2, plan.optim.precision).state
+    assert state.rank_memory_estimate == expected > 0
+
+
+async def test_system_tab_shows_strategy_world_size_and_each_rank(tmp_path: Path) -> None:
+    events = recorded_events(finished=False, upto_step=60)
+    events += [gpu_system(events[-1].t + 0.1), fsdp_memory(events[-1].t + 0.2)]
+    run_dir = tmp_path / "run"
+    run_dir.mkdir()
+    write_events(RunPaths(run_dir).events, events)
+    app = GrowCockpitApp(run_dir=run_dir)
+    async with app.run_test(size=(160, 48)) as pilot:
+        screen = await settle(pilot)
+        await pilot.press("4")
+        await pilot.pause(0.6)
+        system = str(screen.query_one("#system-panel", SystemPanel).render())
+        assert "memory FSDP × 2 ranks" in system and "estimate" in system
+        assert "r0 params 3.0 MiB  grads 1.0 MiB  optim 2.0 MiB  = 6.0 MiB  peak 9.0 GiB" in system
+        assert "r1 params" in screen_text(app)
