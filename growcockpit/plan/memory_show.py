@@ -29,9 +29,23 @@ def fit_verdict(fit: MemoryFit, gpu_gb: float) -> str:
 
 
 def memory_verdict(plan: Plan, ranks: int, gpu_gb: float) -> str:
-    """The designer's line: the plan's largest stage against one GPU ('' without stages)."""
+    """The plan's largest stage against one GPU, as `plan show` says it ('' without stages)."""
     fit = memory_fit(plan_memory(plan, ranks), gpu_gb)
     return fit_verdict(fit, gpu_gb) if fit is not None else ""
+
+
+def memory_summary(plan: Plan, ranks: int, gpu_gb: float) -> str:
+    """The designer's short line, e.g. 'memory: ≤ 60.7 GB a rank (stage 2): fits 80 GB GPUs
+    (FSDP × 8)' ('' without stages)."""
+    fit = memory_fit(plan_memory(plan, ranks), gpu_gb)
+    if fit is None:
+        return ""
+    s = fit.largest
+    word = "fits" if fit.fits else "too big for"
+    return (
+        f"memory: ≤ {size(s.total)} a rank (stage {s.index + 1}): {word} {gpu_gb:g} GB GPUs "
+        f"({s.strategy.upper()} × {s.ranks})"
+    )
 
 
 def memory_lines(plan: Plan, ranks: int, gpu_gb: float) -> list[str]:

@@ -14,12 +14,15 @@ from ui_fixtures import (
     write_events,
 )
 
+from growcockpit.plan import load_plan
 from growcockpit.plan.footprint import stage_footprints
 from growcockpit.plan.memory import stage_memory
 from growcockpit.protocol import RunPaths
+from growcockpit.resources import sample_plans_dir
 from growcockpit.session.fold.plan import decode_plan
 from growcockpit.session.run_state import RunState
 from growcockpit.ui import GrowCockpitApp
+from growcockpit.ui.screens.designer_status import memory_line
 from growcockpit.ui.widgets.system_panel import SystemPanel
 
 
@@ -51,3 +54,10 @@ async def test_system_tab_shows_strategy_world_size_and_each_rank(tmp_path: Path
         assert "memory FSDP × 2 ranks" in system and "estimate" in system
         assert "r0 params 3.0 MiB  grads 1.0 MiB  optim 2.0 MiB  = 6.0 MiB  peak 9.0 GiB" in system
         assert "r1 params" in screen_text(app)
+
+
+def test_designer_memory_line_says_whether_the_largest_stage_fits() -> None:
+    seven_b = load_plan(sample_plans_dir() / "llama-7b-fsdp-late.toml")
+    assert memory_line(seven_b) == "memory: ≤ 60.7 GB a rank (stage 2): fits 80 GB GPUs (FSDP × 8)"
+    seven_b.distributed.strategy = "ddp"
+    assert "too big for 80 GB GPUs (DDP × 8)" in memory_line(seven_b)

@@ -190,7 +190,7 @@ class DesignerScreen(DesignerSaving):
         )
         self.query_one(StageTimeline).show_plan(plan)
         self.query_one("#plan-cost", Static).update(
-            "\n".join([cost_line, *budget_lines(plan, fit)])
+            "\n".join([cost_line, designer_status.memory_line(plan), *budget_lines(plan, fit)])
         )
         self._show_problems(by_key)
         self._show_title()

@@ -13,6 +13,8 @@ import re
 from pathlib import Path
 
 from growcockpit.plan import PlanError
+from growcockpit.plan.memory import DEFAULT_GPU_GB, DEFAULT_RANKS
+from growcockpit.plan.memory_show import memory_summary
 from growcockpit.plan.types import Plan
 from growcockpit.session.plan_drafts import display_path, is_sample
 
@@ -28,6 +30,12 @@ def title_line(plan: Plan, path: Path | None, dirty: bool, locked: int | None) -
         head = plan.name
     where = "" if locked is not None else f"  · {display_path(path)}"
     return f"{head}{mark}{where}"
+
+
+def memory_line(plan: Plan) -> str:
+    """Each rank's memory at the plan's largest stage against one GPU, at `plan show`'s
+    defaults (8 ranks, 80 GB; `plan show --ranks N --gpu-gb G` prices others)."""
+    return memory_summary(plan, DEFAULT_RANKS, DEFAULT_GPU_GB)
 
 
 def path_line(path: Path | None) -> str:
