@@ -5,7 +5,9 @@ stacked on and trained alone, then everything), under DDP and FSDP on 2 gloo ran
 a warm-up step and a forward/backward, each rank's local parameters, gradients and
 optimizer moments (numel × element size of the local shard: `DTensor.to_local()` under
 FSDP) against the estimate's parameters, gradients and optimizer, and the ratio
-measured / estimated. On GPUs (one per rank, NCCL) it adds the peak allocated memory of
+measured / estimated; under DDP also the activations: the bytes autograd saves for the
+backward (`saved_tensors_hooks`, each storage once, weights left out) against the
+estimate's activations (fp32 on CPU). On GPUs (one per rank, NCCL) it adds the peak allocated memory of
 the step against the estimate's device total.
 
     python bench/fsdp_memory.py --quick            # 2 ranks, 4 × 64 Llama, seconds
@@ -50,13 +52,36 @@ def held(handle: StageHandle) -> dict[str, int]:
     }
 
 
+def saved_activations(handle: StageHandle) -> int:
+    """Bytes autograd keeps for the backward of one forward (each storage once, weights
+    left out): DDP only, where the weights' storages stay put (FSDP swaps them)."""
+    weights = {p.untyped_storage().data_ptr() for p in handle.model.parameters()}
+    kept: dict[int, int] = {}
+
+    def pack(t: torch.Tensor) -> torch.Tensor:
+        storage = t.untyped_storage()
+        if storage.data_ptr() not in weights:
+            kept[storage.data_ptr()] = storage.nbytes()
+        return t
+
+    with torch.autograd.graph.saved_tensors_hooks(pack, lambda t: t):
+        loss = handle.module(handle.batch.input_ids, handle.batch.labels)
+    loss.backward()
+    return sum(kept.values())
+
+
 def measure(strategy: Strategy, handle: StageHandle) -> dict[str, Any]:
     cuda = handle.batch.input_ids.is_cuda
     if cuda:
         torch.cuda.synchronize()
         torch.cuda.reset_peak_memory_stats()
-    handle.forward_backward()
+    if strategy == "ddp":
+        activations = saved_activations(handle)
+    else:
+        handle.forward_backward()
+        activations = None
     row: dict[str, Any] = held(handle)
+    row["activations"] = activations
     handle.update()
     if cuda:
         row["peak"] = int(torch.cuda.max_memory_allocated())
@@ -79,6 +104,10 @@ def table(rows: list[dict[str, Any]], plan: Any, world: int) -> list[dict[str, A
             line[key] = row[key]
             line[f"{key}_estimate"] = model
             line[f"{key}_ratio"] = ratio(row[key], model)
+        if row["activations"] is not None:
+            line["activations"] = row["activations"]
+            line["activations_estimate"] = est.activations
+            line["activations_ratio"] = ratio(row["activations"], est.activations)
         if "peak" in row:
             line["peak"] = row["peak"]
             line["peak_estimate"] = est.total
@@ -125,7 +154,14 @@ def main(argv: list[str] | None = None) -> int:
     print_table(lines)
     ratios = [x[f"{c}_ratio"] for x in lines for c in ("params", "grads", "optimizer")]
     known = [r for r in ratios if r is not None]
-    print(f"ratio range: {min(known):.3f} .. {max(known):.3f}")
+    print(f"state ratio range: {min(known):.3f} .. {max(known):.3f}")
+    for x in lines:
+        if "activations" in x and x["rank"] == 0:
+            print(
+                f"activations, stage {x['stage'] + 1} {x['name']}: saved "
+                f"{size(x['activations'])} / estimated {size(x['activations_estimate'])} = "
+                f"{_fmt(x['activations_ratio'])}"
+            )
     if args.json:
         args.json.parent.mkdir(parents=True, exist_ok=True)
         args.json.write_text(json.dumps({"plan": _PLAN_ARGS, "ranks": args.ranks, "rows": lines}))

@@ -26,8 +26,10 @@ two dropout masks when dropout > 0; Llama keeps 7w + 2kv + 4F (SwiGLU keeps four
 tensors). Only blocks that run with autograd keep them: the trainable ones, frozen blocks
 above the lowest trainable one, and every block when the embeddings train (the frozen
 bottom otherwise runs under no_grad, backend/loop/forward.py). The head keeps its logits
-at the compute dtype plus two fp32 copies (the upcast and the log-probabilities) for the
-positions it scores (a masked LM: × mlm_probability). The embedding output, the
+at the compute dtype, their fp32 copy when that dtype is narrower, and the fp32
+log-probabilities, for the positions it scores (a masked LM: × mlm_probability).
+Measured on CPU in fp32 (bench/fsdp_memory.py, the bytes autograd saves): within a few
+per cent of this count for Llama. The embedding output, the
 transient forward of a frozen block and allocator slack are not counted.
 """
 

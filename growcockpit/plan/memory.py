@@ -74,7 +74,8 @@ def activation_bytes(fp: StageFootprint, precision: str) -> float:
     a = compute_bytes(precision)
     per_block = fp.block_activation_elements * a + fp.dropout_mask_bytes
     blocks = fp.autograd_blocks * per_block * fp.tokens
-    head = fp.vocab * fp.head_positions * fp.tokens * (a + 2 * STATE_BYTES)
+    upcast = STATE_BYTES if a < STATE_BYTES else 0  # the loss's fp32 copy of the logits
+    head = fp.vocab * fp.head_positions * fp.tokens * (a + upcast + STATE_BYTES)
     return blocks + head
 
 
