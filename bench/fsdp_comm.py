@@ -20,8 +20,6 @@ Bytes sent per rank = payload × the ring factor (2(N − 1)/N for an all-reduce
 
 from __future__ import annotations
 
-import argparse
-import json
 import sys
 from collections import Counter
 from collections.abc import Callable
@@ -32,7 +30,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import torch  # noqa: E402
 import torch.distributed as dist  # noqa: E402
-from fsdp_ranks import STRATEGIES, StageHandle, ratio, run_ranks, tiny_plan  # noqa: E402
+from fsdp_ranks import STRATEGIES, StageHandle, bench_run, fmt_ratio, ratio, run_ranks  # noqa: E402
 from torch.distributed.algorithms.ddp_comm_hooks.default_hooks import (  # noqa: E402
     allreduce_hook,
 )
@@ -139,10 +137,6 @@ def table(rows: list[dict[str, Any]], plan: Any, world: int) -> list[dict[str, A
     return out
 
 
-def _fmt(x: float | None) -> str:
-    return "-" if x is None else f"{x:.3f}"
-
-
 def print_table(lines: list[dict[str, Any]]) -> None:
     print(
         f"{'strategy':8} {'stage':12} rank {'sent (measured / model)':>30} "
@@ -151,9 +145,9 @@ def print_table(lines: list[dict[str, Any]]) -> None:
     for x in lines:
         print(
             f"{x['strategy']:8} {x['stage'] + 1} {x['name']:10} r{x['rank']}  "
-            f"{size(x['sent']):>10} / {size(x['sent_model']):>10} {_fmt(x['sent_ratio']):>6}  "
+            f"{size(x['sent']):>10} / {size(x['sent_model']):>10} {fmt_ratio(x['sent_ratio']):>6}  "
             f"{size(x['grads_sent']):>10} / {size(x['grads_sent_model']):>10} "
-            f"{_fmt(x['grads_ratio']):>6}  {size(x['other'])}"
+            f"{fmt_ratio(x['grads_ratio']):>6}  {size(x['other'])}"
         )
 
 
@@ -176,27 +170,16 @@ def frozen_saving(lines: list[dict[str, Any]], plan: Any) -> list[str]:
     return out
 
 
-_PLAN_ARGS: dict[str, int] = {}
-
-
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--quick", action="store_true", help="4 layers × 64 hidden, 4 × 64 tokens")
-    ap.add_argument("--ranks", type=int, default=2)
-    ap.add_argument("--json", type=Path, help="write the rows here")
-    args = ap.parse_args(argv)
-    _PLAN_ARGS.update({} if args.quick else {"hidden": 128, "layers": 8, "batch": 8, "seq": 128})
-    plan = tiny_plan(**_PLAN_ARGS)
-    rows = run_ranks(measure, plan, world=args.ranks, prepare=prepare)
-    lines = table(rows, plan, args.ranks)
-    print(f"bytes sent per rank per step, {args.ranks} ranks, measured / model:")
+    run = bench_run(__doc__ or "", argv)
+    rows = run_ranks(measure, run.plan, world=run.ranks, prepare=prepare)
+    lines = table(rows, run.plan, run.ranks)
+    print(f"bytes sent per rank per step, {run.ranks} ranks, measured / model:")
     print_table(lines)
-    print("\n".join(frozen_saving(lines, plan)))
+    print("\n".join(frozen_saving(lines, run.plan)))
     known = [x["sent_ratio"] for x in lines if x["sent_ratio"] is not None]
     print(f"sent ratio range: {min(known):.3f} .. {max(known):.3f}")
-    if args.json:
-        args.json.parent.mkdir(parents=True, exist_ok=True)
-        args.json.write_text(json.dumps({"plan": _PLAN_ARGS, "ranks": args.ranks, "rows": lines}))
+    run.write(lines)
     return 0
 
 

@@ -16,8 +16,6 @@ the step against the estimate's device total.
 
 from __future__ import annotations
 
-import argparse
-import json
 import sys
 from pathlib import Path
 from typing import Any
@@ -25,7 +23,7 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import torch  # noqa: E402
-from fsdp_ranks import STRATEGIES, StageHandle, ratio, run_ranks, tiny_plan  # noqa: E402
+from fsdp_ranks import STRATEGIES, StageHandle, bench_run, fmt_ratio, ratio, run_ranks  # noqa: E402
 from torch.distributed.tensor import DTensor  # noqa: E402
 
 from growcockpit.plan.footprint import stage_footprints  # noqa: E402
@@ -116,24 +114,17 @@ def table(rows: list[dict[str, Any]], plan: Any, world: int) -> list[dict[str, A
     return out
 
 
-_PLAN_ARGS: dict[str, int] = {}
-
-
-def _fmt(x: float | None) -> str:
-    return "-" if x is None else f"{x:.3f}"
-
-
 def print_table(lines: list[dict[str, Any]]) -> None:
     cols = ("params", "grads", "optimizer")
     head = f"{'strategy':8} {'stage':12} rank " + " ".join(f"{c:>26}" for c in cols)
     print(head + ("  peak (measured/estimate)" if any("peak" in x for x in lines) else ""))
     for x in lines:
         cells = " ".join(
-            f"{size(x[c]):>9} / {size(x[c + '_estimate']):>9} {_fmt(x[c + '_ratio']):>5}"
+            f"{size(x[c]):>9} / {size(x[c + '_estimate']):>9} {fmt_ratio(x[c + '_ratio']):>5}"
             for c in cols
         )
         peak = (
-            f"  {size(x['peak'])} / {size(x['peak_estimate'])} {_fmt(x['peak_ratio'])}"
+            f"  {size(x['peak'])} / {size(x['peak_estimate'])} {fmt_ratio(x['peak_ratio'])}"
             if "peak" in x
             else ""
         )
@@ -141,16 +132,10 @@ def print_table(lines: list[dict[str, Any]]) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--quick", action="store_true", help="4 layers × 64 hidden, 4 × 64 tokens")
-    ap.add_argument("--ranks", type=int, default=2)
-    ap.add_argument("--json", type=Path, help="write the rows here")
-    args = ap.parse_args(argv)
-    _PLAN_ARGS.update({} if args.quick else {"hidden": 128, "layers": 8, "batch": 8, "seq": 128})
-    plan = tiny_plan(**_PLAN_ARGS)
-    rows = run_ranks(measure, plan, world=args.ranks)
-    lines = table(rows, plan, args.ranks)
-    print(f"measured / estimated bytes per rank, {args.ranks} ranks ({', '.join(STRATEGIES)}):")
+    run = bench_run(__doc__ or "", argv)
+    rows = run_ranks(measure, run.plan, world=run.ranks)
+    lines = table(rows, run.plan, run.ranks)
+    print(f"measured / estimated bytes per rank, {run.ranks} ranks ({', '.join(STRATEGIES)}):")
     print_table(lines)
     ratios = [x[f"{c}_ratio"] for x in lines for c in ("params", "grads", "optimizer")]
     known = [r for r in ratios if r is not None]
@@ -160,11 +145,9 @@ def main(argv: list[str] | None = None) -> int:
             print(
                 f"activations, stage {x['stage'] + 1} {x['name']}: saved "
                 f"{size(x['activations'])} / estimated {size(x['activations_estimate'])} = "
-                f"{_fmt(x['activations_ratio'])}"
+                f"{fmt_ratio(x['activations_ratio'])}"
             )
-    if args.json:
-        args.json.parent.mkdir(parents=True, exist_ok=True)
-        args.json.write_text(json.dumps({"plan": _PLAN_ARGS, "ranks": args.ranks, "rows": lines}))
+    run.write(lines)
     return 0
 
 

@@ -14,6 +14,7 @@ rank's rows.
 
 from __future__ import annotations
 
+import argparse
 import json
 import os
 import socket
@@ -221,3 +222,38 @@ def run_ranks(
 
 def ratio(measured: float, model: float) -> float | None:
     return measured / model if model > 0 else None
+
+
+def fmt_ratio(x: float | None) -> str:
+    return "-" if x is None else f"{x:.3f}"
+
+
+FULL_SIZE = {"hidden": 128, "layers": 8, "batch": 8, "seq": 128}  # without --quick
+
+
+@dataclass
+class BenchRun:
+    """The plan a bench ran, at how many ranks, and where its rows go."""
+
+    plan: Plan
+    plan_args: dict[str, int]
+    ranks: int
+    json_path: Path | None
+
+    def write(self, lines: list[dict[str, Any]]) -> None:
+        if self.json_path is None:
+            return
+        self.json_path.parent.mkdir(parents=True, exist_ok=True)
+        record = {"plan": self.plan_args, "ranks": self.ranks, "rows": lines}
+        self.json_path.write_text(json.dumps(record))
+
+
+def bench_run(doc: str, argv: list[str] | None) -> BenchRun:
+    """The options both benches take: --quick, --ranks, --json."""
+    ap = argparse.ArgumentParser(description=doc.split("\n\n")[0])
+    ap.add_argument("--quick", action="store_true", help="4 layers × 64 hidden, 4 × 64 tokens")
+    ap.add_argument("--ranks", type=int, default=2)
+    ap.add_argument("--json", type=Path, help="write the rows here")
+    args = ap.parse_args(argv)
+    plan_args = {} if args.quick else dict(FULL_SIZE)
+    return BenchRun(tiny_plan(**plan_args), plan_args, args.ranks, args.json)
