@@ -20,11 +20,12 @@ import hashlib
 import json
 import os
 from collections import deque
-from dataclasses import fields
+from dataclasses import asdict, fields
 from pathlib import Path
 from typing import Any
 
 from growcockpit.protocol import safe_fs
+from growcockpit.protocol.events import RankMemory, RanksMemory
 from growcockpit.protocol.rundir import RunPaths
 from growcockpit.protocol.stage_steps import StageSteps
 from growcockpit.session.fold.layers import TIMING_WINDOW, LayerRow
@@ -34,7 +35,7 @@ from growcockpit.session.fold.series import LayerHistory, Marker, Series
 from growcockpit.session.run_state import RunState
 
 INDEX_NAME = RunPaths.INDEX
-FORMAT = 5  # bump when RunState or a fold changes what a folded state holds
+FORMAT = 6  # bump when RunState or a fold changes what a folded state holds
 PROBE = 4096  # bytes hashed at the log's start and just before the offset
 
 _SERIES = (
@@ -70,6 +71,7 @@ _PLAIN = tuple(
         "markers",
         "log",
         "backend_alive",
+        "rank_memory",
     }
 )
 
@@ -118,6 +120,7 @@ def state_to_dict(state: RunState) -> dict[str, Any]:
         ],
         "markers": [list(vars(m).values()) for m in state.markers],
         "log": [list(vars(e).values()) for e in state.log],
+        "rank_memory": asdict(state.rank_memory) if state.rank_memory else None,
     }
 
 
@@ -167,6 +170,10 @@ def state_from_dict(data: dict[str, Any]) -> RunState:
     state.heat = heat
     state.markers.extend(Marker(*m) for m in data["markers"])
     state.log.extend(LogEntry(*e) for e in data["log"])
+    memory = data["rank_memory"]
+    if memory is not None:
+        ranks = [RankMemory(**r) for r in memory.pop("ranks")]
+        state.rank_memory = RanksMemory(**memory, ranks=ranks)
     return state
 
 

@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 from ui_fixtures import (
@@ -18,7 +19,11 @@ from growcockpit.plan import load_plan
 from growcockpit.plan.footprint import stage_footprints
 from growcockpit.plan.memory import stage_memory
 from growcockpit.protocol import RunPaths
+from growcockpit.protocol.event_codec import encode_event
+from growcockpit.protocol.events import RanksMemory
 from growcockpit.resources import sample_plans_dir
+from growcockpit.session.attach_index import state_from_dict, state_to_dict
+from growcockpit.session.fold.bulk import fold_lines
 from growcockpit.session.fold.plan import decode_plan
 from growcockpit.session.run_state import RunState
 from growcockpit.ui import GrowCockpitApp
@@ -37,6 +42,21 @@ def test_fold_keeps_the_sample_and_the_plans_estimate_for_its_stage() -> None:
     assert plan is not None
     expected = stage_memory(stage_footprints(plan)[1], "fsdp", 2, plan.optim.precision).state
     assert state.rank_memory_estimate == expected > 0
+
+
+def test_rank_memory_survives_the_attach_index_and_the_bulk_fold() -> None:
+    """The index is JSON: the sample goes through it whole, and folding the lines in bulk
+    gives the one-by-one state."""
+    events = [*recorded_events(finished=False, upto_step=60)]
+    events.append(fsdp_memory(events[-1].t + 0.1))
+    one, bulk = RunState(), RunState()
+    one.apply_all(events)
+    fold_lines(bulk, [encode_event(ev).encode() for ev in events])
+    back = state_from_dict(json.loads(json.dumps(state_to_dict(bulk))))
+    for state in (bulk, back):
+        assert state.rank_memory == one.rank_memory
+        assert state.rank_memory_estimate == one.rank_memory_estimate
+    assert isinstance(back.rank_memory, RanksMemory) and back.rank_memory.ranks[1].rank == 1
 
 
 async def test_system_tab_shows_strategy_world_size_and_each_rank(tmp_path: Path) -> None:

@@ -124,12 +124,12 @@ def on_system(state: RunData, ev: System) -> None:
 
 def on_rank_memory(state: RunData, ev: RanksMemory) -> None:
     """Each rank's memory, and the plan's estimate of one rank's parameters, gradients and
-    optimizer state for the stage (made once per stage, world size and plan)."""
-    state.rank_memory = ev
-    key = (ev.stage, ev.world_size, ev.strategy, id(state.plan_dict))
-    if key != state.rank_memory_key:
-        state.rank_memory_key = key
+    optimizer state for the stage (made again only when the stage or the ranks change)."""
+    before = state.rank_memory
+    key = (ev.stage, ev.world_size, ev.strategy)
+    if before is None or key != (before.stage, before.world_size, before.strategy):
         state.rank_memory_estimate = _state_estimate(state, ev)
+    state.rank_memory = ev
     state.changed()
 
 

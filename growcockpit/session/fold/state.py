@@ -71,7 +71,6 @@ class RunData:
     system_seen: bool = False
     rank_memory: RanksMemory | None = None  # each rank's memory, the latest sample
     rank_memory_estimate: float | None = None  # the plan's estimate of one rank's state, bytes
-    rank_memory_key: tuple[int, int, str, int] | None = None  # what the estimate was made for
     tokens: int = 0
     lr_scale: float = 1.0
     fwd_ms: float | None = None
