@@ -20,16 +20,6 @@ _STAGE_UNSUPPORTED: tuple[tuple[str, Callable[[Stage], bool], str], ...] = (
         lambda s: s.enter == "probe",
         f'"probe" is not supported {_FSDP} yet; pick one operator or use strategy = "ddp"',
     ),
-    (
-        "ramp_steps",
-        lambda s: s.ramp_steps is not None,
-        f'gated ramps are not supported {_FSDP} yet; remove ramp_steps or use strategy = "ddp"',
-    ),
-    (
-        "layer_drop",
-        lambda s: s.layer_drop > 0,
-        f'layer drop is not supported {_FSDP} yet; remove layer_drop or use strategy = "ddp"',
-    ),
 )
 
 
@@ -57,14 +47,6 @@ def distributed_problems(plan: Plan) -> list[Problem]:
     if o.compile:
         problems.append(
             ("optim.compile", f"compile is not supported {_FSDP} yet; set compile = false")
-        )
-    if not o.optimizer_reset:
-        problems.append(
-            (
-                "optim.optimizer_reset",
-                f"carrying optimizer state across a stage change is not supported {_FSDP} yet; "
-                "set optimizer_reset = true",
-            )
         )
     for index, stage in enumerate(plan.stages):
         for key, is_set, fix in _STAGE_UNSUPPORTED:
