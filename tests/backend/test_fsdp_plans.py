@@ -16,7 +16,6 @@ from repo_paths import TESTS
 from safetensors.torch import load_file
 from test_fsdp import launch, losses
 
-from growcockpit.protocol import read_all
 from growcockpit.protocol.events import Event, Grow, RunFinished, StageStarted, WarningEvent
 
 pytestmark = pytest.mark.slow

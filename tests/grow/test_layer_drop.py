@@ -14,8 +14,8 @@ from growcockpit.backend.loop.recipes import StageRecipes
 from growcockpit.grow import get_layers, set_layers
 from growcockpit.grow.layer_drop import skipped_blocks
 from growcockpit.plan import ModelSpec, Plan, Stage, estimate_cost
-from growcockpit.plan.types import DistributedSpec
 from growcockpit.plan.cost import expected_depth_fraction
+from growcockpit.plan.types import DistributedSpec
 
 
 def test_pattern_is_a_pure_function_of_seed_and_step() -> None:
