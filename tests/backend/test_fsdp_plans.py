@@ -1,11 +1,12 @@
 """Growth plans under FSDP2 on 2 gloo ranks train like the same plans under DDP: a late
 expansion to zero-init blocks (tiny-fsdp-late) and a V-cycle through every width and depth
-map (tiny-fsdp-vcycle), both carrying Adam moments. MSLT with a gated ramp, middle
+map, then a probe stage (tiny-fsdp-vcycle), both carrying Adam moments. MSLT with a gated ramp, middle
 stacking and layer drop (tiny-fsdp-mslt) is held against one process accumulating the two
 ranks' micro-batches (`grad_accum_steps = 2`: the same batches), since DDP refuses layer
 drop. Only the reduction order differs, so the stated tolerances are: every step's loss
 within 1e-5, each grow's loss before and after within 1e-5, the final weights within
-1e-5 (docs/running.md quotes what was measured)."""
+5e-5 (Adam's normalised update can turn a rounding-level gradient difference into a
+larger weight one; docs/running.md quotes what was measured)."""
 
 from __future__ import annotations
 
@@ -21,8 +22,13 @@ from growcockpit.protocol.events import Event, Grow, RunFinished, StageStarted, 
 pytestmark = pytest.mark.slow
 
 PLANS = ["tiny-fsdp-mslt", "tiny-fsdp-late", "tiny-fsdp-vcycle"]
+OPERATORS = {  # the probe stage takes its first candidate on several ranks
+    "tiny-fsdp-mslt": ["stack", "stack"],
+    "tiny-fsdp-late": ["stack"],
+    "tiny-fsdp-vcycle": ["coalesce", "decoalesce", "coalesce", "interpolate", "stack"],
+}
 LOSS_TOL = 1e-5
-WEIGHT_TOL = 1e-5
+WEIGHT_TOL = 5e-5
 
 
 REFERENCE = {"tiny-fsdp-mslt": "one", "tiny-fsdp-late": "ddp", "tiny-fsdp-vcycle": "ddp"}
@@ -58,7 +64,8 @@ def test_plan_under_fsdp_matches_ddp(name: str, tmp_path: Path, gc_cache: Path) 
     assert sorted(loss_f) == sorted(loss_d)
     loss_gap = max(abs(loss_f[s] - loss_d[s]) for s in loss_f)
     grow_f, grow_d = ([e for e in run if isinstance(e, Grow)] for run in (fsdp, ddp))
-    assert [g.detail for g in grow_f] == [g.detail for g in grow_d] and grow_f
+    assert [g.detail for g in grow_f] == [g.detail for g in grow_d]
+    assert [g.operator for g in grow_f] == OPERATORS[name]
     grow_gap = max(
         abs(getattr(f, k) - getattr(d, k))
         for f, d in zip(grow_f, grow_d, strict=True)
