@@ -70,6 +70,12 @@ PLANS = {
     "gpt2-late": HEAD.format(name="gpt2-late", family="gpt2", final=4)
     + stage(1, "init")
     + stage(4, "stack", source="top", init="zero", train="all"),
+    "llama-stack": HEAD.format(name="llama-stack", family="llama", final=5).replace(
+        "num_heads = 4\n", "num_heads = 4\nnum_kv_heads = 2\n"
+    )
+    + stage(2, "init")
+    + stage(4, "stack", source="top")
+    + stage(5, "stack", source="random"),
     "bert-vcycle": HEAD.format(name="bert-vcycle", family="bert", final=4)
     + stage(4, "init")
     + stage(2, "coalesce", width=32)

@@ -1,6 +1,6 @@
 """Every growth operator at a stage change on an FSDP2-sharded model (2 gloo ranks) equals
 the same operator on the unsharded model, weights and carried Adam moments bit for bit:
-stack in every variant and `continue` on the local-shard path, width and depth coalesce,
+stack in every variant (BERT, GPT-2, Llama) and `continue` on the local-shard path, width and depth coalesce,
 de-coalesce and interpolate on the gather path (tests/backend/fsdp_ops_worker.py)."""
 
 from __future__ import annotations
@@ -44,6 +44,7 @@ def test_each_operator_matches_the_unsharded_one(rows: list[dict[str, object]]) 
     details = {d for r in rows for d in r["detail"] if isinstance(d, str)}  # type: ignore[attr-defined]
     for variant in ("source=top", "source=middle", "source=bottom", "source=random", "init=zero"):
         assert any(variant in d for d in details), variant
+    assert {r["plan"] for r in rows if r["local"]} == {"bert-stack", "gpt2-late", "llama-stack"}
     for kind in ("coalesce width and depth", "coalesce depth", "coalesce width;"):
         assert any(d.startswith(kind) for d in details), kind
     for row in rows:
