@@ -5,7 +5,8 @@ Every stage change of the plans below goes through the FSDP path the engine take
 V-cycle maps) and, beside it, through the plain operator on an unsharded twin. Before
 each change both models hold the same weights and both optimizers the same made-up Adam
 moments; after it, rank 0 writes one JSON line per stage: the path, both operators'
-details, and the largest difference of the gathered weights and carried moments.
+details, the whole tensors the FSDP path gathered, and the largest difference of the
+gathered weights and carried moments.
 """
 
 from __future__ import annotations
@@ -120,6 +121,18 @@ def largest_difference(a: dict[str, torch.Tensor], b: dict[str, torch.Tensor]) -
     return max(((a[k] - b[k]).abs().max().item() for k in a if a[k].numel()), default=0.0)
 
 
+GATHERS = [0]  # whole tensors gathered from shards (DTensor.full_tensor calls)
+_full_tensor = DTensor.full_tensor
+
+
+def _counted_full_tensor(self: DTensor, **kwargs: Any) -> torch.Tensor:
+    GATHERS[0] += 1
+    return _full_tensor(self, **kwargs)
+
+
+DTensor.full_tensor = _counted_full_tensor  # type: ignore[method-assign]
+
+
 def root_of(model: nn.Module) -> nn.Module:
     return LossModule(model, StagedForward(0, True))
 
@@ -149,6 +162,7 @@ def run_plan(name: str, text: str, how: Sharding, out: list[dict[str, Any]]) -> 
         torch.manual_seed(100 + index)
         old = sharded
         got: GrowResult | None
+        gathers_before = GATHERS[0]
         if takes_local_path(stage):
             growth, got = grow_locally(old, stage)
             sharded, _ = materialise(growth, root_of, how, device)
@@ -165,12 +179,14 @@ def run_plan(name: str, text: str, how: Sharding, out: list[dict[str, Any]]) -> 
         counts = carry_sharded_optimizer_state(
             old_sharded_opt, old, new_sharded_opt, sharded, got, fresh
         )
+        gathers = GATHERS[0] - gathers_before
         out.append(
             {
                 "plan": name,
                 "stage": index,
                 "enter": stage.enter,
                 "local": takes_local_path(stage),
+                "gathers": gathers,
                 "detail": [r.detail if r else None for r in (want, got)],
                 "weights": largest_difference(full_state(sharded), plain.state_dict()),
                 "moments": largest_difference(

@@ -1,7 +1,9 @@
 """Every growth operator at a stage change on an FSDP2-sharded model (2 gloo ranks) equals
 the same operator on the unsharded model, weights and carried Adam moments bit for bit:
-stack in every variant (BERT, GPT-2, Llama) and `continue` on the local-shard path, width and depth coalesce,
-de-coalesce and interpolate on the gather path (tests/backend/fsdp_ops_worker.py)."""
+stack in every variant (BERT, GPT-2, Llama) and `continue` on the local-shard path; width
+and depth coalesce, de-coalesce and interpolate on the gather path
+(tests/backend/fsdp_ops_worker.py). The local path gathers no whole tensor, weights or
+moments."""
 
 from __future__ import annotations
 
@@ -55,3 +57,4 @@ def test_each_operator_matches_the_unsharded_one(rows: list[dict[str, object]]) 
         plain, sharded, carried = row["carried"]  # type: ignore[misc]
         assert plain == sharded == carried, row
         assert (carried > 0) == row["local"], row
+        assert (row["gathers"] == 0) == row["local"], row  # the local path gathers nothing
