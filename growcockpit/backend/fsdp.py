@@ -1,13 +1,13 @@
-"""FSDP2 for the stage engine: shard a plain model, and gather it back at a stage change.
+"""FSDP2 for the stage engine: shard a plain model, and gather it back where needed.
 
 FSDP-wrapped modules refuse `deepcopy`, which every grow operator relies on, and their
-parameters are `DTensor`s the operators do not know. So a stage change goes through
-state: each rank gathers the full weights (`full_tensor`, a collective every rank
-makes in the same order), rebuilds the plain model of the same class and config, and
-the unchanged operator table runs on it; the result is sharded anew after its freeze
-(`requires_grad` is set before `fully_shard`, so a frozen block never allocates a
-gradient and never joins a reduce-scatter). This materialises the whole model on every
-rank at a stage change: the path for models that fit one device's host memory.
+parameters are `DTensor`s the operators do not know. So an operator that changes tensor
+shapes (the V-cycle's) goes through state: each rank gathers the full weights
+(`full_tensor`, a collective every rank makes in the same order), rebuilds the plain
+model of the same class and config, and the unchanged operator table runs on it; the
+result is sharded anew after its freeze (`requires_grad` is set before `fully_shard`, so
+a frozen block never allocates a gradient and never joins a reduce-scatter). Depth
+growth by `stack` never gathers: backend/fsdp_grow.py copies local shards instead.
 
 The root of the sharding is the `LossModule` (the model plus its stage's forward), so its
 forward hook gathers the embeddings and head however the staged forward reaches them.
@@ -68,13 +68,25 @@ def shard(
     root: nn.Module, model: nn.Module, mesh: DeviceMesh, precision: str, offload: bool
 ) -> None:
     """`fully_shard` each block of `model`, then `root` (which holds `model`), in place."""
+    wrap_shards(root, model, mesh, precision, offload)
+    name_root(root)
+
+
+def wrap_shards(
+    root: nn.Module, model: nn.Module, mesh: DeviceMesh, precision: str, offload: bool
+) -> None:
+    """The `fully_shard` calls of `shard`, without naming the root (a model built on the
+    meta device gets its storage and weights in between: backend/fsdp_grow.py)."""
     policy = MixedPrecisionPolicy(param_dtype=_PARAM_DTYPES[precision], reduce_dtype=torch.float32)
     off: OffloadPolicy = CPUOffloadPolicy() if offload else OffloadPolicy()
     for block in get_layers(model):
         fully_shard(block, mesh=mesh, mp_policy=policy, offload_policy=off)
     fully_shard(root, mesh=mesh, mp_policy=policy, offload_policy=off)
-    # Name the root now: FSDP picks the first module to run forward, and an evaluation
-    # or loss probe that calls the model directly would otherwise make a block the root.
+
+
+def name_root(root: nn.Module) -> None:
+    """Name the root now: FSDP picks the first module to run forward, and an evaluation
+    or loss probe that calls the model directly would otherwise make a block the root."""
     root._get_fsdp_state()._lazy_init()  # type: ignore[operator]
 
 

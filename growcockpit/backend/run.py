@@ -68,10 +68,11 @@ class LaunchError(Exception):
 def check_supported(plan: Plan, source: str) -> None:
     world = int(os.environ.get("WORLD_SIZE", "1") or "1")
     for i, stage in enumerate(plan.stages):
-        if stage.layer_drop > 0 and world > 1:
+        if stage.layer_drop > 0 and world > 1 and plan.distributed.strategy != "fsdp":
             raise LaunchError(
-                f"{source}: stages[{i}].layer_drop: skipped blocks leave DDP gradients unreduced, "
-                "so layer drop runs on one process only; remove layer_drop or train without --nproc-per-node"
+                f"{source}: stages[{i}].layer_drop: skipped blocks leave DDP gradients unreduced; "
+                'set [distributed] strategy = "fsdp", remove layer_drop '
+                "or train without --nproc-per-node"
             )
 
 

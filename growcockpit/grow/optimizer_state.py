@@ -32,6 +32,35 @@ from growcockpit.grow.model_parts import get_layers
 from growcockpit.grow.stack import GrowResult
 
 
+def copied_blocks(result: GrowResult | None, fresh_layers: Collection[int]) -> dict[int, int]:
+    """New block → the block whose moments it copies: the blocks `stack` copied, less
+    the ones that start fresh (the rule both the plain and the sharded carry follow)."""
+    if result is None or result.operator != "stack":
+        return {}
+    return {
+        dst: src
+        for dst, src in result.source_of.items()
+        if src is not None and dst not in fresh_layers
+    }
+
+
+def kept_blocks(result: GrowResult | None, depth: int) -> dict[int, int]:
+    """Block of the grown model → the block it was before the operator, for blocks that
+    keep their tensors (all of them with no operator; stack's old blocks, maybe shifted
+    up by a middle insertion). Shape-changing operators keep none."""
+    if result is None:
+        return {i: i for i in range(depth)}
+    if result.operator != "stack":
+        return {}
+    new = set(result.new_layer_ids)
+    return {dst: srcs[0] for dst, srcs in result.layer_sources.items() if dst not in new}
+
+
+def keeps_outer_tensors(result: GrowResult | None) -> bool:
+    """Whether embeddings and head survive the operator (it grew the model in place)."""
+    return result is None or result.operator == "stack"
+
+
 @torch.no_grad()
 def carry_optimizer_state(
     old: torch.optim.Optimizer,
@@ -48,15 +77,12 @@ def carry_optimizer_state(
     "fresh": parameters that start without state}.
     """
     copied_from: dict[int, nn.Parameter] = {}
-    if result is not None and result.operator == "stack":
-        layers = get_layers(model)
-        for dst, src in result.source_of.items():
-            if src is None or dst in fresh_layers:
-                continue
-            sources = dict(layers[src].named_parameters())
-            for name, p in layers[dst].named_parameters():
-                if name in sources and sources[name].shape == p.shape:
-                    copied_from[id(p)] = sources[name]
+    layers = get_layers(model)
+    for dst, src in copied_blocks(result, fresh_layers).items():
+        sources = dict(layers[src].named_parameters())
+        for name, p in layers[dst].named_parameters():
+            if name in sources and sources[name].shape == p.shape:
+                copied_from[id(p)] = sources[name]
     counts = {"kept": 0, "copied": 0, "fresh": 0}
     for group in new.param_groups:
         for p in group["params"]:

@@ -9,6 +9,7 @@ from __future__ import annotations
 import copy
 from dataclasses import dataclass, field
 
+import torch
 from torch import nn
 
 from growcockpit.families import spec_of
@@ -43,6 +44,78 @@ class GrowResult:
     layer_sources: dict[int, list[int]] = field(default_factory=dict)
 
 
+@dataclass(frozen=True)
+class StackPlan:
+    """Where `stack` puts its `k` new blocks (`at`: index of the first) and what each
+    copies (`sources`, old block ids; None: freshly initialised). Shared by the in-place
+    operator below and the sharded one (backend/fsdp_grow.py), so both grow alike."""
+
+    depth: int
+    width: int
+    source: str
+    init: str
+    at: int
+    sources: tuple[int | None, ...]
+
+    @property
+    def k(self) -> int:
+        return len(self.sources)
+
+    def result(self) -> GrowResult:
+        depth, k, at = self.depth, self.k, self.at
+        source_of = {at + i: src for i, src in enumerate(self.sources)}
+        layer_sources = {(j if j < at else j + k): [j] for j in range(depth)}
+        layer_sources.update({dst: [] if src is None else [src] for dst, src in source_of.items()})
+        detail = ", ".join(
+            f"{dst}←{'init' if src is None else src}" for dst, src in source_of.items()
+        )
+        zero = ", init=zero" if self.init == "zero" else ""
+        return GrowResult(
+            operator="stack",
+            from_layers=depth,
+            to_layers=depth + k,
+            from_width=self.width,
+            to_width=self.width,
+            new_layer_ids=list(range(at, at + k)),
+            source_of=source_of,
+            detail=f"source={self.source}{zero}: {detail}",
+            layer_sources=layer_sources,
+        )
+
+
+def plan_stack(model: nn.Module, k: int, source: str = "top", init: str = "copy") -> StackPlan:
+    """Check the options and place the `k` new blocks (see `stack_layers`)."""
+    if init not in INITS:
+        raise ValueError(f"unknown stack init {quoted(init)}: expected one of {', '.join(INITS)}")
+    spec = spec_of(model)
+    if init == "zero" and not spec.facts.identity_init:
+        raise ValueError(identity_init_refusal(spec.name))
+    depth = len(get_layers(model))
+    if k < 1:
+        raise ValueError(f"stack needs k >= 1 new layers, got {k}")
+    if source in ("bottom", "middle") and k > depth:
+        raise ValueError(
+            f"stack source={quoted(source)} cannot copy {k} layers from a {depth}-layer model; "
+            "use source='top' (cycles through the stack) or 'random'"
+        )
+    at = depth
+    if source == "top":
+        sources: list[int | None] = [(depth - k + i) % depth for i in range(k)]
+    elif source == "bottom":
+        sources = list(range(k))
+    elif source == "middle":
+        at = middle_insert_ids(depth, k)[0]
+        sources = list(range(at - k, at))
+    elif source == "random":
+        sources = [None] * k
+    else:
+        raise ValueError(
+            f"unknown stack source {quoted(source)}: expected top, bottom, middle or random"
+        )
+    width = int(part(model, "config.hidden_size"))
+    return StackPlan(depth, width, source, init, at, tuple(sources))
+
+
 def stack_layers(model: nn.Module, k: int, source: str = "top", init: str = "copy") -> GrowResult:
     """Add `k` blocks to `model`, in place (on top, or in the middle for "middle").
 
@@ -59,62 +132,24 @@ def stack_layers(model: nn.Module, k: int, source: str = "top", init: str = "cop
     zeroed, so each new block adds nothing and the grown model computes
     exactly the old function; gradients still reach those projections.
     """
-    if init not in INITS:
-        raise ValueError(f"unknown stack init {quoted(init)}: expected one of {', '.join(INITS)}")
-    spec = spec_of(model)
-    if init == "zero" and not spec.facts.identity_init:
-        raise ValueError(identity_init_refusal(spec.name))
+    plan = plan_stack(model, k, source, init)
     layers = list(get_layers(model))
-    depth = len(layers)
-    if k < 1:
-        raise ValueError(f"stack needs k >= 1 new layers, got {k}")
-    if source in ("bottom", "middle") and k > depth:
-        raise ValueError(
-            f"stack source={quoted(source)} cannot copy {k} layers from a {depth}-layer model; "
-            "use source='top' (cycles through the stack) or 'random'"
-        )
-    width = int(part(model, "config.hidden_size"))
-    # where the copies go (`at`: index of the first one) and what each copies
-    at = depth
-    if source == "top":
-        sources: list[int | None] = [(depth - k + i) % depth for i in range(k)]
-    elif source == "bottom":
-        sources = list(range(k))
-    elif source == "middle":
-        at = middle_insert_ids(depth, k)[0]
-        sources = list(range(at - k, at))
-    elif source == "random":
-        sources = [None] * k
-    else:
-        raise ValueError(
-            f"unknown stack source {quoted(source)}: expected top, bottom, middle or random"
-        )
+    at = plan.at
     new_layers = [
-        copy.deepcopy(layers[src]) if src is not None else _fresh_layer(model, at + i)
-        for i, src in enumerate(sources)
+        copy.deepcopy(layers[src]) if src is not None else fresh_layer(model, at + i)
+        for i, src in enumerate(plan.sources)
     ]
     if init == "zero":
-        for layer in new_layers:
-            spec.zero_residual_outputs(layer)
+        with torch.no_grad():
+            for layer in new_layers:
+                spec_of(model).zero_residual_outputs(layer)
     set_layers(model, layers[:at] + new_layers + layers[at:])
-    source_of = {at + i: src for i, src in enumerate(sources)}
-    layer_sources = {(j if j < at else j + k): [j] for j in range(depth)}
-    layer_sources.update({dst: [] if src is None else [src] for dst, src in source_of.items()})
-    detail = ", ".join(f"{dst}←{'init' if src is None else src}" for dst, src in source_of.items())
-    return GrowResult(
-        operator="stack",
-        from_layers=depth,
-        to_layers=depth + k,
-        from_width=width,
-        to_width=width,
-        new_layer_ids=list(range(at, at + k)),
-        source_of=source_of,
-        detail=f"source={source}{', init=zero' if init == 'zero' else ''}: {detail}",
-        layer_sources=layer_sources,
-    )
+    return plan.result()
 
 
-def _fresh_layer(model: nn.Module, idx: int) -> nn.Module:
+def fresh_layer(model: nn.Module, idx: int) -> nn.Module:
+    """A newly initialised block `idx` for `model`, by the model's own `_init_weights`
+    (draws from torch's global RNG, as the model's construction does)."""
     layer = spec_of(model).fresh_block(model, idx)
     ref = next(model.parameters())
     layer.to(device=ref.device, dtype=ref.dtype)

@@ -1,36 +1,16 @@
 """Validation of `[distributed]`: which strategy a plan asks for, and what it does not combine with.
 
-FSDP support grows recipe by recipe; each pairing it does not handle yet is a row
-here with its fix, so a plan fails at `plan validate`, never after the ranks start.
+Every growth operator and recipe runs under FSDP (backend/fsdp_grow.py); what does not is
+refused here with its fix, so a plan fails at `plan validate`, never after the ranks start.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
-
-from growcockpit.plan.types import STRATEGIES, Plan, Stage
+from growcockpit.plan.types import STRATEGIES, Plan
 
 Problem = tuple[str, str]
 
 _FSDP = 'with strategy = "fsdp"'
-# (key, is it set, the one-line fix) for a stage's options FSDP does not run yet
-_STAGE_UNSUPPORTED: tuple[tuple[str, Callable[[Stage], bool], str], ...] = (
-    (
-        "enter",
-        lambda s: s.enter == "probe",
-        f'"probe" is not supported {_FSDP} yet; pick one operator or use strategy = "ddp"',
-    ),
-    (
-        "ramp_steps",
-        lambda s: s.ramp_steps is not None,
-        f'gated ramps are not supported {_FSDP} yet; remove ramp_steps or use strategy = "ddp"',
-    ),
-    (
-        "layer_drop",
-        lambda s: s.layer_drop > 0,
-        f'layer drop is not supported {_FSDP} yet; remove layer_drop or use strategy = "ddp"',
-    ),
-)
 
 
 def distributed_problems(plan: Plan) -> list[Problem]:
@@ -58,16 +38,4 @@ def distributed_problems(plan: Plan) -> list[Problem]:
         problems.append(
             ("optim.compile", f"compile is not supported {_FSDP} yet; set compile = false")
         )
-    if not o.optimizer_reset:
-        problems.append(
-            (
-                "optim.optimizer_reset",
-                f"carrying optimizer state across a stage change is not supported {_FSDP} yet; "
-                "set optimizer_reset = true",
-            )
-        )
-    for index, stage in enumerate(plan.stages):
-        for key, is_set, fix in _STAGE_UNSUPPORTED:
-            if is_set(stage):
-                problems.append((f"stages[{index}].{key}", fix))
     return problems

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import copy
+import dataclasses
 
 import pytest
 import torch
@@ -14,6 +15,7 @@ from growcockpit.grow import get_layers, set_layers
 from growcockpit.grow.layer_drop import skipped_blocks
 from growcockpit.plan import ModelSpec, Plan, Stage, estimate_cost
 from growcockpit.plan.cost import expected_depth_fraction
+from growcockpit.plan.types import DistributedSpec
 
 
 def test_pattern_is_a_pure_function_of_seed_and_step() -> None:
@@ -81,3 +83,5 @@ def test_layer_drop_refused_under_ddp(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("WORLD_SIZE", "2")
     with pytest.raises(LaunchError, match=r"stages\[0\]\.layer_drop"):
         check_supported(plan, "p.toml")
+    # FSDP reduce-scatters only the blocks that ran, the same ones on every rank
+    check_supported(dataclasses.replace(plan, distributed=DistributedSpec("fsdp")), "p.toml")

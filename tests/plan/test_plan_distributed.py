@@ -58,9 +58,6 @@ BAD = {
     "offload without fsdp": ("cpu_offload = true", "", "", "distributed.cpu_offload"),
     "fsdp fp16": ('strategy = "fsdp"', 'precision = "fp16"', "", "optim.precision"),
     "fsdp compile": ('strategy = "fsdp"', "compile = true", "", "optim.compile"),
-    "fsdp ramp": ('strategy = "fsdp"', "", "ramp_steps = 5", "stages[1].ramp_steps"),
-    "fsdp layer drop": ('strategy = "fsdp"', "", "layer_drop = 0.2", "stages[1].layer_drop"),
-    "fsdp carry": ('strategy = "fsdp"', "optimizer_reset = false", "", "optim.optimizer_reset"),
 }
 
 
@@ -76,6 +73,13 @@ def test_bad_combinations_name_the_key_and_fix(case: str) -> None:
 
 def test_the_same_options_pass_under_ddp() -> None:
     loads_plan(plan_text("", "compile = false", "ramp_steps = 5\nlayer_drop = 0.2"))
+
+
+def test_fsdp_takes_every_growth_recipe() -> None:
+    """Ramps, layer drop, every stack variant and carried moments run under FSDP
+    (tests/backend/test_fsdp_operators.py, test_fsdp_plans.py)."""
+    grow = 'source = "middle"\ninit = "copy"\nramp_steps = 5\nlayer_drop = 0.2'
+    loads_plan(plan_text('strategy = "fsdp"', "optimizer_reset = false", grow))
 
 
 def test_fsdp_takes_the_checkpoint_cadence() -> None:

@@ -28,6 +28,7 @@ from growcockpit.backend.fsdp import (
     root_gathered,
     unsharded,
 )
+from growcockpit.backend.fsdp_grow import ShardedChange
 from growcockpit.backend.loop.evaluation import eval_event, mean_val_loss
 from growcockpit.backend.loop.forward import LossModule, StagedForward
 from growcockpit.backend.loop.layer_checks import LayerHealth
@@ -121,6 +122,7 @@ class Trainer:
         self.evaluated_at: int | None = None  # the step of the latest evaluation
         self.fsdp = plan.distributed.strategy == "fsdp" and self.dist.enabled
         self.mesh: DeviceMesh | None = None  # FSDP's device mesh, made at the first shard
+        self.sharded_change: ShardedChange | None = None  # FSDP: within a stage change
 
     # ---- the run -----------------------------------------------------------------
     def run(self) -> str:

@@ -14,7 +14,21 @@ from typing import Protocol
 from torch import nn
 
 from growcockpit.backend.device import release_cached_memory
-from growcockpit.backend.fsdp import DeviceMesh, Sharding, mesh_for, sharded_root, unsharded
+from growcockpit.backend.fsdp import (
+    DeviceMesh,
+    Sharding,
+    is_sharded,
+    mesh_for,
+    sharded_root,
+    unsharded,
+)
+from growcockpit.backend.fsdp_grow import (
+    ShardedChange,
+    carry_sharded_optimizer_state,
+    grow_locally,
+    materialise,
+    takes_local_path,
+)
 from growcockpit.backend.loop.forward import LossModule, StagedForward
 from growcockpit.backend.loop.operators import GrowInput, apply_operator
 from growcockpit.backend.loop.optim import FUSED_ADAMW_DEVICES, build_optimizer
@@ -39,6 +53,7 @@ class StageHost(ProbeHost, Protocol):
     waiting: bool
     fsdp: bool
     mesh: DeviceMesh | None
+    sharded_change: ShardedChange | None  # FSDP: set by the operator, used by configure_training
 
     def probe_loss(self) -> float | None: ...
 
@@ -93,6 +108,14 @@ def apply_stage_operator(t: StageHost, stage: Stage, depth_before: int) -> GrowR
     function (backend/loop/operators.py), with the level snapshots the plan walk names."""
     shape = resolve_shapes(t.plan)[t.pos.stage_index]
     family = t.plan.model.family
+    if t.fsdp and is_sharded(t.model):  # which path: backend/fsdp_grow.py
+        old = t.model
+        if takes_local_path(stage):  # local shards, never the whole model
+            growth, result = grow_locally(old, stage)
+            t.sharded_change = ShardedChange(old, growth)
+            t.model = growth.skeleton
+            return result
+        t.sharded_change = ShardedChange(old, None)
     plain = unsharded(t.model, t.device)  # FSDP: whole weights, via state
     model, result = apply_operator(GrowInput(plain, stage, shape, family, t.levels))
     t.model = model.to(t.device)
@@ -108,8 +131,9 @@ def configure_training(
     depth = len(get_layers(t.model))
     t.forward = StagedForward.for_stage(result.trainable_layers, depth, result.embeddings_trainable)
     t.set_train_modes()
+    change, t.sharded_change = t.sharded_change, None
     if t.fsdp:
-        t.train_module = sharded_loss_module(t)
+        t.train_module = sharded_loss_module(t, change)
     else:
         t.train_module = t.dist.wrap(LossModule(t.model, t.forward), t.device)
     lr = t.current_lr()
@@ -119,7 +143,10 @@ def configure_training(
         t.optimizer = build_optimizer(t.model, t.plan.optim, lr, fused=fused)
     if previous is not None and not t.plan.optim.optimizer_reset:
         fresh = fresh_state_layers(stage, grow)
-        carry_optimizer_state(previous, t.optimizer, t.model, grow, fresh)
+        if change is not None:  # FSDP: by name, cut to the new shards
+            carry_sharded_optimizer_state(previous, change.old, t.optimizer, t.model, grow, fresh)
+        else:
+            carry_optimizer_state(previous, t.optimizer, t.model, grow, fresh)
     t.stats = LayerStatsSampler(t.model)
     t.health.configure(t.model, t.optimizer, trainable, t.pos.stage_index, stage)
     t.recipes.install(
@@ -134,14 +161,16 @@ def configure_training(
     t.steps.enter(t)  # spike windows start afresh, the step module is compiled
 
 
-def sharded_loss_module(t: StageHost) -> nn.Module:
-    """FSDP: the plain model sharded with its stage's forward as the root
-    (backend/fsdp.py); the optimizer built next sees only this rank's shards."""
+def sharded_loss_module(t: StageHost, change: ShardedChange | None) -> nn.Module:
+    """FSDP: the model sharded with its stage's forward as the root (backend/fsdp.py),
+    or the local path's grown model materialised from the old shards
+    (backend/fsdp_grow.py); the optimizer built next sees only this rank's shards."""
     if t.mesh is None:
         t.mesh = mesh_for(t.device, t.dist.world_size)
-    t.model, root = sharded_root(
-        unsharded(t.model, t.device),
-        lambda model: LossModule(model, t.forward),
-        Sharding(t.mesh, t.steps.precision, t.plan.distributed.cpu_offload),
-    )
+    how = Sharding(t.mesh, t.steps.precision, t.plan.distributed.cpu_offload)
+    root_of = lambda model: LossModule(model, t.forward)  # noqa: E731
+    if change is not None and change.local is not None:
+        t.model, root = materialise(change.local, root_of, how, t.device)
+    else:
+        t.model, root = sharded_root(unsharded(t.model, t.device), root_of, how)
     return root
