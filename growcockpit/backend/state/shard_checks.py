@@ -81,14 +81,9 @@ def read_index(shards: Path) -> Metadata:
             f"refused to load: {brief(exc)} (not written by growcockpit, possibly hostile)",
             "resume from a checkpoint this tool wrote, or delete this one",
         ) from None
-    except (
-        pickle.UnpicklingError,
-        OSError,
-        EOFError,
-        ValueError,
-        TypeError,
-        AttributeError,
-    ) as exc:
+    except CheckpointError:
+        raise
+    except Exception as exc:  # truncated, or damaged any other way
         raise refusal(file, f"cannot be read ({brief(exc)})") from None
     if not isinstance(index, Metadata) or not isinstance(index.state_dict_metadata, dict):
         raise refusal(file, "not a torch.distributed.checkpoint index")
