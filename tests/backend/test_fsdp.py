@@ -27,6 +27,7 @@ from growcockpit.protocol import read_all
 from growcockpit.protocol.events import (
     Event,
     Grow,
+    ModelLoaded,
     RunFinished,
     RunStarted,
     StageStarted,
@@ -170,3 +171,28 @@ def test_fsdp_checkpoint_resumes_on_one_process_and_back(
     finished = [e for e in events[restart:] if isinstance(e, RunFinished)]
     assert finished and finished[0].status == "completed"
     assert (cut / "checkpoints" / "step-40" / "shards" / "__1_0.distcp").is_file()
+
+
+def test_init_from_reaches_the_shards_as_without_fsdp(
+    fsdp_run: Path, tmp_path: Path, gc_cache: Path
+) -> None:
+    """`init_from` under FSDP: rank 0 alone reads the source, the other ranks get its
+    weights when the model is first sharded. The run trains as the same plan under DDP
+    (every rank reads the source there): same model_loaded event, losses within 1e-5."""
+    text = FSDP_PLAN.read_text()
+    text = text.replace("[model]\n", f'[model]\ninit_from = "{fsdp_run / "final"}"\n')
+    text = text[: text.index("[[stages]]")] + '[[stages]]\nname = "on"\nlayers = 4\nsteps = 10\n'
+    runs = {}
+    for strategy in ("fsdp", "ddp"):
+        plan = tmp_path / f"{strategy}.toml"
+        plan.write_text(text.replace('strategy = "fsdp"', f'strategy = "{strategy}"'))
+        runs[strategy] = launch(gc_cache, "train", str(plan), "--run-dir", str(tmp_path / strategy))
+    loaded = {
+        k: [(e.path, e.layers, e.parameters, e.val_loss) for e in run if isinstance(e, ModelLoaded)]
+        for k, run in runs.items()
+    }
+    assert len(loaded["fsdp"]) == 1 and loaded["fsdp"] == loaded["ddp"]
+    assert loaded["fsdp"][0][0] == str(fsdp_run / "final")
+    loss_f, loss_d = losses(runs["fsdp"]), losses(runs["ddp"])
+    assert sorted(loss_f) == sorted(loss_d) == list(range(1, 11))
+    assert max(abs(loss_f[s] - loss_d[s]) for s in loss_f) < 1e-5

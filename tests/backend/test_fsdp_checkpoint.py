@@ -7,6 +7,7 @@ from __future__ import annotations
 import os
 import pickle
 from pathlib import Path
+from typing import Any
 
 import pytest
 import torch
@@ -21,8 +22,9 @@ from growcockpit.backend.fsdp_checkpoint import (
 )
 from growcockpit.backend.state.checkpoint import CheckpointError, NonFiniteState
 from growcockpit.backend.state.checkpoint_dirs import SHARDS_DIR
+from growcockpit.backend.state.init_from import initial_model
 from growcockpit.backend.state.shard_checks import check_shards, read_index
-from growcockpit.plan import load_plan
+from growcockpit.plan import load_plan, loads_plan
 
 CONFIG = BertConfig(
     vocab_size=50, hidden_size=16, num_hidden_layers=2, num_attention_heads=2,
@@ -128,3 +130,51 @@ def test_index_of_another_model_is_refused(tmp_path: Path) -> None:
     deeper = BertConfig(**{**CONFIG.to_dict(), "num_hidden_layers": 3})
     with pytest.raises(CheckpointError, match=r"no tensor .*layer\.2\."):
         check_shards(tmp, BertForMaskedLM(deeper).state_dict(), plan)
+
+
+class VocabOf50:
+    """All `initial_model` asks of a tokenizer: its length."""
+
+    def __len__(self) -> int:
+        return 50
+
+
+def test_ranks_past_zero_never_read_init_from_weights(tmp_path: Path) -> None:
+    """Under FSDP only rank 0 reads `init_from`: the others get the source's model with its
+    memory allocated, unread (rank 0's weights reach it at the first shard), ties kept."""
+    source = BertForMaskedLM(CONFIG)
+    source.save_pretrained(tmp_path / "source")
+    plan = loads_plan(
+        f"""name = "x"
+[model]
+family = "bert"
+hidden_size = 16
+num_heads = 2
+intermediate_size = 32
+max_seq_len = 16
+final_layers = 2
+init_from = "{tmp_path / "source"}"
+[data]
+tokenizer = "train:2000"
+seq_len = 16
+[[stages]]
+name = "a"
+layers = 2
+steps = 1
+"""
+    )
+    tokenizer: Any = VocabOf50()
+    read, _ = initial_model(plan, tokenizer)
+    unread, notes = initial_model(plan, tokenizer, read_weights=False)
+    assert notes == [] and type(unread) is type(read)
+    want, got = read.state_dict(), unread.state_dict()
+    assert [(k, v.shape, v.dtype) for k, v in want.items()] == [
+        (k, v.shape, v.dtype) for k, v in got.items()
+    ]
+    assert all(not v.is_meta for v in got.values())
+    bert: Any = unread
+    assert bert.cls.predictions.decoder.weight is bert.bert.embeddings.word_embeddings.weight
+    assert not torch.equal(
+        got["bert.encoder.layer.0.output.dense.weight"],
+        want["bert.encoder.layer.0.output.dense.weight"],
+    )

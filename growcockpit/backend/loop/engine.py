@@ -81,12 +81,14 @@ class Trainer:
         self.report = reporter
         self.device = device
         self.pos = TrainerPosition(plan=plan_to_dict(plan))
+        self.fsdp = plan.distributed.strategy == "fsdp" and self.dist.enabled
+        reads = not self.fsdp or self.dist.is_main  # FSDP: rank 0 reads init_from, then shards
         with reporter.startup.phase("init_from" if plan.model.init_from else "model"):
-            model, notes = initial_model(plan, data.tokenizer)
+            model, notes = initial_model(plan, data.tokenizer, read_weights=reads)
             self.model: nn.Module = model.to(device)
         for note in notes:
             reporter.warn(note)
-        if plan.model.init_from is not None:
+        if plan.model.init_from is not None and reads:
             reporter.emit(loaded_event(plan, self.model, data, device))
         self.optimizer: torch.optim.Optimizer | None = None
         self.forward = StagedForward(0, True)
@@ -113,7 +115,6 @@ class Trainer:
         self.recipes = StageRecipes()
         self.plateau: PlateauTrigger | None = None  # advance = "plateau": asked after each step
         self.evaluated_at: int | None = None  # the step of the latest evaluation
-        self.fsdp = plan.distributed.strategy == "fsdp" and self.dist.enabled
         self.mesh: DeviceMesh | None = None  # FSDP's device mesh, made at the first shard
 
     # ---- the run -----------------------------------------------------------------
