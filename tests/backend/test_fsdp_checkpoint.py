@@ -23,6 +23,7 @@ from growcockpit.backend.fsdp_checkpoint import (
 from growcockpit.backend.state.checkpoint import CheckpointError, NonFiniteState
 from growcockpit.backend.state.checkpoint_dirs import SHARDS_DIR
 from growcockpit.backend.state.init_from import initial_model
+from growcockpit.backend.state.restore import pick_checkpoint
 from growcockpit.backend.state.shard_checks import check_shards, read_index
 from growcockpit.plan import load_plan, loads_plan
 
@@ -178,3 +179,17 @@ steps = 1
         got["bert.encoder.layer.0.output.dense.weight"],
         want["bert.encoder.layer.0.output.dense.weight"],
     )
+
+
+def test_resume_passes_over_shards_without_their_index(tmp_path: Path) -> None:
+    root = tmp_path / "checkpoints"
+    for step in (10, 20):
+        (root / f"step-{step}" / SHARDS_DIR).mkdir(parents=True)
+        torch.save({"position": {"step": step}}, root / f"step-{step}" / "state.pt")
+        (root / f"step-{step}" / SHARDS_DIR / ".metadata").write_bytes(b"index")
+    (root / "step-20" / SHARDS_DIR / ".metadata").unlink()  # a copy cut short
+    picked, notes = pick_checkpoint(root)
+    assert picked.name == "step-10"
+    assert notes == [
+        "step-20 is unusable (its shards/ has no .metadata index: cut short or damaged): skipped"
+    ]

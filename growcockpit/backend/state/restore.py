@@ -17,7 +17,7 @@ import zipfile
 from pathlib import Path
 from typing import TYPE_CHECKING, Protocol
 
-from growcockpit.backend.state.checkpoint_dirs import checkpoint_dirs, step_of
+from growcockpit.backend.state.checkpoint_dirs import SHARDS_DIR, checkpoint_dirs, step_of
 from growcockpit.plan.types import Plan, Stage, trainable_layer_ids
 from growcockpit.protocol import safe_fs
 from growcockpit.protocol.events import RolledBack
@@ -88,7 +88,8 @@ def advised_rollback_step(root: Path, now: int, lr_raised_at: int | None) -> int
 
 
 def unreadable_reason(path: Path) -> str:
-    """Why `path/state.pt` cannot be a checkpoint ("" when its archive is intact).
+    """Why `path/state.pt` cannot be a checkpoint ("" when its archive is intact, and
+    a sharded checkpoint's `shards/` has its index).
 
     torch writes a zip archive whose directory sits at the end, so a file cut
     short by a kill, a full disk or a bad copy fails here without being loaded.
@@ -101,6 +102,9 @@ def unreadable_reason(path: Path) -> str:
         return f"truncated or corrupt ({type(exc).__name__}: {str(exc)[:80]})"
     if not any(name.endswith("data.pkl") for name in names):
         return "not a torch checkpoint (no data.pkl inside)"
+    shards = path / SHARDS_DIR
+    if os.path.lexists(shards) and not os.path.isfile(shards / ".metadata"):
+        return f"its {SHARDS_DIR}/ has no .metadata index: cut short or damaged"
     return ""
 
 
