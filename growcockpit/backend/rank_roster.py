@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from growcockpit.backend.distributed import DistContext
+from growcockpit.protocol.rundir import pid_alive  # a zombie (ended, not yet reaped) is not
 
 SETTLE_S = 3.0
 """How long rank 0 waits for a dying rank's process to end (its sockets close first)."""
@@ -54,7 +55,7 @@ class RankRoster:
         local = [r for r in self.ranks if r.host == self.own_host and r.pid != os.getpid()]
         deadline = time.monotonic() + settle_s
         while True:
-            gone = [r for r in local if not _alive(r.pid)]
+            gone = [r for r in local if not pid_alive(r.pid)]
             if gone or time.monotonic() >= deadline or not local:
                 return gone
             time.sleep(0.05)
@@ -75,21 +76,3 @@ class RankRoster:
         )
         died.__cause__ = exc  # the transport error, in the recorded traceback
         return died
-
-
-def _alive(pid: int) -> bool:
-    """Whether `pid` runs (a zombie, ended but not yet reaped by torchrun, does not)."""
-    try:
-        with open(f"/proc/{pid}/stat", "rb") as fh:
-            state = fh.read().rsplit(b")", 1)[1].split()[0]
-        return state not in (b"Z", b"X")
-    except (FileNotFoundError, ProcessLookupError):
-        return False
-    except (OSError, IndexError):  # no /proc (macOS): signal 0 asks whether it exists
-        try:
-            os.kill(pid, 0)
-        except ProcessLookupError:
-            return False
-        except PermissionError:
-            return True
-        return True
