@@ -1,5 +1,6 @@
 """Sharded checkpoints under FSDP: every rank writes its own shards with
-`torch.distributed.checkpoint` (DCP), so no rank ever holds the whole model or optimizer.
+`torch.distributed.checkpoint` (DCP), so no rank gathers the whole model or optimizer to
+checkpoint it.
 
 A checkpoint stays one `checkpoints/step-N/` directory, found, listed, rolled back to and
 pruned as any other: `state.pt` holds the run's own state (config, plan position, every
@@ -18,6 +19,7 @@ anything is read) and every value through `weights_only` loading.
 from __future__ import annotations
 
 import io
+import math
 import os
 import warnings
 from pathlib import Path
@@ -105,7 +107,7 @@ def stage_shards(
 
 def _local_non_finite(state: dict[str, Any], loss: float | None) -> str:
     """What in this rank's shards (or the loss) is NaN or inf, "" when all is finite."""
-    if loss is not None and not torch.isfinite(torch.tensor(loss)):
+    if loss is not None and not math.isfinite(loss):
         return f"the last loss is {loss}"
     named = [(f"weight {k}", _local(v)) for k, v in state.get(MODEL, {}).items()]
     slots = state.get(OPTIM, {}).get("state", {})
