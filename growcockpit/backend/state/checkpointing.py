@@ -60,7 +60,7 @@ class TrainState:
     """What a checkpoint holds of a live trainer."""
 
     model: nn.Module
-    optimizer: torch.optim.Optimizer | dict[str, Any] | None  # FSDP: its gathered state dict
+    optimizer: torch.optim.Optimizer | None  # FSDP: over the shards (fsdp_checkpoint writes it)
     pos: TrainerPosition
     plan: Plan
     levels: dict[int, LevelSnapshot]
