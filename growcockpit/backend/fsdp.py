@@ -152,21 +152,11 @@ def root_gathered(root: nn.Module) -> Iterator[None]:
         root.reshard()
 
 
-def full_optimizer_state(optimizer: torch.optim.Optimizer) -> dict[str, Any]:
-    """`optimizer.state_dict()` with every sharded moment whole (collective, same order on
-    every rank): the format a DDP or one-process checkpoint holds, so it resumes at any
-    world size and under either strategy."""
-    state = optimizer.state_dict()
-    state["state"] = {
-        index: {k: v.full_tensor() if isinstance(v, DTensor) else v for k, v in slots.items()}
-        for index, slots in state["state"].items()
-    }
-    return state
-
-
 def load_optimizer_state(optimizer: torch.optim.Optimizer, state: dict[str, Any]) -> None:
-    """Load a whole-tensor optimizer state; under FSDP each moment is cut to this rank's
-    shard of its parameter (every rank read the same checkpoint: no communication)."""
+    """Load a whole-tensor optimizer state (a DDP or one-process checkpoint); under FSDP
+    each moment is cut to this rank's shard of its parameter (every rank read the same
+    checkpoint: no communication). FSDP's own checkpoints are sharded
+    (backend/fsdp_checkpoint.py)."""
     params = [p for group in optimizer.param_groups for p in group["params"]]
     slots_by_index = state["state"]
     for index, slots in slots_by_index.items():

@@ -21,12 +21,17 @@ def build_model(spec: ModelSpec, layers: int, tokenizer: PreTrainedTokenizerBase
 
 
 def model_from_saved(
-    model_type: type[nn.Module], config_type: Any, config: dict[str, Any], state: dict[str, Any]
+    model_type: type[nn.Module],
+    config_type: Any,
+    config: dict[str, Any],
+    state: dict[str, Any] | None,
 ) -> nn.Module:
     """A model rebuilt from a checkpoint's config dict and weights, with SDPA attention as
-    `build_model` gives it (checkpoints and V-cycle level snapshots)."""
+    `build_model` gives it (checkpoints and V-cycle level snapshots). `state` None: the
+    weights come later (a sharded checkpoint's, backend/fsdp_checkpoint.py)."""
     cfg = config_type.from_dict(config)
     cfg._attn_implementation = "sdpa"
     model = model_type(cfg)
-    model.load_state_dict(state)
+    if state is not None:
+        model.load_state_dict(state)
     return model

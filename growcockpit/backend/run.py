@@ -35,6 +35,7 @@ from growcockpit.backend.device import prepare_device
 from growcockpit.backend.distributed import DistContext
 from growcockpit.backend.loop.engine import Trainer
 from growcockpit.backend.loop.layer_checks import TrainableSetError
+from growcockpit.backend.rank_roster import RankRoster
 from growcockpit.backend.state.checkpoint import (
     CheckpointError,
     DiskFull,
@@ -177,8 +178,10 @@ def run_training(
         )
     _quiet_libraries()
     trainer: Trainer | None = None
+    roster: RankRoster | None = None
     try:
         startup.defer_signals()
+        roster = RankRoster.gather(dist)  # which rank died, should one die (rank_roster.py)
         torch.manual_seed(plan.seed)
         data = _load_data(plan, dist, paths.tokenizer, reporter)
         # a resume takes its weights from the checkpoint, never from init_from's source
@@ -223,6 +226,9 @@ def run_training(
             _crash(reporter, trainer, paths, status, full)
             print(f"growcockpit: {full}", file=sys.stderr)
             return 1
+        step = trainer.pos.step if trainer is not None else None
+        died = roster.died(exc, paths.root, step) if roster is not None and main else None
+        exc = died or exc
         _crash(reporter, trainer, paths, status, exc)
         print(
             f"growcockpit: training crashed: {type(exc).__name__}: {exc} (details in events.jsonl)",

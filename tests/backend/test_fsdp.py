@@ -1,7 +1,8 @@
 """FSDP2 on 2 gloo ranks: a tiny MSLT plan (2 → 4 layers by stack, the old ones frozen)
-trains like DDP, and its checkpoints resume. Stated tolerance against DDP: losses within
-1e-5 and final weights within 1e-6 (only the reduction order differs: FSDP
-reduce-scatters, DDP all-reduces). A resume at the same world size is bit for bit."""
+trains like DDP, and its checkpoints (sharded, every rank writing its own) resume at 2
+ranks bit for bit, on 1 process, and from there on 2 ranks again. Stated tolerance
+against DDP: losses within 1e-5 and final weights within 1e-6 (only the reduction order
+differs: FSDP reduce-scatters, DDP all-reduces)."""
 
 from __future__ import annotations
 
@@ -16,7 +17,11 @@ import torch
 from repo_paths import TESTS
 from safetensors.torch import load_file
 
+from growcockpit.backend.distributed import DistContext
+from growcockpit.backend.fsdp_checkpoint import load_sharded_weights
+from growcockpit.backend.model import model_from_saved
 from growcockpit.backend.state.checkpoint import load_checkpoint
+from growcockpit.backend.state.shard_checks import read_index
 from growcockpit.families import spec_for
 from growcockpit.plan import load_plan
 from growcockpit.plan.footprint import stage_footprints
@@ -25,6 +30,7 @@ from growcockpit.protocol import read_all
 from growcockpit.protocol.events import (
     Event,
     Grow,
+    ModelLoaded,
     RanksMemory,
     RunFinished,
     RunStarted,
@@ -54,6 +60,15 @@ def fsdp_run(tmp_path_factory: pytest.TempPathFactory, gc_cache: Path) -> Path:
     return run_dir
 
 
+def sharded_weights(checkpoint: Path) -> dict[str, torch.Tensor]:
+    """A sharded checkpoint's weights, whole, read in this one process."""
+    config = load_checkpoint(checkpoint)["config"]
+    bert = spec_for("bert")
+    model = model_from_saved(bert.model_class, bert.config_class, config, None)
+    load_sharded_weights(checkpoint, model, DistContext())
+    return model.state_dict()
+
+
 def losses(events: list[Event]) -> dict[int, float]:
     return {e.step: e.loss for e in events if isinstance(e, Step)}
 
@@ -76,7 +91,7 @@ def test_fsdp_grows_and_trains_like_ddp(fsdp_run: Path, tmp_path: Path, gc_cache
         assert abs(getattr(grow_f[0], key) - getattr(grow_d[0], key)) < 1e-6
     # the frozen blocks held under FSDP: bitwise their (gathered) stage-start weights
     assert not [e for e in fsdp if isinstance(e, WarningEvent) and "frozen" in e.message]
-    before = load_checkpoint(fsdp_run / "checkpoints" / "step-20")["model"]
+    before = sharded_weights(fsdp_run / "checkpoints" / "step-20")
     final = load_file(fsdp_run / "final" / "model.safetensors")
     frozen = [k for k in before if ".layer.0." in k or ".layer.1." in k]
     assert frozen and all(torch.equal(before[k], final[k]) for k in frozen)
@@ -108,22 +123,58 @@ def test_fsdp_checkpoint_resumes_bit_for_bit(
     assert all(resumed[s] == reference[s] for s in resumed)
 
 
-def test_fsdp_checkpoint_resumes_on_one_process(
+def test_every_rank_writes_its_shards(fsdp_run: Path) -> None:
+    """step-N/state.pt holds no weights; shards/ holds one file per rank, each with half
+    of every sharded weight and its moments (dim 0 cut in two, as FSDP2 shards)."""
+    step = fsdp_run / "checkpoints" / "step-30"
+    state = load_checkpoint(step)
+    assert state["model"] == {} and state["optimizer"] is None and state["shards"] == "shards"
+    files = {p.name: p.stat().st_size for p in (step / "shards").iterdir()}
+    assert set(files) == {".metadata", "__0_0.distcp", "__1_0.distcp"}
+    assert min(files["__0_0.distcp"], files["__1_0.distcp"]) > 0.4 * max(files.values())
+    index = read_index(step / "shards")
+    key = "model.bert.encoder.layer.2.intermediate.dense.weight"
+    chunks = index.state_dict_metadata[key].chunks  # type: ignore[union-attr]
+    assert sorted(tuple(c.offsets) for c in chunks) == [(0, 0), (32, 0)]
+    written = {index.storage_data[i].relative_path for i in index.storage_data if i.fqn == key}
+    assert written == {"__0_0.distcp", "__1_0.distcp"}
+    assert any(
+        k.startswith("optim.state.") and k.endswith(".exp_avg_sq")
+        for k in index.state_dict_metadata
+    )
+    assert all(p.stat().st_mode & 0o777 == 0o600 for p in (step / "shards").iterdir())
+
+
+def test_fsdp_checkpoint_resumes_on_one_process_and_back(
     fsdp_run: Path, tmp_path: Path, gc_cache: Path
 ) -> None:
-    """A 2-rank FSDP checkpoint holds whole tensors: one process takes it up and finishes
-    (other batches from there on, so other losses; the plan position is the same)."""
+    """A 2-rank sharded checkpoint resumes on one process (other batches from there on, so
+    other losses; the plan position is the same), and that process's checkpoint on 2
+    ranks again: 2 → 1 → 2."""
     cut = tmp_path / "one"
     shutil.copytree(fsdp_run, cut)
-    shutil.rmtree(cut / "checkpoints" / "step-40")
+    for step in (30, 40):
+        shutil.rmtree(cut / "checkpoints" / f"step-{step}")
     events = launch(gc_cache, "resume", str(cut), "--force", nproc=1)
     restart = max(i for i, e in enumerate(events) if isinstance(e, RunStarted))
     started = events[restart]
     assert isinstance(started, RunStarted) and started.world_size == 1
+    assert str(started.resumed_from).endswith("step-20")
+    assert sorted(losses(events[restart:])) == list(range(21, 41))
+    finished = [e for e in events[restart:] if isinstance(e, RunFinished)]
+    assert finished and finished[0].status == "completed"
+    assert not (cut / "checkpoints" / "step-30" / "shards").exists()  # one process: whole
+
+    shutil.rmtree(cut / "checkpoints" / "step-40")
+    events = launch(gc_cache, "resume", str(cut), "--force", nproc=2)
+    restart = max(i for i, e in enumerate(events) if isinstance(e, RunStarted))
+    started = events[restart]
+    assert isinstance(started, RunStarted) and started.world_size == 2
     assert str(started.resumed_from).endswith("step-30")
     assert sorted(losses(events[restart:])) == list(range(31, 41))
     finished = [e for e in events[restart:] if isinstance(e, RunFinished)]
     assert finished and finished[0].status == "completed"
+    assert (cut / "checkpoints" / "step-40" / "shards" / "__1_0.distcp").is_file()
 
 
 def test_fsdp_reports_each_ranks_memory_as_the_plan_estimates(fsdp_run: Path) -> None:
@@ -147,3 +198,28 @@ def test_fsdp_reports_each_ranks_memory_as_the_plan_estimates(fsdp_run: Path) ->
             assert r.device_peak is None and r.rss
     grown, shallow = first[1].ranks[0], first[0].ranks[0]
     assert grown.params > shallow.params and grown.grads / grown.params < 0.75
+
+
+def test_init_from_reaches_the_shards_as_without_fsdp(
+    fsdp_run: Path, tmp_path: Path, gc_cache: Path
+) -> None:
+    """`init_from` under FSDP: rank 0 alone reads the source, the other ranks get its
+    weights when the model is first sharded. The run trains as the same plan under DDP
+    (every rank reads the source there): same model_loaded event, losses within 1e-5."""
+    text = FSDP_PLAN.read_text()
+    text = text.replace("[model]\n", f'[model]\ninit_from = "{fsdp_run / "final"}"\n')
+    text = text[: text.index("[[stages]]")] + '[[stages]]\nname = "on"\nlayers = 4\nsteps = 10\n'
+    runs = {}
+    for strategy in ("fsdp", "ddp"):
+        plan = tmp_path / f"{strategy}.toml"
+        plan.write_text(text.replace('strategy = "fsdp"', f'strategy = "{strategy}"'))
+        runs[strategy] = launch(gc_cache, "train", str(plan), "--run-dir", str(tmp_path / strategy))
+    loaded = {
+        k: [(e.path, e.layers, e.parameters, e.val_loss) for e in run if isinstance(e, ModelLoaded)]
+        for k, run in runs.items()
+    }
+    assert len(loaded["fsdp"]) == 1 and loaded["fsdp"] == loaded["ddp"]
+    assert loaded["fsdp"][0][0] == str(fsdp_run / "final")
+    loss_f, loss_d = losses(runs["fsdp"]), losses(runs["ddp"])
+    assert sorted(loss_f) == sorted(loss_d) == list(range(1, 11))
+    assert max(abs(loss_f[s] - loss_d[s]) for s in loss_f) < 1e-5

@@ -13,7 +13,6 @@ and takes commands from a source (the control socket, or a script in a test).
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
 
 import torch
 from torch import nn
@@ -22,12 +21,8 @@ from growcockpit.backend.control.command_loop import handle_commands
 from growcockpit.backend.control.reporter import RunReporter
 from growcockpit.backend.data.blocks import Batch, BatchPrefetcher, TokenBlocks
 from growcockpit.backend.distributed import DistContext
-from growcockpit.backend.fsdp import (
-    DeviceMesh,
-    full_optimizer_state,
-    root_gathered,
-    unsharded,
-)
+from growcockpit.backend.fsdp import DeviceMesh, is_sharded, root_gathered, unsharded
+from growcockpit.backend.fsdp_checkpoint import shard_stager
 from growcockpit.backend.fsdp_grow import ShardedChange
 from growcockpit.backend.loop.evaluation import eval_event, mean_val_loss
 from growcockpit.backend.loop.forward import LossModule, StagedForward
@@ -88,12 +83,14 @@ class Trainer:
         self.report = reporter
         self.device = device
         self.pos = TrainerPosition(plan=plan_to_dict(plan))
+        self.fsdp = plan.distributed.strategy == "fsdp" and self.dist.enabled
+        reads = not self.fsdp or self.dist.is_main  # FSDP: rank 0 reads init_from, then shards
         with reporter.startup.phase("init_from" if plan.model.init_from else "model"):
-            model, notes = initial_model(plan, data.tokenizer)
+            model, notes = initial_model(plan, data.tokenizer, read_weights=reads)
             self.model: nn.Module = model.to(device)
         for note in notes:
             reporter.warn(note)
-        if plan.model.init_from is not None:
+        if plan.model.init_from is not None and reads:
             reporter.emit(loaded_event(plan, self.model, data, device))
         self.optimizer: torch.optim.Optimizer | None = None
         self.forward = StagedForward(0, True)
@@ -120,7 +117,6 @@ class Trainer:
         self.recipes = StageRecipes()
         self.plateau: PlateauTrigger | None = None  # advance = "plateau": asked after each step
         self.evaluated_at: int | None = None  # the step of the latest evaluation
-        self.fsdp = plan.distributed.strategy == "fsdp" and self.dist.enabled
         self.mesh: DeviceMesh | None = None  # FSDP's device mesh, made at the first shard
         self.sharded_change: ShardedChange | None = None  # FSDP: within a stage change
 
@@ -329,16 +325,14 @@ class Trainer:
         self.pos.plateau = self.plateau.state() if self.plateau is not None else None
         self.cadence.written(self.pos.step)
         scaler = self.steps.scaler.state_dict() if self.steps.scaler else None
-        model: nn.Module = self.model
-        optimizer: torch.optim.Optimizer | dict[str, Any] | None = self.optimizer
-        if self.fsdp and self.optimizer is not None:  # gathered whole: resumes at any world size
-            model = unsharded(model, self.device)
-            optimizer = full_optimizer_state(self.optimizer)
+        shards = None
+        if self.fsdp and is_sharded(self.model):  # every rank writes its own shards
+            shards = shard_stager(self.model, self.optimizer, self.last_loss, self.dist)
         state = TrainState(
-            model, optimizer, self.pos, self.plan, self.levels, scaler, self.last_loss
+            self.model, self.optimizer, self.pos, self.plan, self.levels, scaler, self.last_loss
         )
         root = RunPaths(self.run_dir).checkpoints
-        path = write_checkpoint(root, state, reason, self.dist, self.device, self.report)
+        path = write_checkpoint(root, state, reason, self.dist, self.device, self.report, shards)
         if path is not None:
             self.checkpoint_scales[self.pos.step] = self.pos.lr_scale
         return path

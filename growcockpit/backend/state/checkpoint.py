@@ -26,6 +26,7 @@ import torch
 from torch import nn
 
 from growcockpit.backend.state.checkpoint_cap import cap_problem
+from growcockpit.backend.state.checkpoint_dirs import SHARDS_DIR
 from growcockpit.backend.state.finite_scan import first_non_finite
 from growcockpit.metrics.cuda import cuda_initialized
 from growcockpit.plan.types import Plan
@@ -80,6 +81,7 @@ def save_checkpoint(
     rng_ranks: list[dict[str, Any]] | None = None,
     scaler: dict[str, Any] | None = None,
     loss: float | None = None,
+    staged: Path | None = None,
 ) -> Path:
     """`levels`: the V-cycle snapshots a later interpolate needs (config + weights each);
     `rng_ranks`: every DDP rank's generators (backend/state/rng.py); `scaler`: fp16 GradScaler state.
@@ -87,13 +89,20 @@ def save_checkpoint(
     `loss`: the last training loss; a non-finite one (or any non-finite
     weight or optimizer moment) raises NonFiniteState before anything is
     written. A failed write leaves no partial directory behind.
+
+    `staged`: a temporary directory (`stage_dir`) whose `shards/` already holds the weights
+    and optimizer, written by every FSDP rank (backend/fsdp_checkpoint.py); `state.pt`
+    then holds the rest, and the whole directory becomes `step-N/` at once.
     """
     state = {
         "config": model.config.to_dict(),  # type: ignore[union-attr,operator]
-        "model": model.state_dict(),
-        "optimizer": optimizer.state_dict()
+        "model": {} if staged else model.state_dict(),
+        "optimizer": None
+        if staged
+        else optimizer.state_dict()
         if isinstance(optimizer, torch.optim.Optimizer)
-        else optimizer,  # a state dict already gathered from FSDP shards
+        else optimizer,
+        "shards": SHARDS_DIR if staged else None,
         "position": asdict(position),
         "levels": levels or [],
         "rng": {
@@ -106,14 +115,14 @@ def save_checkpoint(
     }
     problem = non_finite_problem(state, loss)
     if problem:
+        if staged is not None:
+            shutil.rmtree(staged, ignore_errors=True)
         raise NonFiniteState(problem)
     final = root / f"step-{position.step}"
-    tmp: Path | None = None
+    tmp: Path | None = staged
     try:
-        root.parent.mkdir(parents=True, exist_ok=True)
-        safe_fs.make_dir(root)  # a planted link or file here is refused (UnsafePath)
-        # a fresh 0700 directory of ours: nothing planted can be inside it
-        tmp = safe_fs.make_temp_dir(root, f"{TMP_PREFIX}{position.step}-")
+        if tmp is None:
+            tmp = stage_dir(root, position.step)
         torch.save(state, tmp / "state.pt")
         os.chmod(tmp / "state.pt", safe_fs.FILE_MODE)  # the final model's mode: the owner's alone
         safe_fs.remove_tree(final)
@@ -126,6 +135,14 @@ def save_checkpoint(
         raise
     _prune(root, keep)
     return final
+
+
+def stage_dir(root: Path, step: int) -> Path:
+    """A fresh 0700 temporary directory under `root` for checkpoint `step`: nothing planted
+    can be inside it; a crash leaves it to `remove_partial`."""
+    root.parent.mkdir(parents=True, exist_ok=True)
+    safe_fs.make_dir(root)  # a planted link or file here is refused (UnsafePath)
+    return safe_fs.make_temp_dir(root, f"{TMP_PREFIX}{step}-")
 
 
 def non_finite_problem(state: dict[str, Any], loss: float | None) -> str:

@@ -35,6 +35,7 @@ from growcockpit.backend.state.checkpoint import (
     non_finite_problem,
 )
 from growcockpit.backend.state.finite_scan import first_non_finite
+from growcockpit.backend.state.shard_checks import check_shards
 from growcockpit.backend.state.state_checks import (
     MAX_STEP,
     brief,
@@ -230,12 +231,7 @@ def check_weights(raw: object, family: FamilySpec, config: Any, file: Path, what
         isinstance(k, str) and isinstance(v, torch.Tensor) for k, v in raw.items()
     ):
         raise refusal(file, f"its {what} is not a table of tensors")
-    try:
-        with torch.device("meta"):
-            reference: nn.Module = family.model_class(config)
-    except Exception as exc:
-        raise refusal(file, f"its {what} config cannot build a model ({brief(exc)})") from None
-    want = reference.state_dict()
+    want = _reference(family, config, file, what)
     for name in want:
         if name not in raw:
             raise refusal(file, f"its {what} has no tensor {echo(name)}")
@@ -249,6 +245,16 @@ def check_weights(raw: object, family: FamilySpec, config: Any, file: Path, what
                 f"its {what} tensor {name} is {tuple(tensor.shape)} {tensor.dtype}, but its "
                 f"config's model has {tuple(ref.shape)} {ref.dtype}",
             )
+
+
+def _reference(family: FamilySpec, config: Any, file: Path, what: str) -> dict[str, torch.Tensor]:
+    """The state dict of a model of `config`, built on the meta device (no memory)."""
+    try:
+        with torch.device("meta"):
+            reference: nn.Module = family.model_class(config)
+    except Exception as exc:
+        raise refusal(file, f"its {what} config cannot build a model ({brief(exc)})") from None
+    return reference.state_dict()
 
 
 def check_levels(
@@ -302,7 +308,10 @@ def check_state(state: dict[str, Any], path: Path) -> CheckedState:
     family = spec_for(plan.model.family)
     where = f"at stage {pos.stage_index + 1}" + ("" if pos.stage_entered else " (before it starts)")
     config = check_config(state["config"], family, expected_shape(plan, pos), file, "config", where)
-    check_weights(state["model"], family, config, file, "weights")
+    if state.get("shards"):  # FSDP: the weights are in shards/, checked by their index
+        check_shards(path, _reference(family, config, file, "weights"), plan)
+    else:
+        check_weights(state["model"], family, config, file, "weights")
     check_levels(state.get("levels", []), plan, pos, family, file)
     check_optimizer(state.get("optimizer"), file)
     problem = non_finite_problem(state, None) or _levels_non_finite(state.get("levels", []))

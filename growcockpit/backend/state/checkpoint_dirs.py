@@ -7,6 +7,10 @@ from pathlib import Path
 
 from growcockpit.protocol import safe_fs
 
+SHARDS_DIR = "shards"
+"""Under FSDP, `step-N/shards/`: the weights and optimizer as `torch.distributed.checkpoint`
+wrote them, one `__<rank>_0.distcp` file per rank and a `.metadata` index."""
+
 
 def checkpoint_dirs(root: Path) -> list[Path]:
     """`step-N` directories holding a `state.pt`, oldest first."""

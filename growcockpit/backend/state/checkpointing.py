@@ -10,6 +10,7 @@ checkpoint for `rollback`.
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -59,7 +60,7 @@ class TrainState:
     """What a checkpoint holds of a live trainer."""
 
     model: nn.Module
-    optimizer: torch.optim.Optimizer | dict[str, Any] | None  # FSDP: its gathered state dict
+    optimizer: torch.optim.Optimizer | None  # FSDP: over the shards (fsdp_checkpoint writes it)
     pos: TrainerPosition
     plan: Plan
     levels: dict[int, LevelSnapshot]
@@ -83,6 +84,11 @@ def checkpoint_due(
     return "timer" if any_due else None
 
 
+ShardStager = Callable[[Path, int], "Path | None"]
+"""Under FSDP: every rank writes its shards of checkpoint `step` under `root` (a collective);
+the temporary directory holding them on rank 0, None on the others (backend/fsdp_checkpoint.py)."""
+
+
 def write_checkpoint(
     root: Path,
     state: TrainState,
@@ -90,15 +96,18 @@ def write_checkpoint(
     dist: DistContext,
     device: torch.device,
     report: RunReporter,
+    shards: ShardStager | None = None,
 ) -> Path | None:
-    """Save the trainer's state under `root` (rank 0 writes); None when it was not finite."""
+    """Save the trainer's state under `root` (rank 0 writes; under FSDP with `shards`, every
+    rank writes its shards first); None when it was not finite."""
     pos = state.pos
     pos.plan = plan_to_dict(state.plan)
     pos.cpu_threads = torch.get_num_threads()
     rng_ranks = rng.gather(dist, device)  # a collective: every rank, first
-    if not dist.is_main:
-        return root / f"step-{pos.step}"
     try:
+        staged = shards(root, pos.step) if shards is not None else None  # a collective too
+        if not dist.is_main:
+            return root / f"step-{pos.step}"
         path = save_checkpoint(
             root,
             state.model,
@@ -109,8 +118,11 @@ def write_checkpoint(
             rng_ranks=rng_ranks,
             scaler=state.scaler,
             loss=state.loss,
+            staged=staged,
         )
     except NonFiniteState as exc:
+        if not dist.is_main:
+            return None
         last = report.last_checkpoint
         report.warn(
             f"no {reason} checkpoint at step {pos.step}: {exc}; "

@@ -22,6 +22,7 @@ from growcockpit.backend.loop.evaluation import mean_val_loss
 from growcockpit.backend.model import build_model
 from growcockpit.backend.state.source_weights import SourceWeightsError, check_source_weights
 from growcockpit.families import spec_for
+from growcockpit.families.spec import FamilySpec
 from growcockpit.plan.init_from import (
     KEY,
     SourceError,
@@ -41,9 +42,14 @@ def data_spec_for(plan: Plan) -> DataSpec:
     )
 
 
-def initial_model(plan: Plan, tokenizer: PreTrainedTokenizerBase) -> tuple[nn.Module, list[str]]:
+def initial_model(
+    plan: Plan, tokenizer: PreTrainedTokenizerBase, read_weights: bool = True
+) -> tuple[nn.Module, list[str]]:
     """Stage 1's model and notes worth a warning (weights the source did not have).
 
+    `read_weights` False (FSDP ranks > 0): the source's model allocated but neither read
+    nor initialised; rank 0's weights reach it when it is first sharded (backend/fsdp.py
+    `sharded_root`), so only rank 0 reads the source's files.
     Raises DataError with a one-line message when the source does not fit.
     """
     first_layers = plan.stages[0].layers
@@ -70,6 +76,8 @@ def initial_model(plan: Plan, tokenizer: PreTrainedTokenizerBase) -> tuple[nn.Mo
     family = spec_for(plan.model.family)
     # the plan's dropout replaces the source's: dropout is a training choice, not part of the model
     overrides = {key: plan.model.dropout for key in family.dropout_keys}
+    if not read_weights:
+        return _unread_model(family, path, overrides), []
     try:
         model, info = family.model_class.from_pretrained(  # type: ignore[attr-defined]
             str(Path(path).expanduser()),
@@ -86,6 +94,22 @@ def initial_model(plan: Plan, tokenizer: PreTrainedTokenizerBase) -> tuple[nn.Mo
         shown = ", ".join(sorted(missing)[:3]) + (" …" if len(missing) > 3 else "")
         notes.append(f"{KEY}: {len(missing)} weight(s) not in {path} start fresh: {shown}")
     return model, notes
+
+
+def _unread_model(family: FamilySpec, path: str, overrides: dict[str, float]) -> nn.Module:
+    """The source's model, its memory allocated but not written (built on the meta device)."""
+    try:
+        config = family.config_class.from_pretrained(str(Path(path).expanduser()))
+    except (OSError, ValueError) as exc:  # pragma: no cover - read_source read it first
+        raise DataError(f"{KEY}: cannot read the config in {path} ({exc})") from None
+    for key, value in overrides.items():
+        setattr(config, key, value)
+    config._attn_implementation = "sdpa"
+    with torch.device("meta"):
+        model: nn.Module = family.model_class(config)
+    model = model.to_empty(device="cpu")
+    model.tie_weights()  # type: ignore[operator]  # to_empty makes each tied weight anew
+    return model
 
 
 def loaded_event(

@@ -17,7 +17,7 @@ import zipfile
 from pathlib import Path
 from typing import TYPE_CHECKING, Protocol
 
-from growcockpit.backend.state.checkpoint_dirs import checkpoint_dirs, step_of
+from growcockpit.backend.state.checkpoint_dirs import SHARDS_DIR, checkpoint_dirs, step_of
 from growcockpit.plan.types import Plan, Stage, trainable_layer_ids
 from growcockpit.protocol import safe_fs
 from growcockpit.protocol.events import RolledBack
@@ -88,7 +88,8 @@ def advised_rollback_step(root: Path, now: int, lr_raised_at: int | None) -> int
 
 
 def unreadable_reason(path: Path) -> str:
-    """Why `path/state.pt` cannot be a checkpoint ("" when its archive is intact).
+    """Why `path/state.pt` cannot be a checkpoint ("" when its archive is intact, and
+    a sharded checkpoint's `shards/` has its index).
 
     torch writes a zip archive whose directory sits at the end, so a file cut
     short by a kill, a full disk or a bad copy fails here without being loaded.
@@ -101,6 +102,9 @@ def unreadable_reason(path: Path) -> str:
         return f"truncated or corrupt ({type(exc).__name__}: {str(exc)[:80]})"
     if not any(name.endswith("data.pkl") for name in names):
         return "not a torch checkpoint (no data.pkl inside)"
+    shards = path / SHARDS_DIR
+    if os.path.lexists(shards) and not os.path.isfile(shards / ".metadata"):
+        return f"its {SHARDS_DIR}/ has no .metadata index: cut short or damaged"
     return ""
 
 
@@ -157,6 +161,7 @@ def restore_trainer(trainer: RestoreHost, checkpoint_dir: Path) -> None:
     checkpoint (CheckpointError) leaves a live run exactly as it was.
     """
     from growcockpit.backend.fsdp import load_optimizer_state
+    from growcockpit.backend.fsdp_checkpoint import load_sharded_optimizer, load_sharded_weights
     from growcockpit.backend.loop.operators import levels_from_saved, open_levels_at
     from growcockpit.backend.model import model_from_saved
     from growcockpit.backend.state import rng
@@ -168,7 +173,11 @@ def restore_trainer(trainer: RestoreHost, checkpoint_dir: Path) -> None:
     checked = check_state(state, checkpoint_dir)
     pos, plan = checked.pos, checked.plan
     model_cls, config_cls = checked.family.model_class, checked.family.config_class
-    model = model_from_saved(model_cls, config_cls, state["config"], state["model"])
+    sharded = bool(state.get("shards"))  # FSDP: weights and optimizer in shards/ (fsdp_checkpoint)
+    weights = None if sharded else state["model"]
+    model = model_from_saved(model_cls, config_cls, state["config"], weights)
+    if sharded:  # every rank reads them whole, whatever world size wrote them
+        load_sharded_weights(checkpoint_dir, model, trainer.dist)
     levels = levels_from_saved(
         state.get("levels", []),
         open_levels_at(plan, pos.stage_index, pos.stage_entered),
@@ -176,7 +185,7 @@ def restore_trainer(trainer: RestoreHost, checkpoint_dir: Path) -> None:
         config_cls,
     )
     optimizer_stage = _optimizer_stage(plan, pos)
-    if optimizer_stage is not None and state["optimizer"] is not None:
+    if optimizer_stage is not None and state["optimizer"] is not None and not sharded:
         check_optimizer_params(
             state["optimizer"], _param_groups(model, *optimizer_stage), checkpoint_dir / "state.pt"
         )
@@ -188,6 +197,8 @@ def restore_trainer(trainer: RestoreHost, checkpoint_dir: Path) -> None:
         trainer.configure_training(*optimizer_stage)
         if state["optimizer"] is not None and trainer.optimizer is not None:
             load_optimizer_state(trainer.optimizer, state["optimizer"])  # FSDP: cut to shards
+        if sharded and trainer.optimizer is not None:  # FSDP: each rank its own shards
+            load_sharded_optimizer(checkpoint_dir, trainer.model, trainer.optimizer, trainer.dist)
     note = rng.restore(state["rng"], trainer.dist, trainer.device)
     if note:
         trainer.report.warn(f"resume: {note}")
