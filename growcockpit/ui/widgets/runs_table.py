@@ -1,0 +1,112 @@
+"""Home's table of runs: the built-in columns, the user's extra ones (plan keys, tags),
+an arrow on the sorted column's header. A click on a header asks its screen to sort
+by it (`SortClicked`); what to show comes from `growcockpit.session.run_columns`."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from rich.text import Text
+from textual.message import Message
+from textual.widgets import DataTable
+
+from growcockpit.session.catalog import format_age
+from growcockpit.session.run_columns import BUILTIN, RunFilter, RunRow, SortSpec, cell_text
+from growcockpit.ui.widgets.steady_table import SteadyTable
+
+NOTES_WIDTH = 32  # the notes column: tags, then the note, cut
+STATUS_STYLE = {
+    "live": "bold green",
+    "paused": "bold yellow",
+    "completed": "cyan",
+    "stopped": "yellow",
+    "crashed": "bold red",
+    "unknown": "dim",
+}
+Cell = str | Text
+
+
+def _builtin_cells(row: RunRow, now: float) -> list[Cell]:
+    r = row.entry
+    steps = f"{r.step}/{r.total_steps}" if r.total_steps else str(r.step)
+    return [
+        r.name,
+        Text(r.status, style=STATUS_STYLE.get(r.status, "")),
+        r.plan,
+        r.stage_text(now),
+        steps,
+        "–" if r.loss is None else f"{r.loss:.3f}",
+        format_age(now - r.updated) if r.updated else "–",
+        Text(r.notes.summary(NOTES_WIDTH), style="italic"),
+    ]
+
+
+class RunsTable(SteadyTable[Cell]):
+    """The runs, one a row; `show` redraws only when what it would draw changed."""
+
+    class SortClicked(Message):
+        def __init__(self, column: str) -> None:
+            super().__init__()
+            self.column = column
+
+    def __init__(self, *, id: str | None = None) -> None:  # noqa: A002 - Textual's name
+        super().__init__(id=id, cursor_type="row", zebra_stripes=True)
+        self._header: tuple[tuple[str, ...], SortSpec | None] | None = None
+        self._key: object = None
+
+    def column_order(self) -> tuple[str, ...]:
+        """The columns as shown: the built-in ones, the extra ones before the notes."""
+        extra = self._header[0] if self._header else ()
+        return (*BUILTIN[:-1], *extra, BUILTIN[-1])
+
+    def _set_header(self, columns: tuple[str, ...], sort: SortSpec | None) -> None:
+        if self._header == (columns, sort):
+            return
+        self._header = (columns, sort)
+        self.clear(columns=True)
+        for name in self.column_order():
+            arrow = f" {sort.text().split()[-1]}" if sort and sort.column == name else ""
+            self.add_column(f"{name}{arrow}", key=name)
+
+    def show(
+        self,
+        rows: Sequence[RunRow],
+        columns: tuple[str, ...],
+        sort: SortSpec | None,
+        only: RunFilter,
+        now: float,
+        any_runs: bool,
+    ) -> bool:
+        """Draw `rows` (already filtered and sorted); True when it redrew."""
+        order = (*BUILTIN[:-1], *columns, BUILTIN[-1])
+        cells = [self._cells(r, columns, now) for r in rows]
+        key = (columns, sort, only, any_runs, [[str(c) for c in row] for row in cells])
+        if key == self._key:
+            return False
+        self._key = key
+        self._set_header(columns, sort)
+        cursor = self.cursor_row
+        self.clear()
+        if not rows:
+            why = (
+                f"no run matches {only.text()} (/ changes the filter, Esc clears it)"
+                if any_runs
+                else "no runs yet: open a plan and launch it (l)"
+            )
+            self.add_row(Text(why, style="dim"), *([""] * (len(order) - 1)))
+            return True
+        for i, row_cells in enumerate(cells):
+            self.add_row(*row_cells, key=str(i))
+        self.move_cursor(row=min(cursor, len(rows) - 1), animate=False)
+        return True
+
+    @staticmethod
+    def _cells(row: RunRow, columns: tuple[str, ...], now: float) -> list[Cell]:
+        builtin = _builtin_cells(row, now)
+        extra: list[Cell] = [cell_text(row, c, now) for c in columns]
+        return [*builtin[:-1], *extra, builtin[-1]]
+
+    def on_data_table_header_selected(self, event: DataTable.HeaderSelected) -> None:
+        event.stop()
+        if event.column_key.value is not None:
+            self.post_message(self.SortClicked(event.column_key.value))
