@@ -40,7 +40,7 @@ from growcockpit.session.run_columns import (
 from growcockpit.ui.screens.prompt import HelpScreen, PromptScreen, keys_of
 from growcockpit.ui.type_ahead import hold_keys
 from growcockpit.ui.widgets.race_list import RaceList
-from growcockpit.ui.widgets.runs_table import RunsTable
+from growcockpit.ui.widgets.runs_table import RunsTable, RunsView, runs_view
 from growcockpit.ui.widgets.steady_table import SteadyTable
 
 REFRESH_S = 2.0
@@ -174,8 +174,11 @@ class HomeScreen(Screen[None]):
 
     @work(thread=True, exclusive=True, group="runs", exit_on_error=False)
     def _refresh_worker(self) -> None:
-        rows = self.table_model.read()
-        self.app.call_from_thread(self.show_runs, rows)
+        """Read the runs and build their table off the event loop (hundreds of runs)."""
+        model = self.table_model
+        rows = model.read()
+        view = runs_view(rows, model.columns, model.sort, model.only, self._now())
+        self.app.call_from_thread(self._show_view, rows, view)
 
     def action_refresh(self) -> None:
         self._refresh_worker()
@@ -185,15 +188,25 @@ class HomeScreen(Screen[None]):
         self.rows = rows
         self.redraw_runs()
 
+    def _show_view(self, rows: list[RunRow], view: RunsView) -> None:
+        model = self.table_model
+        if (view.columns, view.sort, view.only) != (model.columns, model.sort, model.only):
+            self.show_runs(rows)  # the user changed the table while the worker read
+            return
+        self.rows = rows
+        self._draw(view)
+
     def redraw_runs(self) -> None:
-        model, now = self.table_model, self._now()
-        shown = model.shown(self.rows, now)
-        self.runs = [r.entry for r in shown]
+        model = self.table_model
+        self._draw(runs_view(self.rows, model.columns, model.sort, model.only, self._now()))
+
+    def _draw(self, view: RunsView) -> None:
+        self.runs = [r.entry for r in view.rows]
         table = self.query_one(RunsTable)
-        table.show(shown, model.columns, model.sort, model.only, now, any_runs=bool(self.rows))
-        parts = [f"sorted by {model.sort.text()}"] if model.sort else []
-        if model.only.active:
-            parts.append(f"filter {model.only.text()}: {len(shown)} of {len(self.rows)}")
+        table.draw(view)
+        parts = [f"sorted by {view.sort.text()}"] if view.sort else []
+        if view.only.active:
+            parts.append(f"filter {view.only.text()}: {len(view.rows)} of {len(self.rows)}")
         table.border_subtitle = " · ".join(parts)
 
     # ---- the runs table's columns, sort and filter ----------------------------------

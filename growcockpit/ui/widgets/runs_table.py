@@ -5,13 +5,21 @@ by it (`SortClicked`); what to show comes from `growcockpit.session.run_columns`
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
 
 from rich.text import Text
 from textual.message import Message
 from textual.widgets import DataTable
 
 from growcockpit.session.catalog import format_age
-from growcockpit.session.run_columns import BUILTIN, RunFilter, RunRow, SortSpec, cell_text
+from growcockpit.session.run_columns import (
+    BUILTIN,
+    RunFilter,
+    RunRow,
+    SortSpec,
+    cell_text,
+    table_rows,
+)
 from growcockpit.ui.widgets.steady_table import SteadyTable
 
 NOTES_WIDTH = 32  # the notes column: tags, then the note, cut
@@ -41,6 +49,42 @@ def _builtin_cells(row: RunRow, now: float) -> list[Cell]:
     ]
 
 
+@dataclass(frozen=True)
+class RunsView:
+    """What the table draws: the rows shown (filtered, sorted) as cells, and a key that
+    changes only when the drawing would. Plain data, so Home's worker thread builds it
+    for each refresh and the event loop only draws it when it changed."""
+
+    rows: list[RunRow]
+    cells: list[list[Cell]]
+    columns: tuple[str, ...]
+    sort: SortSpec | None
+    only: RunFilter
+    any_runs: bool
+    key: object
+
+
+def runs_view(
+    rows: Sequence[RunRow],
+    columns: tuple[str, ...],
+    sort: SortSpec | None,
+    only: RunFilter,
+    now: float,
+) -> RunsView:
+    """The view of `rows` with these settings (pure: safe in a worker thread)."""
+    shown = table_rows(rows, columns, sort, only, now)
+    cells = [_cells(r, columns, now) for r in shown]
+    plain = tuple(tuple(str(c) for c in row) for row in cells)
+    key = (columns, sort, only, bool(rows), plain)
+    return RunsView(shown, cells, columns, sort, only, bool(rows), key)
+
+
+def _cells(row: RunRow, columns: tuple[str, ...], now: float) -> list[Cell]:
+    builtin = _builtin_cells(row, now)
+    extra: list[Cell] = [cell_text(row, c, now) for c in columns]
+    return [*builtin[:-1], *extra, builtin[-1]]
+
+
 class RunsTable(SteadyTable[Cell]):
     """The runs, one a row; `show` redraws only when what it would draw changed."""
 
@@ -68,43 +112,26 @@ class RunsTable(SteadyTable[Cell]):
             arrow = f" {sort.text().split()[-1]}" if sort and sort.column == name else ""
             self.add_column(f"{name}{arrow}", key=name)
 
-    def show(
-        self,
-        rows: Sequence[RunRow],
-        columns: tuple[str, ...],
-        sort: SortSpec | None,
-        only: RunFilter,
-        now: float,
-        any_runs: bool,
-    ) -> bool:
-        """Draw `rows` (already filtered and sorted); True when it redrew."""
-        order = (*BUILTIN[:-1], *columns, BUILTIN[-1])
-        cells = [self._cells(r, columns, now) for r in rows]
-        key = (columns, sort, only, any_runs, [[str(c) for c in row] for row in cells])
-        if key == self._key:
+    def draw(self, view: RunsView) -> bool:
+        """Draw `view` (rows already filtered, sorted and made cells); True when it redrew."""
+        if view.key == self._key:
             return False
-        self._key = key
-        self._set_header(columns, sort)
+        self._key = view.key
+        self._set_header(view.columns, view.sort)
         cursor = self.cursor_row
         self.clear()
-        if not rows:
+        if not view.cells:
             why = (
-                f"no run matches {only.text()} (/ changes the filter, Esc clears it)"
-                if any_runs
+                f"no run matches {view.only.text()} (/ changes the filter, Esc clears it)"
+                if view.any_runs
                 else "no runs yet: open a plan and launch it (l)"
             )
-            self.add_row(Text(why, style="dim"), *([""] * (len(order) - 1)))
+            self.add_row(Text(why, style="dim"), *([""] * (len(BUILTIN) + len(view.columns) - 1)))
             return True
-        for i, row_cells in enumerate(cells):
+        for i, row_cells in enumerate(view.cells):
             self.add_row(*row_cells, key=str(i))
-        self.move_cursor(row=min(cursor, len(rows) - 1), animate=False)
+        self.move_cursor(row=min(cursor, len(view.cells) - 1), animate=False)
         return True
-
-    @staticmethod
-    def _cells(row: RunRow, columns: tuple[str, ...], now: float) -> list[Cell]:
-        builtin = _builtin_cells(row, now)
-        extra: list[Cell] = [cell_text(row, c, now) for c in columns]
-        return [*builtin[:-1], *extra, builtin[-1]]
 
     def on_data_table_header_selected(self, event: DataTable.HeaderSelected) -> None:
         event.stop()
