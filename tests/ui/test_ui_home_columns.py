@@ -4,12 +4,14 @@ filtered by tag or words (`/`, Esc clears); the columns and the sort outlive the
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import pytest
 from textual.pilot import Pilot
-from ui_fixtures import T0, screen_text, set_mtime, write_recorded_run
+from ui_fixtures import T0, screen_text, set_mtime, wait_for, write_recorded_run
 
+from growcockpit.protocol import RunPaths, RunStatus, write_status
 from growcockpit.protocol.run_notes import RunNotes, write_notes
 from growcockpit.session.run_columns import SortSpec
 from growcockpit.ui import GrowCockpitApp
@@ -148,3 +150,42 @@ async def test_s_walks_the_columns_and_a_bad_column_list_is_refused(
         await pilot.press("escape")
         await pilot.pause()
         assert screen.table_model.columns == ()
+
+
+async def test_a_changed_cell_is_patched_in_place_not_the_table_rebuilt(
+    tmp_path: Path, xdg: Path
+) -> None:
+    """A live run's step moving on changes one cell: the rows stay (a rebuild of hundreds
+    makes the table measure every cell again on the event loop)."""
+    runs = make_runs(tmp_path / "runs")
+    live = runs / "b-llama"
+
+    def status(step: int) -> None:
+        write_status(
+            RunPaths(live).status,
+            RunStatus(
+                run_id="b",
+                plan_name="b",
+                state="running",
+                stage=0,
+                stage_name="s",
+                num_stages=2,
+                step=step,
+                total_steps=80,
+                loss=4.0,
+                pid=os.getpid(),
+            ),
+        )
+
+    status(10)
+    app = GrowCockpitApp(runs_root=runs, workdir=tmp_path, clock=lambda: T0 + 100)
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.pause()
+        table = app.screen.query_one(RunsTable)
+        rows = list(table.rows)
+        assert "10/80" in screen_text(app)
+        status(11)
+        app.screen.action_refresh()  # type: ignore[attr-defined]
+        await wait_for(pilot, lambda: "11/80" in screen_text(app))
+        assert list(table.rows) == rows and all(a is b for a, b in zip(table.rows, rows, strict=True))
+        assert shown(app)[0] == "b-llama"
