@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from growcockpit.protocol.run_notes import parse_tags
@@ -69,13 +69,17 @@ def parse_columns(text: str) -> tuple[str, ...]:
     return tuple(out)
 
 
-def columns_problem(text: str) -> str:
-    """`parse_columns`'s complaint about `text`, or "" (a prompt's check)."""
+def _problem(parse: Callable[[str], object], text: str) -> str:
+    """`parse`'s complaint about `text`, or "" (a prompt's check)."""
     try:
-        parse_columns(text)
+        parse(text)
     except ValueError as exc:
         return str(exc)
     return ""
+
+
+def columns_problem(text: str) -> str:
+    return _problem(parse_columns, text)
 
 
 def columns_text(columns: Sequence[str]) -> str:
@@ -207,11 +211,7 @@ def parse_filter(text: str) -> RunFilter:
 
 
 def filter_problem(text: str) -> str:
-    try:
-        parse_filter(text)
-    except ValueError as exc:
-        return str(exc)
-    return ""
+    return _problem(parse_filter, text)
 
 
 def table_rows(

@@ -16,19 +16,17 @@ means the defaults, never an error or a hang. Nothing here knows Textual.
 
 from __future__ import annotations
 
-import contextlib
 import hashlib
 import json
 import os
 import re
-import tempfile
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any, get_args
 
 from growcockpit.session.fold.axes import Axis
 from growcockpit.session.scalar_view import BY_KEY, ScalarKey
-from growcockpit.session.settings import read_regular
+from growcockpit.session.settings import read_regular, write_json
 from growcockpit.session.smoothing import DEFAULT_FACTOR
 
 MAX_VIEW_BYTES = 4 << 10
@@ -85,21 +83,8 @@ def load_view(run_dir: Path, base: Path | None = None) -> DashboardView | None:
 
 def save_view(run_dir: Path, view: DashboardView, base: Path | None = None) -> bool:
     """Remember `view` for `run_dir`; False (no exception) when it cannot be written."""
-    path = view_path(run_dir, base)
     data = {"run": str(Path(run_dir).resolve()), **asdict(view)}
-    tmp = ""
-    try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".view.", suffix=".tmp")
-        with os.fdopen(fd, "w", encoding="utf-8") as fh:
-            json.dump(data, fh, indent=1)
-        os.replace(tmp, path)
-    except OSError:
-        if tmp:
-            with contextlib.suppress(OSError):
-                os.unlink(tmp)
-        return False
-    return True
+    return write_json(view_path(run_dir, base), data)
 
 
 class RunViewMemory:
