@@ -9,6 +9,8 @@ it is how the user reads their runs, not a property of any one run.
 
 from __future__ import annotations
 
+import itertools
+import os
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -58,6 +60,15 @@ class HomeRuns:
     def read(self) -> list[RunRow]:
         """Every run with its plan keys (disk I/O: call it from a worker)."""
         return [RunRow(e, self._plans.of(e.path)) for e in list_runs(self.runs_root)]
+
+    def count_at_most(self, limit: int) -> bool:
+        """Whether there are at most `limit` entries under the runs folder (no file is
+        read: a first look that says whether reading them all can wait for a worker)."""
+        try:
+            with os.scandir(self.runs_root) as entries:
+                return sum(1 for _ in itertools.islice(entries, limit + 1)) <= limit
+        except OSError:
+            return True
 
     def shown(self, rows: Sequence[RunRow], now: float) -> list[RunRow]:
         """The rows the table shows, filtered and sorted."""

@@ -5,6 +5,7 @@ filtered by tag or words (`/`, Esc clears); the columns and the sort outlive the
 from __future__ import annotations
 
 import os
+import threading
 from pathlib import Path
 
 import pytest
@@ -13,9 +14,10 @@ from ui_fixtures import T0, screen_text, set_mtime, wait_for, write_recorded_run
 
 from growcockpit.protocol import RunPaths, RunStatus, write_status
 from growcockpit.protocol.run_notes import RunNotes, write_notes
-from growcockpit.session.run_columns import SortSpec
+from growcockpit.session.home_runs import HomeRuns
+from growcockpit.session.run_columns import RunRow, SortSpec
 from growcockpit.ui import GrowCockpitApp
-from growcockpit.ui.screens import HomeScreen
+from growcockpit.ui.screens import HomeScreen, home
 from growcockpit.ui.widgets.runs_table import RunsTable
 
 SIZE = (160, 48)
@@ -187,5 +189,30 @@ async def test_a_changed_cell_is_patched_in_place_not_the_table_rebuilt(
         status(11)
         app.screen.action_refresh()  # type: ignore[attr-defined]
         await wait_for(pilot, lambda: "11/80" in screen_text(app))
-        assert list(table.rows) == rows and all(a is b for a, b in zip(table.rows, rows, strict=True))
+        assert list(table.rows) == rows and all(
+            a is b for a, b in zip(table.rows, rows, strict=True)
+        )
         assert shown(app)[0] == "b-llama"
+
+
+async def test_many_runs_are_read_in_a_worker_with_the_screen_already_up(
+    tmp_path: Path, xdg: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Past FIRST_READ_HERE runs the first read is a worker's too: the table shows Textual's
+    loading indicator until the rows come."""
+    runs = make_runs(tmp_path / "runs")
+    monkeypatch.setattr(home, "FIRST_READ_HERE", 2)  # 3 runs: "many"
+    threads: list[int] = []
+    read = HomeRuns.read
+
+    def watched(self: HomeRuns) -> list[RunRow]:
+        threads.append(threading.get_ident())
+        return read(self)
+
+    monkeypatch.setattr(HomeRuns, "read", watched)
+    app = GrowCockpitApp(runs_root=runs, workdir=tmp_path, clock=lambda: T0 + 100)
+    async with app.run_test(size=SIZE) as pilot:
+        await wait_for(pilot, lambda: len(shown(app)) == 3)
+        assert threads and threading.main_thread().ident not in threads
+        assert not app.screen.query_one(RunsTable).loading
+    assert HomeRuns(runs).count_at_most(3) and not HomeRuns(runs).count_at_most(2)

@@ -44,6 +44,7 @@ from growcockpit.ui.widgets.runs_table import RunsTable, RunsView, runs_view
 from growcockpit.ui.widgets.steady_table import SteadyTable
 
 REFRESH_S = 2.0
+FIRST_READ_HERE = 50  # up to this many runs are listed before the first frame; more: a worker
 HELP = """\
 growcockpit designs, launches, watches and steers training runs that grow a
 transformer stage by stage (MSLT, progressive stacking, V-cycles).
@@ -144,7 +145,11 @@ class HomeScreen(Screen[None]):
             f"runs in {_short(self.runs_root)}/ · Enter or a attaches · c compares · g grows"
         )
         self.load_plans()
-        self.show_runs(self.table_model.read())
+        if self.table_model.count_at_most(FIRST_READ_HERE):
+            self.show_runs(self.table_model.read())  # listed in the first frame
+        else:
+            runs.loading = True  # hundreds of runs: read in the worker, the screen is up
+            self.action_refresh()
         plans.focus()
         self.set_interval(REFRESH_S, self.action_refresh)
 
@@ -203,6 +208,7 @@ class HomeScreen(Screen[None]):
     def _draw(self, view: RunsView) -> None:
         self.runs = [r.entry for r in view.rows]
         table = self.query_one(RunsTable)
+        table.loading = False
         table.draw(view)
         parts = [f"sorted by {view.sort.text()}"] if view.sort else []
         if view.only.active:
