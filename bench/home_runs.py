@@ -156,6 +156,8 @@ async def on_loop(root: Path, seconds: float, settings: Path) -> dict[str, float
         await pilot.pause()
         screen = app.screen
         assert isinstance(screen, HomeScreen)
+        while not screen.rows:  # past FIRST_READ_HERE runs the first read is a worker's
+            await pilot.pause(0.05)
         screen.table_model.set_columns(COLUMNS)
         t = time.thread_time()
         screen.table_model.set_sort(SortSpec("optim.lr", True))
