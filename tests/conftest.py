@@ -3,11 +3,14 @@
 from __future__ import annotations
 
 import os
+import tempfile
 from pathlib import Path
 
 import pytest
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
+# Tests never read or write the user's remembered dashboard views (XDG state).
+os.environ["XDG_STATE_HOME"] = tempfile.mkdtemp(prefix="gc-state-")
 
 
 @pytest.fixture(scope="session")

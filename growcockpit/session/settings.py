@@ -53,14 +53,22 @@ def save_settings(values: dict[str, Any], path: Path | None = None) -> bool:
     path = settings_path() if path is None else path
     data = load_settings(path)
     data.update(values)
+    return write_json(path, data)
+
+
+def write_json(path: Path, data: object) -> bool:
+    """Replace `path` by `data` as JSON, atomically (a temp file and a rename), creating
+    its folder; False (and no exception) when it cannot be written."""
+    tmp = ""
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".settings.", suffix=".tmp")
+        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.stem}.", suffix=".tmp")
         with os.fdopen(fd, "w", encoding="utf-8") as fh:
             json.dump(data, fh, indent=2)
         os.replace(tmp, path)
     except OSError:
-        with contextlib.suppress(Exception):
-            os.unlink(tmp)
+        if tmp:
+            with contextlib.suppress(OSError):
+                os.unlink(tmp)
         return False
     return True

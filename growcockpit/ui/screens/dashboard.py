@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
+from functools import partial
 from pathlib import Path
 
 from textual import work
@@ -33,6 +34,8 @@ from growcockpit.session.fold.layers import TIMING_WINDOW
 from growcockpit.session.plot_view import next_axis
 from growcockpit.session.run_session import RunSession
 from growcockpit.session.scalar_view import BY_KEY, next_scalar
+from growcockpit.session.view_memory import RunViewMemory
+from growcockpit.ui.screens.dashboard_memory import apply_view, current_view
 from growcockpit.ui.screens.dashboard_views import DashboardViews
 from growcockpit.ui.screens.help_texts import DASHBOARD_HELP
 from growcockpit.ui.screens.prompt import HelpScreen, keys_of
@@ -123,6 +126,7 @@ class DashboardScreen(DashboardViews):
         self.session = RunSession(self.run_dir, plan_path=self.plan_path)
         self.clock = clock
         self.command_timeout = command_timeout
+        self.view_memory = RunViewMemory(self.run_dir)
 
     def compose(self) -> ComposeResult:
         yield RunHeader(id="run-header")
@@ -159,6 +163,7 @@ class DashboardScreen(DashboardViews):
         self.query_one("#ov-system").border_title = "system"
         self.query_one("#system-panel").border_title = "system"
         self.query_one("#timing-panel").border_title = "time per step"
+        self.restore_view()
         self.session.claim_control()
         self._tail()
         self.watch_notes()
@@ -206,6 +211,7 @@ class DashboardScreen(DashboardViews):
 
     def on_tabbed_content_tab_activated(self, event: TabbedContent.TabActivated) -> None:
         self.call_after_refresh(self._flush_all)
+        self.remember_view()
 
     def _flush_all(self) -> None:
         self.flush_text()
@@ -220,6 +226,7 @@ class DashboardScreen(DashboardViews):
         plot.raw = not plot.raw
         self.notify(f"loss: {plot.view.smoothing_text()}", timeout=2)
         self.flush_plot()
+        self.remember_view()
 
     def action_cycle_axis(self) -> None:
         """Every plot to the next x axis the run's log can draw (step, tokens, time, FLOPs)."""
@@ -229,6 +236,7 @@ class DashboardScreen(DashboardViews):
             plot.axis = axis
         self.notify(self.query_one(LossPlot).view.axis_text(), timeout=2)
         self.flush_plot()
+        self.remember_view()
 
     def action_zoom(self, by: int) -> None:
         """[ halves the window (the latest half of the x range), ] doubles it, 0 shows all
@@ -247,12 +255,27 @@ class DashboardScreen(DashboardViews):
         shown = "hidden" if plot.scalar is None else BY_KEY[plot.scalar].name
         self.notify(f"plot beside the loss: {shown}", timeout=2)
         self.call_after_refresh(self.flush_plot)
+        self.remember_view()
 
     def action_smoothing(self, direction: int) -> None:
         plot = self.query_one(LossPlot)
         plot.raw, plot.factor = False, plot.view.smoother(direction).factor
         self.notify(f"loss: {plot.view.smoothing_text()}", timeout=2)
         self.flush_plot()
+        self.remember_view()
+
+    # ---- the view (tab, smoothing, x axis, plot beside the loss), remembered per run ----
+    def restore_view(self) -> None:
+        view = self.view_memory.load()
+        if view is not None:
+            apply_view(self, view)
+
+    def remember_view(self) -> None:
+        """Save the view in a worker when a view key changed it (session/view_memory.py)."""
+        view = current_view(self)
+        if self.view_memory.take(view):
+            save = partial(self.view_memory.save, view)
+            self.run_worker(save, thread=True, group="view-memory", exit_on_error=False)
 
     def action_help(self) -> None:
         self.app.push_screen(HelpScreen("Run dashboard", DASHBOARD_HELP, keys_of(self)))

@@ -43,4 +43,5 @@ its loss). Commands (p pause/resume, g advance,
 c checkpoint, s stop, e edit the remaining stages, l scale the LR) wait for the
 backend's answer at its next step and show it. b rolls back to a checkpoint (asks; empty: the latest), dropping the
 plots past it (↶); after a NaN or spike pause it offers the last good one at a lower LR
-scale. Only one cockpit at a time controls a run; others are read-only."""
+scale. Only one cockpit at a time controls a run; others are read-only.
+The tab, smoothing, x axis and v plot are remembered per run."""

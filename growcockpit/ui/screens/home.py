@@ -23,23 +23,28 @@ from growcockpit.plan import PlanError, load_plan
 from growcockpit.plan.init_from import SourceError, grow_plan_from
 from growcockpit.plan.types import Plan
 from growcockpit.protocol.rundir import RunPaths
-from growcockpit.session.catalog import PlanEntry, RunEntry, format_age, list_plans, list_runs
+from growcockpit.session.catalog import PlanEntry, RunEntry, list_plans
+from growcockpit.session.home_runs import HomeRuns
 from growcockpit.session.race_view import RACES_DIR
-from growcockpit.ui.screens.prompt import HelpScreen, keys_of
+from growcockpit.session.run_columns import (
+    RunRow,
+    SortSpec,
+    available_columns,
+    columns_problem,
+    columns_text,
+    filter_problem,
+    next_sort,
+    parse_columns,
+    parse_filter,
+)
+from growcockpit.ui.screens.prompt import HelpScreen, PromptScreen, keys_of
 from growcockpit.ui.type_ahead import hold_keys
 from growcockpit.ui.widgets.race_list import RaceList
+from growcockpit.ui.widgets.runs_table import RunsTable, RunsView, runs_view
 from growcockpit.ui.widgets.steady_table import SteadyTable
 
 REFRESH_S = 2.0
-NOTES_WIDTH = 32  # the notes column: tags, then the note, cut
-STATUS_STYLE = {
-    "live": "bold green",
-    "paused": "bold yellow",
-    "completed": "cyan",
-    "stopped": "yellow",
-    "crashed": "bold red",
-    "unknown": "dim",
-}
+FIRST_READ_HERE = 50  # up to this many runs are listed before the first frame; more: a worker
 HELP = """\
 growcockpit designs, launches, watches and steers training runs that grow a
 transformer stage by stage (MSLT, progressive stacking, V-cycles).
@@ -53,7 +58,13 @@ races/ are listed below the runs once there are any: Enter opens one.
 n starts a new plan; g starts one that grows the highlighted finished run's final
 model; r refreshes the runs list (it also refreshes itself every few seconds); q quits.
 The notes column shows each run's tags and note: set them on its dashboard (T, N)
-or with `growcockpit tag RUN a,b` and `growcockpit note RUN "text"`."""
+or with `growcockpit tag RUN a,b` and `growcockpit note RUN "text"`.
+
+o picks extra run columns: plan keys (model.family, optim.lr, stages …), tags, note,
+or #TAG (a mark on the runs with that tag); they are remembered. s sorts by the next
+column (or click a header), S reverses; numbers sort as numbers, runs without a value
+last. / filters the runs: #TAG (or tag:TAG) keeps the tagged ones, other words must
+appear in the row; Esc clears it."""
 
 
 def _short(path: Path) -> str:
@@ -74,6 +85,11 @@ class HomeScreen(Screen[None]):
         Binding("c", "compare", "Compare"),
         Binding("g", "grow_run", "Grow run"),
         Binding("r", "refresh", "Refresh", show=False),
+        Binding("o", "columns", "Run columns (plan keys, tags)", show=False),
+        Binding("s", "sort_next", "Sort runs by the next column", show=False),
+        Binding("S", "sort_reverse", "Reverse the runs' sort", show=False),
+        Binding("slash", "filter", "Filter runs (#tag, words)", show=False, key_display="/"),
+        Binding("escape", "clear_filter", "Clear the runs filter", show=False),
         Binding("question_mark", "help", "Help", key_display="?"),
         Binding("q", "app.quit", "Quit"),
     ]
@@ -104,8 +120,9 @@ class HomeScreen(Screen[None]):
         self.workdir = workdir
         self.samples = samples
         self.plans: list[PlanEntry] = []
-        self.runs: list[RunEntry] = []
-        self._runs_key: tuple[object, ...] | None = None
+        self.runs: list[RunEntry] = []  # as shown: filtered and sorted
+        self.rows: list[RunRow] = []  # every run, as last read
+        self.table_model = HomeRuns(self.runs_root)
 
     def compose(self) -> ComposeResult:
         yield Static(
@@ -114,7 +131,7 @@ class HomeScreen(Screen[None]):
         )
         with Vertical(id="home-body"):
             yield SteadyTable[str | Text](id="plans-table", cursor_type="row", zebra_stripes=True)
-            yield SteadyTable[str | Text](id="runs-table", cursor_type="row", zebra_stripes=True)
+            yield RunsTable(id="runs-table")
             yield RaceList(self.runs_root.parent / RACES_DIR)  # shown once there are races
         yield Footer(compact=True)
 
@@ -123,14 +140,16 @@ class HomeScreen(Screen[None]):
         plans.border_title = "plans · Enter opens · n new"
         for col in ("plan", "from", "stages", "steps", "layers", "about"):
             plans.add_column(col, key=col)
-        runs = self.query_one("#runs-table", DataTable)
+        runs = self.query_one(RunsTable)
         runs.border_title = (
             f"runs in {_short(self.runs_root)}/ · Enter or a attaches · c compares · g grows"
         )
-        for col in ("run", "status", "plan", "stage", "step", "loss", "age", "notes"):
-            runs.add_column(col, key=col)
         self.load_plans()
-        self.show_runs(list_runs(self.runs_root))
+        if self.table_model.count_at_most(FIRST_READ_HERE):
+            self.show_runs(self.table_model.read())  # listed in the first frame
+        else:
+            runs.loading = True  # hundreds of runs: read in the worker, the screen is up
+            self.action_refresh()
         plans.focus()
         self.set_interval(REFRESH_S, self.action_refresh)
 
@@ -160,53 +179,99 @@ class HomeScreen(Screen[None]):
 
     @work(thread=True, exclusive=True, group="runs", exit_on_error=False)
     def _refresh_worker(self) -> None:
-        runs = list_runs(self.runs_root)
-        self.app.call_from_thread(self.show_runs, runs)
+        """Read the runs and build their table off the event loop (hundreds of runs)."""
+        model = self.table_model
+        rows = model.read()
+        view = runs_view(rows, model.columns, model.sort, model.only, self._now())
+        self.app.call_from_thread(self._show_view, rows, view)
 
     def action_refresh(self) -> None:
         self._refresh_worker()
 
-    def show_runs(self, runs: list[RunEntry]) -> None:
-        now = self._now()
-        key = tuple(
-            (
-                r.path,
-                r.status,
-                r.stage_text(now),
-                r.step,
-                r.loss,
-                format_age(now - r.updated),
-                r.notes,
-            )
-            for r in runs
+    def show_runs(self, rows: list[RunRow]) -> None:
+        """Draw the runs read last (filtered and sorted as the user chose)."""
+        self.rows = rows
+        self.redraw_runs()
+
+    def _show_view(self, rows: list[RunRow], view: RunsView) -> None:
+        model = self.table_model
+        if (view.columns, view.sort, view.only) != (model.columns, model.sort, model.only):
+            self.show_runs(rows)  # the user changed the table while the worker read
+            return
+        self.rows = rows
+        self._draw(view)
+
+    def redraw_runs(self) -> None:
+        model = self.table_model
+        self._draw(runs_view(self.rows, model.columns, model.sort, model.only, self._now()))
+
+    def _draw(self, view: RunsView) -> None:
+        self.runs = [r.entry for r in view.rows]
+        table = self.query_one(RunsTable)
+        table.loading = False
+        table.draw(view)
+        parts = [f"sorted by {view.sort.text()}"] if view.sort else []
+        if view.only.active:
+            parts.append(f"filter {view.only.text()}: {len(view.rows)} of {len(self.rows)}")
+        table.border_subtitle = " · ".join(parts)
+
+    # ---- the runs table's columns, sort and filter ----------------------------------
+    def action_columns(self) -> None:
+        model = self.table_model
+        offered = ", ".join(available_columns(self.rows)[:40]) or "none yet"
+
+        def done(value: str | None) -> None:
+            if value is None:
+                return
+            if not model.set_columns(parse_columns(value)):
+                self.notify("could not save the columns: this session only", severity="warning")
+            self.redraw_runs()
+
+        body = f"Extra run columns, comma-separated, e.g. model.family, optim.lr, #baseline. Known: {offered}"
+        self.app.push_screen(
+            PromptScreen("Run columns", body, columns_text(model.columns), columns_problem),
+            done,
         )
-        if key == self._runs_key:
+
+    def _sort(self, sort: SortSpec | None) -> None:
+        if not self.table_model.set_sort(sort):
+            self.notify("could not save the sort order: this session only", severity="warning")
+        self.redraw_runs()
+
+    def action_sort_next(self) -> None:
+        """Sort by the next column, left to right; after the last, back to the default
+        order (live runs first, then the most recently updated)."""
+        order = self.query_one(RunsTable).column_order()
+        sort = self.table_model.sort
+        i = order.index(sort.column) if sort is not None and sort.column in order else -1
+        self._sort(SortSpec(order[i + 1]) if i + 1 < len(order) else None)
+
+    def action_sort_reverse(self) -> None:
+        sort = self.table_model.sort
+        if sort is None:
+            self.notify("not sorted yet: s sorts by a column, or click its header", timeout=3)
             return
-        self._runs_key = key
-        self.runs = runs
-        table = self.query_one("#runs-table", DataTable)
-        cursor = table.cursor_row
-        table.clear()
-        if not runs:
-            table.add_row(
-                Text("no runs yet: open a plan and launch it (l)", style="dim"),
-                *([""] * 7),
-            )
-            return
-        for i, r in enumerate(runs):
-            steps = f"{r.step}/{r.total_steps}" if r.total_steps else str(r.step)
-            table.add_row(
-                r.name,
-                Text(r.status, style=STATUS_STYLE.get(r.status, "")),
-                r.plan,
-                r.stage_text(now),
-                steps,
-                "–" if r.loss is None else f"{r.loss:.3f}",
-                format_age(now - r.updated) if r.updated else "–",
-                Text(r.notes.summary(NOTES_WIDTH), style="italic"),
-                key=str(i),
-            )
-        table.move_cursor(row=min(cursor, len(runs) - 1), animate=False)
+        self._sort(SortSpec(sort.column, not sort.descending))
+
+    def on_runs_table_sort_clicked(self, message: RunsTable.SortClicked) -> None:
+        self._sort(next_sort(self.table_model.sort, message.column))
+
+    def action_filter(self) -> None:
+        def done(value: str | None) -> None:
+            if value is not None:
+                self.table_model.only = parse_filter(value)
+                self.redraw_runs()
+
+        body = "#TAG or tag:TAG keeps the runs with that tag; other words must appear in the row (any case). Empty shows all."
+        self.app.push_screen(
+            PromptScreen("Filter runs", body, self.table_model.only.text(), filter_problem),
+            done,
+        )
+
+    def action_clear_filter(self) -> None:
+        if self.table_model.only.active:
+            self.table_model.only = parse_filter("")
+            self.redraw_runs()
 
     def _now(self) -> float:
         clock = getattr(self.app, "clock", time.time)
