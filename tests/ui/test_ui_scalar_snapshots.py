@@ -9,9 +9,11 @@ from pathlib import Path
 import pytest
 from scalar_fixtures import write_wsd_run
 from textual.pilot import Pilot
-from ui_fixtures import T0, settle
+from ui_fixtures import T0, settle, wait_for
 
 from growcockpit.ui import GrowCockpitApp
+from growcockpit.ui.screens.prompt import PromptScreen
+from growcockpit.ui.widgets.loss_plot import LossPlot
 
 SIZES = pytest.mark.parametrize("size", [(80, 24), (160, 48)], ids=["80x24", "160x48"])
 
@@ -34,13 +36,16 @@ def test_dashboard_lr_beside_loss(snap_compare, tmp_path: Path, size: tuple[int,
 
 
 async def _steps_30_to_40_with_cursor(pilot: Pilot[None]) -> None:
+    """Each key waits for what it does (the prompt, the range, the cursor) rather than for a
+    fixed time: under load a fixed pause raced the prompt and the snapshot drifted."""
     screen = await settle(pilot)
+    plot = screen.query_one(LossPlot)
     await pilot.press("v", "z")
-    await pilot.pause(0.2)
+    await wait_for(pilot, lambda: isinstance(pilot.app.screen, PromptScreen))
     await pilot.press(*["backspace"] * 8, *"30-40", "enter")
-    await pilot.pause(0.2)
+    await wait_for(pilot, lambda: pilot.app.screen is screen and plot.steps == (30, 40))
     await pilot.press("full_stop")
-    await pilot.pause(0.3)
+    await wait_for(pilot, lambda: plot.cursor is not None)
     screen.flush_plot()
     await pilot.pause(0.1)
 
