@@ -15,7 +15,12 @@ from dataclasses import dataclass
 from growcockpit.backend.loop.progress import Progress
 from growcockpit.plan import PlanError, parse_stages, replace_remaining_stages
 from growcockpit.plan.types import Plan
-from growcockpit.protocol.commands import CommandRequest, lr_factor_problem, lr_scale_problem
+from growcockpit.protocol.commands import (
+    CommandRequest,
+    ended_first,
+    lr_factor_problem,
+    lr_scale_problem,
+)
 from growcockpit.protocol.safe_text import quoted
 
 
@@ -74,7 +79,7 @@ def decide(request: CommandRequest, run: Progress) -> Intent | Refusal:
     """The intent `request` stands for at this point of the run, or why it is refused."""
     cmd = request.command
     if run.stopping:
-        return Refusal("the run is stopping")
+        return Refusal(ended_first(cmd))
     rule = _RULES.get(cmd)
     if rule is None:
         return Refusal(f"unknown command {quoted(cmd)}")
