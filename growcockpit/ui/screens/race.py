@@ -54,7 +54,14 @@ candidates' curves (their first seed) against compute, with the rungs as vertica
 lines, and against training time. s asks the race to stop (the run in training
 checkpoints; nothing is lost); c goes on with it in the background: the rungs still
 missing, then the winner to the full budget. r reads the race directory again now (it
-is re-read every 2 s anyway); Esc goes back."""
+is re-read every 2 s anyway); Esc goes back.
+
+The verdict says how much sooner the winner reaches the baseline's final loss, compute
+against compute ("3.00× sooner"). Then it counts the race itself: the baseline's compute
+to that loss over everything the race trained to find the winner (every other
+candidate's compute, plus the winner's way to that loss). Below 1× (say 0.34×) the
+search cost more than the winner saved, here about 2.9× the baseline's compute: the race
+pays off only when the winning plan is trained again."""
 
 
 def colour_of(i: int, c: CandidateView) -> str:
