@@ -22,6 +22,7 @@ from growcockpit.protocol.commands import (
     lr_scale_problem,
 )
 from growcockpit.protocol.safe_text import quoted
+from growcockpit.protocol.wording import counted
 
 
 @dataclass(frozen=True)
@@ -99,7 +100,8 @@ def _advance(request: CommandRequest, run: Progress) -> Intent | Refusal:
     if index + 1 >= len(stages):
         return Refusal(f"already at the last stage ({index + 1}/{len(stages)}); use stop to end")
     nxt = stages[index + 1]
-    return Advance(f"entering stage {index + 2} ({nxt.name}: {nxt.enter} to {nxt.layers} layers)")
+    to = counted(nxt.layers, "layer")
+    return Advance(f"entering stage {index + 2} ({nxt.name}: {nxt.enter} to {to})")
 
 
 def _rollback(request: CommandRequest, run: Progress) -> Intent | Refusal:
