@@ -22,6 +22,8 @@ from growcockpit.protocol import Eval, Event, RunFinished, RunStarted, StageStar
 from growcockpit.ui import GrowCockpitApp
 from growcockpit.ui.screens import CompareScreen
 from growcockpit.ui.screens.compare import CURVE_COLOURS
+from growcockpit.ui.screens.race import COLOURS as RACE_COLOURS
+from growcockpit.ui.screens.race import CUT_COLOUR
 from growcockpit.ui.themes import parse_palette, theme_files
 
 
@@ -49,7 +51,8 @@ def test_every_run_colour_reads_on_every_theme() -> None:
             if re.fullmatch(r"#[0-9a-fA-F]{6}", palette.get(key, "")):
                 grounds[f"{theme.name} {key}"] = palette[key]
     assert len(grounds) >= 6
-    for colour in CURVE_COLOURS:
+    assert RACE_COLOURS == CURVE_COLOURS  # the race screen draws candidates in them too
+    for colour in (*CURVE_COLOURS, CUT_COLOUR):
         for where, ground in grounds.items():
             assert _contrast(colour, ground) >= 3.0, (colour, where)
 

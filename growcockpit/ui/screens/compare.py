@@ -35,22 +35,9 @@ from growcockpit.session.compare_view import (
 from growcockpit.session.plot_view import AXIS_NAMES, Curves, PlotView
 from growcockpit.ui.screens.prompt import HelpScreen, keys_of
 from growcockpit.ui.widgets.steady_table import SteadyTable
-from growcockpit.ui.widgets.text_bits import rgb
+from growcockpit.ui.widgets.text_bits import RUN_COLOURS, rgb
 
-# Eight hues at one middle luminance: each contrasts at least 3:1 (the least for graphics)
-# with every shipped theme's background, surface and panel, light and dark alike. ANSI
-# names did not: "white" on the light theme drew a selected run invisibly, its curves
-# and its name in the verdict table.
-CURVE_COLOURS = (
-    "#1278de",  # blue
-    "#c15a10",  # orange
-    "#0b8920",  # green
-    "#ec1818",  # red
-    "#a742f0",  # purple
-    "#e2128c",  # pink
-    "#0b838e",  # teal
-    "#8e780b",  # olive
-)
+CURVE_COLOURS = RUN_COLOURS
 HELP = """\
 Pick two or more runs on the left (space toggles one). The plots overlay their train
 loss (smoothed by a time-weighted, debiased EMA as W&B does; < and > change the factor,

@@ -34,10 +34,11 @@ from growcockpit.session.race_view import (
 from growcockpit.ui.screens.confirm import ConfirmScreen
 from growcockpit.ui.screens.prompt import HelpScreen, keys_of
 from growcockpit.ui.widgets.steady_table import SteadyTable
+from growcockpit.ui.widgets.text_bits import RUN_COLOURS, rgb
 
 REFRESH_S = 2.0
-COLOURS = ("cyan", "magenta", "green", "yellow", "blue", "red", "white", "orange")
-CUT_COLOUR = "gray"
+COLOURS = RUN_COLOURS  # readable on every theme (ANSI "white" vanished on the light one)
+CUT_COLOUR = "#7a7a7a"  # grey, 3:1 or more on every theme's ground
 LEADER = "★ "
 STATE_STYLE = {"racing": "", "cut": "dim", "winner": "bold green", "finished": "bold cyan",
                "failed": "bold red", "stopping": "yellow", "stopped": "yellow"}  # fmt: skip
@@ -205,7 +206,7 @@ class RaceScreen(Screen[None]):
                 xs = [p.flops / scale if axis == "flops" else p.wall_s for p in c.curve]
                 label = (LEADER if c.leader else "") + c.key[-24:]
                 plt.plot(xs, [p.loss for p in c.curve], label=label, marker="braille",
-                         color=colour_of(i, c))  # fmt: skip
+                         color=rgb(colour_of(i, c)))  # fmt: skip
             if axis == "flops":
                 for rung in v.rungs:
                     plt.vline(rung / scale, "gray")
