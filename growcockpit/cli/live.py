@@ -47,12 +47,11 @@ def cmd_ctl(args: argparse.Namespace) -> int:
         ack = send_command(args.run_dir, CommandRequest(command, cmd_args), timeout=args.timeout)
     except (ControlError, CommandError) as exc:
         raise UserError(str(exc)) from None
+    at = "" if ack.step is None else f" at step {ack.step}"  # None: the loop never saw it
     if ack.accepted:
-        print(
-            f"{command}: accepted at step {ack.step}" + (f" ({ack.reason})" if ack.reason else "")
-        )
+        print(f"{command}: accepted{at}" + (f" ({ack.reason})" if ack.reason else ""))
         return EXIT_OK
-    print(f"{command}: refused at step {ack.step}: {ack.reason}", file=sys.stderr)
+    print(f"{command}: refused{at}: {ack.reason}", file=sys.stderr)
     return EXIT_FAILED
 
 

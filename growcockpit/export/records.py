@@ -29,6 +29,7 @@ from growcockpit.protocol.events import (
     System,
     WarningEvent,
 )
+from growcockpit.protocol.wording import counted
 
 GIB = float(2**30)
 
@@ -88,7 +89,7 @@ def _system(ev: System, out: dict[str, float]) -> None:
 def _stage_text(ev: StageStarted) -> str:
     trained = ", ".join(map(str, ev.trainable_layers)) or "none"
     return (
-        f"stage {ev.index + 1} {ev.name}: {ev.layers} layers via {ev.operator} "
+        f"stage {ev.index + 1} {ev.name}: {counted(ev.layers, 'layer')} via {ev.operator} "
         f"({ev.op_seconds:.2f} s), training layers {trained} for {ev.steps} steps"
     )
 

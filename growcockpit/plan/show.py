@@ -12,6 +12,7 @@ from growcockpit.plan.init_from import tokenizer_used
 from growcockpit.plan.operators import operator_label
 from growcockpit.plan.shapes import resolve_shapes
 from growcockpit.plan.types import Plan, Stage
+from growcockpit.protocol.wording import counted
 
 
 def layer_ranges(ids: Iterable[int], sep: str = ", ") -> str:
@@ -132,7 +133,8 @@ def format_plan(plan: Plan, cost: PlanCost | None = None) -> str:
     if plan.description:
         lines.append(f"  {plan.description}")
     lines += [
-        f"model: {m.family}, {m.final_layers} layers × hidden {m.hidden_size}, {m.num_heads} heads, "
+        f"model: {m.family}, {counted(m.final_layers, 'layer')} × hidden {m.hidden_size}, "
+        f"{counted(m.num_heads, 'head')}, "
         f"FFN {m.intermediate_size}, max_seq_len {m.max_seq_len}, dropout {m.dropout:g}",
         *_model_extras(plan),
         f"data:  {d.source}{_column(plan)}, tokenizer {_tokenizer(plan)}, seq_len {d.seq_len}, val_fraction {d.val_fraction:g}"
@@ -199,7 +201,7 @@ def format_plan(plan: Plan, cost: PlanCost | None = None) -> str:
     lines += [
         f"total steps: {plan.total_steps}",
         f"estimated compute: {cost.ratio:.2f} × the full-depth baseline over the same "
-        f"{plan.total_steps} steps ({m.final_layers} layers, all trained) → speedup "
+        f"{plan.total_steps} steps ({counted(m.final_layers, 'layer')}, all trained) → speedup "
         f"{cost.speedup:.2f}×  (r = {cost.r:.2f}, head h = {cost.h:.2f} blocks)",
         "rel.cost: one step's cost relative to one baseline step (layers a→b: grown by the stage's operator;"
         " +emb: embeddings train; ·: optim.lr"

@@ -152,10 +152,14 @@ class CommandRequest:
 
 @dataclass
 class CommandAck:
+    """A command's answer. `step` is the step the training loop took it at; None when the
+    loop never saw it (refused by the server: unreadable, timed out, or the run ended
+    first), so no answer claims a step the command was never at."""
+
     id: str
     accepted: bool
     reason: str = ""
-    step: int = 0
+    step: int | None = None
 
     def encode(self) -> str:
         return json.dumps(
@@ -169,7 +173,7 @@ class CommandAck:
         if not isinstance(data, dict):
             raise ValueError("ack is not a JSON object")
         try:
-            step = int(data.get("step") or 0)
+            step = None if data.get("step") is None else int(data["step"])
         except (TypeError, ValueError):
             raise ValueError(f"ack step is not an integer: {data.get('step')!r}") from None
         return cls(
@@ -178,3 +182,14 @@ class CommandAck:
             reason=str(data.get("reason", "")),
             step=step,
         )
+
+
+def ended_first(command: str) -> str:
+    """Why a command reached a run that is ending (a stop accepted, training done, a
+    crash), and the way to what it asked for: a rollback of a run that ends is a resume
+    from that checkpoint."""
+    if command == "rollback":
+        way = "`growcockpit resume RUN --from step-N` restores a checkpoint once it has ended"
+    else:
+        way = "`growcockpit resume RUN` starts it again once it has ended"
+    return f"the run is ending (stopped, finished or crashed) and applies no more commands; {way}"

@@ -39,7 +39,7 @@ import time
 from pathlib import Path
 from types import TracebackType
 
-from .commands import CommandAck, CommandError, CommandRequest
+from .commands import CommandAck, CommandError, CommandRequest, ended_first
 from .control_error import ControlError, one_line
 from .pending import PendingCommand
 from .socket_path import (
@@ -152,7 +152,7 @@ class ControlServer:
             self._sock.close()
             self._unlink_own(self.socket_path != self.path)
         for pending in inflight:
-            pending.refuse("the backend stopped before applying the command")
+            pending.refuse(ended_first(pending.request.command))
         with self._lock:
             conns = list(self._conns.values())
             workers = list(self._workers.values())
@@ -341,7 +341,7 @@ class ControlServer:
         pending = PendingCommand(request, client)
         with self._lock:
             if self._closed.is_set():
-                return CommandAck(request.id, False, "the backend is shutting down")
+                return CommandAck(request.id, False, ended_first(request.command))
             self._inflight.add(pending)
         try:
             self._queue.put(pending)

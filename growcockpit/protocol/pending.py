@@ -38,7 +38,7 @@ class PendingCommand:
     def accept(self, step: int = 0, reason: str = "") -> bool:
         return self.reply(CommandAck(self.request.id, accepted=True, reason=reason, step=step))
 
-    def refuse(self, reason: str, step: int = 0) -> bool:
+    def refuse(self, reason: str, step: int | None = None) -> bool:
         return self.reply(CommandAck(self.request.id, accepted=False, reason=reason, step=step))
 
     @property

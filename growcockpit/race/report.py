@@ -268,16 +268,32 @@ def verdict_line(result: RaceResult) -> str:
             f"winner: {result.winner}; it has not reached the baseline's loss "
             f"{s.target_loss:.4f} (estimated from the race)"
         )
-    with_race = s.with_race
-    counted = f"{with_race:.2f}×" if with_race is not None else "—"
     line = (
         f"winner: {result.winner} reaches the baseline's loss {s.target_loss:.4f} "
         f"{s.sooner:.2f}× sooner (estimated from the race: {s.winner_flops:.3g} vs "
-        f"{s.baseline_flops:.3g} FLOPs); counting the race's own compute: {counted}"
+        f"{s.baseline_flops:.3g} FLOPs); {race_cost_text(s.with_race)}"
     )
     if gate is not None:
         line += "; " + _against_best_control(result, gate, win)
     return line
+
+
+def race_cost_text(with_race: float | None) -> str:
+    """The speedup once the search is paid for, in words: the ratio alone ("0.34×") read
+    as a slowdown of the winner, when it says what the race cost."""
+    what = (
+        "counting the race's own compute too (what every other candidate trained, plus "
+        "the winner's way to that loss)"
+    )
+    if with_race is None or with_race <= 0:
+        return f"{what}: not known yet"
+    if with_race >= 1:
+        return f"{what}: {with_race:.2f}× sooner still, so the race paid for itself"
+    return (
+        f"{what}: {with_race:.2f}×, i.e. finding this plan cost {1 / with_race:.1f}× the "
+        "baseline's compute to that loss: the search pays off only when the winning plan "
+        "is trained again"
+    )
 
 
 def _against_best_control(result: RaceResult, gate: RaceGate, win: Row) -> str:

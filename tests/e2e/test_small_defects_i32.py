@@ -95,3 +95,33 @@ def test_the_header_shows_the_scaled_lr_right_after_set_lr() -> None:
     assert state.lr == pytest.approx(5e-4) and state.lr_scale == 0.5
     state.apply(Step(t=3.0, step=6, stage=0, loss=5.0, lr=4.9e-4))  # the backend's own value wins
     assert state.lr == pytest.approx(4.9e-4)
+
+
+def test_one_layer_reads_as_one_layer_where_a_user_meets_it() -> None:
+    """A 1-layer stage (the late-expansion plans start with one) said "1 layers" in the
+    dashboard's event log, the export and an advance's answer; a 1-layer model in plan show."""
+    from growcockpit.backend.control.commands import Advance, decide
+    from growcockpit.backend.loop.progress import Progress
+    from growcockpit.export.records import _stage_text
+    from growcockpit.plan import loads_plan
+    from growcockpit.plan.show import format_plan
+    from growcockpit.protocol import CommandRequest, StageStarted
+    from growcockpit.session.run_state import RunState
+
+    stage = StageStarted(index=0, name="one", layers=1, trainable_layers=[0], operator="init")
+    state = RunState()
+    state.apply(stage)
+    logged = [e.text for e in state.log if e.kind == "stage"]
+    assert logged and "1 layer," in logged[0] and "1 layers" not in logged[0]
+    assert "1 layer via init" in _stage_text(stage)
+
+    text = (REPO / "sample_plans" / "cpu-gpt2-late.toml").read_text()
+    one = text.replace("final_layers = 8", "final_layers = 1")
+    one = one[: one.index("[[stages]]")] + '[[stages]]\nname = "one"\nlayers = 1\nsteps = 10\n'
+    shown = format_plan(loads_plan(one, "one.toml"))
+    assert "1 layer ×" in shown and "(1 layer, all trained)" in shown and "1 layers" not in shown
+
+    late = loads_plan(text, "late.toml")
+    late.stages[1].layers = 1  # an advance into a 1-layer stage (as a V-cycle's way down)
+    answer = decide(CommandRequest("advance"), Progress(late, 0, 5, None, "running"))
+    assert isinstance(answer, Advance) and "to 1 layer)" in answer.message

@@ -118,7 +118,7 @@ def test_unknown_command_refused(run_dir: Path, served: tuple[ControlServer, Loo
             "id": "x1",
             "accepted": False,
             "reason": acks[0]["reason"],
-            "step": 0,
+            "step": None,  # the loop never saw it: no step claimed
         }
     ]
     assert 'unknown command "self_destruct"' in str(acks[0]["reason"])

@@ -258,7 +258,7 @@ async def test_compare_screen_plots_and_verdicts(tmp_path: Path) -> None:
         assert screen.comparison.runs[screen.comparison.target or 0].name == "baseline"
         text = screen_text(app)
         assert "train loss (TWEMA 0.9) vs training time" in text
-        assert "val loss vs training time" in text and "baseline (target)" in text
+        assert "val loss vs training time" in text and "target: baseline" in text
         await pilot.press("x")
         await pilot.pause()
         text = screen_text(app)

@@ -80,7 +80,7 @@ async def test_compare_screen_overlays_and_diffs_the_selected_runs(tmp_path: Pat
         await wait_for(pilot, lambda: len(screen.comparison.runs) == 2)
         await pilot.pause()
         text = screen_text(app)
-        assert "reference (target)" in text  # the one-stage plan is the baseline
+        assert "target: reference" in text  # the one-stage plan is the baseline
         colour = screen.colour_of("growth-run")
         assert colour == screen.colour_of("growth-run") != screen.colour_of("reference")
         await pilot.press("d")

@@ -404,16 +404,16 @@ async def test_help_lists_every_key(tmp_path: Path) -> None:
         await pilot.pause()
         assert isinstance(app.screen, HelpScreen)
         text = screen_text(app)
-        for word in (
-            "Pause",
-            "Advance",
-            "Ckpt",
-            "Stop",
-            "Edit",
-            "LR",
-            "Rewind",
-            "Leave",
-            "Raw/smoothed",
+        for word in (  # each key with its meaning (test_help_lists_every_key.py: all of them)
+            "p  pause/resume",
+            "g  enter the next stage",
+            "c  write a checkpoint",
+            "s  checkpoint, then end",
+            "e  edit the stages",
+            "l  scale the learning rate",
+            "b  roll back",
+            "q  leave",
+            "r  raw / smoothed",
         ):
             assert word in text
         await pilot.press("escape")

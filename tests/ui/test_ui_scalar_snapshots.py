@@ -59,3 +59,36 @@ def test_dashboard_steps_30_to_40_with_cursor(
         run_dir=run_dir, clock=lambda: T0 + 100.0, theme="dark", workdir=tmp_path, samples=tmp_path
     )
     assert snap_compare(app, terminal_size=size, run_before=_steps_30_to_40_with_cursor)
+
+
+async def _grad_norm_steps_30_to_60_cursor_back(pilot: Pilot[None]) -> None:
+    """v twice (the total grad norm under the loss), z 30-60, then . . , (the cursor two
+    points in and one back): every key of the scalar plots and the range zoom. Each key
+    waits for the one before (a burst raced the prompt under load)."""
+    from growcockpit.ui.screens import PromptScreen
+
+    screen = await settle(pilot)
+    for key in ("v", "v"):
+        await pilot.press(key)
+        await pilot.pause(0.2)
+    await pilot.press("z")
+    await wait_for(pilot, lambda: isinstance(pilot.app.screen, PromptScreen))
+    await pilot.press(*["backspace"] * 8, *"30-60", "enter")
+    await wait_for(pilot, lambda: pilot.app.screen is screen)
+    for key in ("full_stop", "full_stop", "comma"):
+        await pilot.pause(0.2)
+        await pilot.press(key)
+    await pilot.pause(0.3)
+    screen.flush_plot()
+    await pilot.pause(0.1)
+
+
+@SIZES
+def test_dashboard_grad_norm_steps_30_to_60_cursor_back(
+    snap_compare, tmp_path: Path, size: tuple[int, int]
+) -> None:  # type: ignore[no-untyped-def]
+    run_dir = write_wsd_run(tmp_path / "run")
+    app = GrowCockpitApp(
+        run_dir=run_dir, clock=lambda: T0 + 100.0, theme="dark", workdir=tmp_path, samples=tmp_path
+    )
+    assert snap_compare(app, terminal_size=size, run_before=_grad_norm_steps_30_to_60_cursor_back)

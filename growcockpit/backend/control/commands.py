@@ -15,8 +15,14 @@ from dataclasses import dataclass
 from growcockpit.backend.loop.progress import Progress
 from growcockpit.plan import PlanError, parse_stages, replace_remaining_stages
 from growcockpit.plan.types import Plan
-from growcockpit.protocol.commands import CommandRequest, lr_factor_problem, lr_scale_problem
+from growcockpit.protocol.commands import (
+    CommandRequest,
+    ended_first,
+    lr_factor_problem,
+    lr_scale_problem,
+)
 from growcockpit.protocol.safe_text import quoted
+from growcockpit.protocol.wording import counted
 
 
 @dataclass(frozen=True)
@@ -74,7 +80,7 @@ def decide(request: CommandRequest, run: Progress) -> Intent | Refusal:
     """The intent `request` stands for at this point of the run, or why it is refused."""
     cmd = request.command
     if run.stopping:
-        return Refusal("the run is stopping")
+        return Refusal(ended_first(cmd))
     rule = _RULES.get(cmd)
     if rule is None:
         return Refusal(f"unknown command {quoted(cmd)}")
@@ -94,7 +100,8 @@ def _advance(request: CommandRequest, run: Progress) -> Intent | Refusal:
     if index + 1 >= len(stages):
         return Refusal(f"already at the last stage ({index + 1}/{len(stages)}); use stop to end")
     nxt = stages[index + 1]
-    return Advance(f"entering stage {index + 2} ({nxt.name}: {nxt.enter} to {nxt.layers} layers)")
+    to = counted(nxt.layers, "layer")
+    return Advance(f"entering stage {index + 2} ({nxt.name}: {nxt.enter} to {to})")
 
 
 def _rollback(request: CommandRequest, run: Progress) -> Intent | Refusal:

@@ -18,6 +18,7 @@ from growcockpit.protocol.events import (
 )
 from growcockpit.protocol.rundir import FINAL_STATES
 from growcockpit.protocol.startup_phases import FIRST_PHASE, LAST_PHASE, ended_text
+from growcockpit.protocol.wording import counted
 from growcockpit.session.fold import axes
 from growcockpit.session.fold.layers import LayerRow
 from growcockpit.session.fold.plan import StageInfo, decode_plan, stages_of
@@ -116,7 +117,7 @@ def on_stage_started(state: RunData, ev: StageStarted) -> None:
     state.log_line(
         ev.step,
         "stage",
-        f"stage {ev.index + 1} {ev.name}: {ev.operator}, {ev.layers} layers, "
+        f"stage {ev.index + 1} {ev.name}: {ev.operator}, {counted(ev.layers, 'layer')}, "
         f"training {layer_ranges(trainable) or 'none'} ({ev.op_seconds:.2f}s)"
         + (f"; {REASON_TEXT[ev.reason]}" if ev.reason in REASON_TEXT else ""),
         "info",

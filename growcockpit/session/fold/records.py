@@ -12,7 +12,8 @@ HIST = 120  # samples of short history (sparklines: system, per-layer grad norm)
 
 @dataclass
 class StageTiming:
-    """Mean timings of one stage's steps (what shows the speedup when layers freeze)."""
+    """Mean timings of one stage's steps (what shows the speedup when layers freeze);
+    its tokens/s is its tokens over its time, so it agrees with the mean step time."""
 
     index: int
     name: str = ""
@@ -26,11 +27,24 @@ class StageTiming:
     opt_ms: float = 0.0
     data_ms: float = 0.0
 
+    def _rate_with(self, rates: list[float | None], step_ms: list[float | None]) -> float:
+        """The stage's tokens/s once these steps are added: its tokens over its time, each
+        step's rate weighted by its time. A plain mean of the rates disagreed with the mean
+        step time beside it (one slow step moves the mean ms, hardly the mean rate), so the
+        row's ms and tok/s implied another batch size."""
+        time = self.n * self.step_ms  # the steps so far (a step without a time counts 0)
+        tokens = self.tokens_per_s * time
+        for rate, ms in zip(rates, step_ms, strict=True):
+            if rate and ms:
+                tokens += rate * ms
+                time += ms
+        return tokens / time if time > 0 else self.tokens_per_s
+
     def add(self, ev: Step) -> None:
+        self.tokens_per_s = self._rate_with([ev.tokens_per_s], [ev.step_ms])
         self.n += 1
         k = 1.0 / self.n
         self.step_ms += ((ev.step_ms or 0.0) - self.step_ms) * k
-        self.tokens_per_s += ((ev.tokens_per_s or 0.0) - self.tokens_per_s) * k
         self.fwd_ms += ((ev.fwd_ms or 0.0) - self.fwd_ms) * k
         self.bwd_ms += ((ev.bwd_ms or 0.0) - self.bwd_ms) * k
         self.opt_ms += ((ev.opt_ms or 0.0) - self.opt_ms) * k
@@ -49,13 +63,13 @@ class StageTiming:
         k = len(step_ms)
         if not k:
             return
+        self.tokens_per_s = self._rate_with(tokens_per_s, step_ms)
         n = self.n + k
 
         def mean(old: float, values: list[float | None]) -> float:
             return old + (sum(filter(None, values)) - k * old) / n  # None counts as 0
 
         self.step_ms = mean(self.step_ms, step_ms)
-        self.tokens_per_s = mean(self.tokens_per_s, tokens_per_s)
         self.fwd_ms = mean(self.fwd_ms, fwd_ms)
         self.bwd_ms = mean(self.bwd_ms, bwd_ms)
         self.opt_ms = mean(self.opt_ms, opt_ms)

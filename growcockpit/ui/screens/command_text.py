@@ -123,7 +123,7 @@ def command_outcome(command: str, ack: CommandAck | None, error: str) -> Command
         text = f"{command} not delivered: {error}"
         return CommandOutcome(text, "Command failed", "error", 8, "error")
     if ack.accepted:
-        text = f"{command} accepted at step {ack.step}"
+        text = f"{command} accepted" + ("" if ack.step is None else f" at step {ack.step}")
         if ack.reason:
             text += f" ({ack.reason})"
         return CommandOutcome(text, "Command acknowledged", "information", None, "good")

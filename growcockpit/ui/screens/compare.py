@@ -35,13 +35,15 @@ from growcockpit.session.compare_view import (
 from growcockpit.session.plot_view import AXIS_NAMES, Curves, PlotView
 from growcockpit.ui.screens.prompt import HelpScreen, keys_of
 from growcockpit.ui.widgets.steady_table import SteadyTable
+from growcockpit.ui.widgets.text_bits import RUN_COLOURS, rgb
 
-CURVE_COLOURS = ("cyan", "magenta", "green", "yellow", "red", "blue", "white", "orange")
+CURVE_COLOURS = RUN_COLOURS
 HELP = """\
 Pick two or more runs on the left (space toggles one). The plots overlay their train
 loss (smoothed by a time-weighted, debiased EMA as W&B does; < and > change the factor,
 r shows the raw loss) and their validation loss, each run in its own colour (the same
-every time), the target run drawn thicker. x cycles the x axis: step, tokens, training
+every time), the target run drawn thicker. The run list is the legend: a selected run's
+name is bold in its curve's colour, an unselected one dim. x cycles the x axis: step, tokens, training
 time (evaluations and pauses left out) and the estimated FLOPs of the steps trained
 (the plan's cost model); [ and ] halve and double the window shown, 0 shows it all.
 Vertical lines mark stage changes. The horizontal line is the target: the final
@@ -54,6 +56,14 @@ TARGET_MARKER = "hd"  # half blocks: thicker than the others' braille
 
 SIDE_MIN = 26  # the run list's width: at least this, the longest name + SIDE_EXTRA
 SIDE_EXTRA = 10  # toggle 4, border 2, padding 2, a scrollbar 2; up to 2/5 of the screen
+
+
+def listed_runs(runs: list[RunEntry], wanted: list[Path]) -> list[RunEntry]:
+    """The runs under the runs folder, then any run asked for that lives elsewhere (a race's
+    run, a --run-dir): left out of the list, it was silently left out of the comparison."""
+    here = {r.path.resolve() for r in runs}
+    extra = [p for p in dict.fromkeys(wanted) if p not in here and p.is_dir()]
+    return runs + [RunEntry(p, p.name, "unknown") for p in extra]
 
 
 def run_prompt(name: str, colour: str | None, room: int) -> Text:
@@ -84,8 +94,9 @@ class CompareScreen(Screen[None]):
     ]
 
     class RunsLoaded(Message):
-        def __init__(self, runs: list[RunProgress]) -> None:
+        def __init__(self, paths: list[Path], runs: list[RunProgress]) -> None:
             super().__init__()
+            self.paths = paths  # the selection they were read for
             self.runs = runs
 
     def __init__(self, runs_root: Path, selected: list[Path] | None = None) -> None:
@@ -112,7 +123,7 @@ class CompareScreen(Screen[None]):
         yield Footer(compact=True)
 
     def on_mount(self) -> None:
-        runs = list_runs(self.runs_root)
+        runs = listed_runs(list_runs(self.runs_root), self.initial)
         sel = self.query_one(SelectionList)
         sel.border_title = "runs (space selects)"
         chosen = set(self.initial)
@@ -150,14 +161,21 @@ class CompareScreen(Screen[None]):
             self.colours.update(run_colours([name], len(CURVE_COLOURS)))
         return CURVE_COLOURS[self.colours[name]]
 
+    def selected_paths(self) -> list[Path]:
+        return [Path(p) for p in self.query_one(SelectionList).selected]
+
     def load(self) -> None:
-        self._load_worker([Path(p) for p in self.query_one(SelectionList).selected])
+        self._load_worker(self.selected_paths())
 
     @work(thread=True, exclusive=True, group="compare", exit_on_error=False)
     def _load_worker(self, paths: list[Path]) -> None:
-        self.post_message(self.RunsLoaded(load_runs(paths)))
+        self.post_message(self.RunsLoaded(paths, load_runs(paths)))
 
     def on_compare_screen_runs_loaded(self, message: RunsLoaded) -> None:
+        """Draw the runs read, unless the selection changed since: a thread worker is not
+        stopped by a newer one, so an older, slower read would replace the newer one."""
+        if message.paths != self.selected_paths():
+            return
         names = [r.name for r in message.runs]
         keep = names.index(self.target_name) if self.target_name in names else None
         self._show(compare(message.runs, keep))
@@ -172,7 +190,7 @@ class CompareScreen(Screen[None]):
         label = self.query_one("#compare-target", Label)
         goal = comparison.target_loss
         label.update(
-            f"target: {self.target_name}\nfinal val loss {goal:.3f}\n(g: next run)"
+            f"target: {self.target_name}\n(the thick line)\nfinal val loss {goal:.3f}\n(g: next run)"
             if goal is not None
             else "target: no run has evaluated yet"
         )
@@ -212,13 +230,13 @@ class CompareScreen(Screen[None]):
             if curve is None:
                 continue
             drawn = True
-            label = run.name[-28:] + (" (target)" if i == target else "")
             marker = TARGET_MARKER if i == target else "braille"
-            colour = self.colour_of(run.name)
-            plt.plot(curve.xs, curve.ys, label=label, marker=marker, color=colour)
+            # no label: plotext's legend box sits top left, where loss curves start, and
+            # hid short runs whole; the run list names each colour
+            plt.plot(curve.xs, curve.ys, marker=marker, color=rgb(self.colour_of(run.name)))
         if drawn:
             for x, index in shown.markers:
-                plt.vline(x, self.colour_of(runs[int(index)].name))
+                plt.vline(x, rgb(self.colour_of(runs[int(index)].name)))
         goal = self.comparison.target_loss
         if drawn and goal is not None and kind == "val":
             plt.hline(goal, "gray")

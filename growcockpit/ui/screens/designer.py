@@ -22,7 +22,17 @@ from textual.binding import Binding
 from textual.containers import Horizontal, VerticalScroll
 from textual.content import Content
 from textual.message import Message
-from textual.widgets import Button, DataTable, Footer, Input, Select, Static, TabbedContent, TabPane
+from textual.widgets import (
+    Button,
+    DataTable,
+    Footer,
+    Input,
+    Select,
+    Static,
+    TabbedContent,
+    TabPane,
+    Tabs,
+)
 
 from growcockpit.plan import PlanError, fit_budget, load_plan
 from growcockpit.plan.budget import apply_fit
@@ -47,6 +57,15 @@ from growcockpit.ui.widgets import StageTable
 from growcockpit.ui.widgets.plan_form import FieldChanged, SectionForm, StageForm
 from growcockpit.ui.widgets.timeline import StageTimeline
 
+TABS = (
+    ("tab-stages", "Stages"),
+    ("tab-model", "Plan & model"),
+    ("tab-data", "Data"),
+    ("tab-optim", "Optimizer"),
+)
+TABS_BY_KEY = tuple(enumerate(TABS, start=1))
+TAB_TITLES = {tab: f"{i} {label}" for i, (tab, label) in TABS_BY_KEY}  # the key, then the name
+
 
 class DesignerScreen(DesignerSaving):
     BINDINGS = [
@@ -61,6 +80,7 @@ class DesignerScreen(DesignerSaving):
         Binding("l", "launch", "Launch"),
         Binding("question_mark", "help", "Help", key_display="?"),
         Binding("escape", "back", "Back"),
+        *(Binding(str(i), f"tab('{tab}')", label, show=False) for i, (tab, label) in TABS_BY_KEY),
     ]
 
     class LaunchRequested(Message):
@@ -114,12 +134,15 @@ class DesignerScreen(DesignerSaving):
         yield Static("", id="plan-title")
         yield Static("", id="plan-summary")
         with TabbedContent(id="designer-tabs", initial="tab-stages"):
-            with TabPane("Stages", id="tab-stages"), VerticalScroll(id="stages-scroll"):
+            with (
+                TabPane(TAB_TITLES["tab-stages"], id="tab-stages"),
+                VerticalScroll(id="stages-scroll"),
+            ):
                 yield StageTable(id="stage-table")
                 yield StageForm(id="stage-form")
                 yield StageTimeline(id="timeline")
             plan = self.plan
-            with TabPane("Plan & model", id="tab-model"), VerticalScroll():
+            with TabPane(TAB_TITLES["tab-model"], id="tab-model"), VerticalScroll():
                 if plan is not None:
                     yield SectionForm("plan", plan, id="form-plan", disabled=self.remaining)
                     yield SectionForm("model", plan.model, id="form-model", disabled=self.remaining)
@@ -129,11 +152,11 @@ class DesignerScreen(DesignerSaving):
                         id="form-budget",
                         disabled=self.remaining,
                     )
-            with TabPane("Data", id="tab-data"), VerticalScroll():
+            with TabPane(TAB_TITLES["tab-data"], id="tab-data"), VerticalScroll():
                 if plan is not None:
                     yield SectionForm("data", plan.data, id="form-data", disabled=self.remaining)
                     yield Static("", id="data-state")
-            with TabPane("Optimizer", id="tab-optim"), VerticalScroll():
+            with TabPane(TAB_TITLES["tab-optim"], id="tab-optim"), VerticalScroll():
                 if plan is not None:
                     yield SectionForm("optim", plan.optim, id="form-optim", disabled=self.remaining)
         yield Static("", id="plan-cost")  # under every tab, never scrolled away
@@ -332,9 +355,22 @@ class DesignerScreen(DesignerSaving):
             self.action_save()
 
     # ---- leaving -------------------------------------------------------------
+    def action_tab(self, tab: str) -> None:
+        """1–4: a tab, its top focused (the stage table, else the tab bar: Tab goes on into
+        the fields), so the next digit picks a tab again instead of landing in a field."""
+        self.query_one(TabbedContent).active = tab
+        self._focus_top()
+
+    def _focus_top(self) -> None:
+        tabs = self.query_one(TabbedContent)
+        if tabs.active == "tab-stages":
+            self.query_one(StageTable).focus()
+        else:
+            tabs.query_one(Tabs).focus()
+
     def action_back(self) -> None:
         if isinstance(self.focused, Input | Select):
-            self.query_one(StageTable).focus()
+            self._focus_top()  # the table on Stages; elsewhere the tab bar (was: a hidden table)
             return
         if not self.dirty or self.plan is None:
             self.dismiss(None)

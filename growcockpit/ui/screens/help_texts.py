@@ -9,7 +9,8 @@ Design a growing-transformer schedule: each row of the table is a stage, built b
 `enter` operator (init, stack, coalesce, …) and trained for `steps` with the layers its
 `train` policy picks (all, new, none, top:K). Move through the rows with ↑/↓; the
 fields under the table edit the highlighted stage. Tab moves between fields, Esc
-goes back to the table. Problems show under each field as you type (the same checks
+goes back to the table (on the other tabs, to the tab bar). Tabs 1–4: Stages, Plan &
+model (name, seed, [model], [budget]), Data and Optimizer. Problems show under each field as you type (the same checks
 as `growcockpit plan validate`). The timeline draws each stage's depth: trainable,
 new and frozen layers in different colours. The cost estimate compares the plan's
 compute with training the final model at full depth for as many steps.
@@ -45,3 +46,48 @@ backend's answer at its next step and show it. b rolls back to a checkpoint (ask
 plots past it (↶); after a NaN or spike pause it offers the last good one at a lower LR
 scale. Only one cockpit at a time controls a run; others are read-only.
 The tab, smoothing, x axis and v plot are remembered per run."""
+
+# A key's meaning in the `?` key list (help_keys.py), by action, where the footer's one
+# word is too short to say it; other keys read with their binding's description. At most
+# 30 characters, so the list fits three columns at 160 wide and two at 80.
+KEY_MEANINGS: dict[str, str] = {
+    "pause_resume": "pause/resume at the next step",
+    "advance": "enter the next stage now",
+    "checkpoint": "write a checkpoint now",
+    "stop": "checkpoint, then end the run",
+    "edit_stages": "edit the stages still to come",
+    "scale_lr": "scale the learning rate",
+    "rollback": "roll back to a checkpoint",
+    "toggle_raw": "raw / smoothed train loss",
+    "leave": "leave; training goes on",
+    "home": "clear the filter, else Home",
+    "cycle_axis": "x axis: step/tokens/time/FLOPs",
+    "zoom(1)": "zoom in (the latest half)",
+    "zoom(-1)": "zoom out",
+    "zoom(0)": "show the whole run",
+    "step_range": "zoom to steps A-B",
+    "cursor(-1)": "cursor left (values: borders)",
+    "cursor(1)": "cursor right",
+    "cycle_scalar": "plot under the loss: LR, grad…",
+    "filter": "filter by a regular expression",
+    "note": "the run's note",
+    "tags": "the run's tags",
+    "pin_baseline": "pin a baseline run to plot",
+    "next_target": "next target run",
+    "toggle_diff": "verdicts / config diff",
+    "edit_stages('add')": "add a stage after this one",
+    "edit_stages('duplicate')": "duplicate this stage",
+    "edit_stages('remove')": "remove this stage",
+    "move(-1)": "move this stage up",
+    "move(1)": "move this stage down",
+    "save": "save the plan",
+    "send": "send the stages to the run",
+    "save_as": "save as a new file",
+    "launch": "launch the plan",
+    "back": "back (asks if unsaved)",
+    "help": "this help",
+    "cycle_theme": "next theme",
+    "continue_winner": "continue the winner (asks)",
+    "stop_race": "stop the race (asks)",
+    "refresh": "read again now",
+}

@@ -4,13 +4,13 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from rich.table import Table
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.screen import ModalScreen
 from textual.widgets import Button, Input, Static
 
+from growcockpit.ui.screens.help_keys import key_columns, keys_of
 from growcockpit.ui.widgets.field_input import FieldInput
 
 Check = Callable[[str], str]  # returns "" when the value is fine, else the problem
@@ -83,18 +83,17 @@ class HelpScreen(ModalScreen[None]):
         self._title, self._intro, self._keys = title, intro, keys
 
     def compose(self) -> ComposeResult:
-        table = Table.grid(padding=(0, 2))
-        table.add_column(justify="right", style="bold", no_wrap=True)
-        table.add_column(ratio=1)  # a long description wraps under itself, not under the key
-        for key, what in self._keys:
-            table.add_row(key, what)
         with Vertical(id="help-box", classes="dialog"):
             yield Static(self._title, classes="dialog-title")
             with VerticalScroll(id="help-scroll"):
+                # every key first, in columns: under the long text only the first nine showed
+                yield Static(key_columns(self._keys), id="help-keys")
                 intro = reflow(self._intro)  # plain text: "[ and ]" are keys, not markup
                 yield Static(intro, id="help-intro", classes="dialog-body", markup=False)
-                yield Static(table, id="help-keys")
-            yield Static("Esc or ? closes · ctrl+p lists every action", classes="dialog-hint")
+            yield Static(
+                "Esc or ? closes · ↓ scrolls the text · ctrl+p lists every action",
+                classes="dialog-hint",
+            )
 
     def action_close(self) -> None:
         self.dismiss(None)
@@ -120,14 +119,4 @@ def reflow(text: str) -> str:
     return "\n\n".join(out)
 
 
-def keys_of(screen: object) -> list[tuple[str, str]]:
-    """(key, description) of a screen's bindings, in declaration order, for the help."""
-    out: list[tuple[str, str]] = []
-    check = getattr(screen, "check_action", None)
-    for b in getattr(screen, "BINDINGS", []):
-        if isinstance(b, Binding) and b.description:
-            if check is not None and check(b.action.split("(")[0], ()) is False:
-                continue  # not offered in this mode (the footer hides it too)
-            key = b.key_display or b.key.split(",")[0]
-            out.append((key, b.description))
-    return out
+__all__ = ["HelpScreen", "PromptScreen", "keys_of", "reflow"]

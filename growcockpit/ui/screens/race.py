@@ -34,10 +34,11 @@ from growcockpit.session.race_view import (
 from growcockpit.ui.screens.confirm import ConfirmScreen
 from growcockpit.ui.screens.prompt import HelpScreen, keys_of
 from growcockpit.ui.widgets.steady_table import SteadyTable
+from growcockpit.ui.widgets.text_bits import RUN_COLOURS, rgb
 
 REFRESH_S = 2.0
-COLOURS = ("cyan", "magenta", "green", "yellow", "blue", "red", "white", "orange")
-CUT_COLOUR = "gray"
+COLOURS = RUN_COLOURS  # readable on every theme (ANSI "white" vanished on the light one)
+CUT_COLOUR = "#7a7a7a"  # grey, 3:1 or more on every theme's ground
 LEADER = "★ "
 STATE_STYLE = {"racing": "", "cut": "dim", "winner": "bold green", "finished": "bold cyan",
                "failed": "bold red", "stopping": "yellow", "stopped": "yellow"}  # fmt: skip
@@ -54,7 +55,14 @@ candidates' curves (their first seed) against compute, with the rungs as vertica
 lines, and against training time. s asks the race to stop (the run in training
 checkpoints; nothing is lost); c goes on with it in the background: the rungs still
 missing, then the winner to the full budget. r reads the race directory again now (it
-is re-read every 2 s anyway); Esc goes back."""
+is re-read every 2 s anyway); Esc goes back.
+
+The verdict says how much sooner the winner reaches the baseline's final loss, compute
+against compute ("3.00× sooner"). Then it counts the race itself: the baseline's compute
+to that loss over everything the race trained to find the winner (every other
+candidate's compute, plus the winner's way to that loss). Below 1× (say 0.34×) the
+search cost more than the winner saved, here about 2.9× the baseline's compute: the race
+pays off only when the winning plan is trained again."""
 
 
 def colour_of(i: int, c: CandidateView) -> str:
@@ -198,7 +206,7 @@ class RaceScreen(Screen[None]):
                 xs = [p.flops / scale if axis == "flops" else p.wall_s for p in c.curve]
                 label = (LEADER if c.leader else "") + c.key[-24:]
                 plt.plot(xs, [p.loss for p in c.curve], label=label, marker="braille",
-                         color=colour_of(i, c))  # fmt: skip
+                         color=rgb(colour_of(i, c)))  # fmt: skip
             if axis == "flops":
                 for rung in v.rungs:
                     plt.vline(rung / scale, "gray")

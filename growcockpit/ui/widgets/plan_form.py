@@ -106,10 +106,23 @@ class FieldChanged(Message):
         self.problem = problem
 
 
-def _field_cell(field: Field, prefix: str, editor: Widget) -> Vertical:
+LABEL_MIN = 10
+
+
+def label_width(fields: tuple[Field, ...]) -> int:
+    """One label column per form, as wide as its longest label: a fixed 10 cut
+    "intermediate size" to "intermedia" beside its value."""
+    return max([LABEL_MIN, *(len(f.label) + 1 for f in fields)])
+
+
+def _field_cell(field: Field, prefix: str, editor: Widget, width: int) -> Vertical:
+    label = Label(field.label, classes="field-label")
+    label.styles.width = width
+    error = Static("", id=f"{prefix}{_safe(field.key)}-err", classes="field-error")
+    error.styles.padding = (0, 0, 0, width)
     return Vertical(
-        Horizontal(Label(field.label, classes="field-label"), editor, classes="field-row"),
-        Static("", id=f"{prefix}{_safe(field.key)}-err", classes="field-error"),
+        Horizontal(label, editor, classes="field-row"),
+        error,
         classes="field",
         id=f"{prefix}{_safe(field.key)}-cell",
     )
@@ -230,10 +243,10 @@ class StageForm(_Form):
     def compose(self) -> ComposeResult:
         yield Static("", id="sf-title", classes="form-title")
         with Container(id="sf-grid", classes="form-grid"):
+            width = label_width(STAGE_FIELDS)
             for field in STAGE_FIELDS:
-                yield _field_cell(
-                    field, self.prefix, _editor(field, f"{self.prefix}{_safe(field.key)}", None)
-                )
+                editor = _editor(field, f"{self.prefix}{_safe(field.key)}", None)
+                yield _field_cell(field, self.prefix, editor, width)
 
     def load(
         self, index: int, stage: Stage, locked: bool = False, fitted: int | None = None
@@ -315,14 +328,15 @@ class SectionForm(_Form):
         self._values = {key: getattr(spec, key) for key in self.fields}
 
     def compose(self) -> ComposeResult:
-        if self.section in SECTION_TITLES:
-            yield Static(SECTION_TITLES[self.section], classes="form-title")
+        if self.section in SECTION_TITLES:  # "[budget]: …" is text, not markup
+            yield Static(SECTION_TITLES[self.section], classes="form-title", markup=False)
         with Container(classes="form-grid"):
+            width = label_width(tuple(self.fields.values()))
             for field in self.fields.values():
                 editor = _editor(
                     field, f"{self.prefix}{_safe(field.key)}", getattr(self._spec, field.key)
                 )
-                yield _field_cell(field, self.prefix, editor)
+                yield _field_cell(field, self.prefix, editor, width)
 
     def show_errors(self, problems: dict[str, str]) -> None:
         """A problem of the whole section ("*") shows under its first field."""

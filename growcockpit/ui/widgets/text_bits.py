@@ -70,6 +70,22 @@ def human_count(n: float | None) -> str:
     return f"{n:.0f}"
 
 
+# Eight hues at one middle luminance: each contrasts at least 3:1 (the least for graphics)
+# with every shipped theme's background, surface and panel, light and dark alike. ANSI
+# names did not: "white" on the light theme drew a selected run invisibly, its curves
+# and its name in the verdict table. The compare and race screens draw runs in them.
+RUN_COLOURS = (
+    "#1278de",  # blue
+    "#c15a10",  # orange
+    "#0b8920",  # green
+    "#ec1818",  # red
+    "#a742f0",  # purple
+    "#e2128c",  # pink
+    "#0b838e",  # teal
+    "#8e780b",  # olive
+)
+
+
 def colour(widget: Widget, name: str) -> str:
     """A theme colour (`gc-trainable`, `primary`, …) as a hex string, with defaults."""
     try:
