@@ -41,6 +41,7 @@ from .events import (
     WarningEvent,
 )
 from .finite_json import restore_floats
+from .samples_event import Samples, SampleText
 
 EVENT_TYPES: dict[str, type[Event]] = {
     cls.TYPE: cls
@@ -67,12 +68,14 @@ EVENT_TYPES: dict[str, type[Event]] = {
         ProbeCandidate,
         ProbePicked,
         ModelLoaded,
+        Samples,
     )
 }
 
 _NESTED: dict[tuple[str, str], type] = {
     ("layer_stats", "layers"): LayerStat,
     ("system", "gpus"): GpuStat,
+    ("samples", "samples"): SampleText,
 }
 
 
