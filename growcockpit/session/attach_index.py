@@ -25,7 +25,9 @@ from pathlib import Path
 from typing import Any
 
 from growcockpit.protocol import safe_fs
+from growcockpit.protocol.event_codec import event_from_dict
 from growcockpit.protocol.rundir import RunPaths
+from growcockpit.protocol.samples_event import Samples
 from growcockpit.protocol.stage_steps import StageSteps
 from growcockpit.session.fold.layers import TIMING_WINDOW, LayerRow
 from growcockpit.session.fold.plan import StageInfo
@@ -34,7 +36,7 @@ from growcockpit.session.fold.series import LayerHistory, Marker, Series
 from growcockpit.session.run_state import RunState
 
 INDEX_NAME = RunPaths.INDEX
-FORMAT = 5  # bump when RunState or a fold changes what a folded state holds
+FORMAT = 6  # bump when RunState or a fold changes what a folded state holds
 PROBE = 4096  # bytes hashed at the log's start and just before the offset
 
 _SERIES = (
@@ -69,6 +71,7 @@ _PLAIN = tuple(
         "heat",
         "markers",
         "log",
+        "samples",
         "backend_alive",
     }
 )
@@ -118,6 +121,7 @@ def state_to_dict(state: RunState) -> dict[str, Any]:
         ],
         "markers": [list(vars(m).values()) for m in state.markers],
         "log": [list(vars(e).values()) for e in state.log],
+        "samples": [ev.to_dict() for ev in state.samples],
     }
 
 
@@ -129,6 +133,7 @@ def state_from_dict(data: dict[str, Any]) -> RunState:
         log_cap=int(plain["log_cap"]),
         marker_cap=int(plain["marker_cap"]),
         heat_cap=int(plain["heat_cap"]),
+        samples_cap=int(plain["samples_cap"]),
     )
     for name in _PLAIN:
         setattr(state, name, plain[name])
@@ -167,7 +172,15 @@ def state_from_dict(data: dict[str, Any]) -> RunState:
     state.heat = heat
     state.markers.extend(Marker(*m) for m in data["markers"])
     state.log.extend(LogEntry(*e) for e in data["log"])
+    state.samples.extend(_samples_event(d) for d in data["samples"])
     return state
+
+
+def _samples_event(data: dict[str, Any]) -> Samples:
+    event = event_from_dict(data)
+    if not isinstance(event, Samples):
+        raise ValueError("not a samples event")
+    return event
 
 
 def load(run_dir: Path, events: Path) -> tuple[RunState, int, int] | None:

@@ -1,0 +1,28 @@
+"""Fold of `samples`: the text the model wrote at its evaluations, oldest first, bounded."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from growcockpit.protocol.samples_event import Samples
+
+if TYPE_CHECKING:
+    from growcockpit.session.fold.state import RunData
+
+
+def on_samples(state: RunData, ev: Samples) -> None:
+    """Keep the evaluation's samples; one at the same step replaces the earlier one (a
+    replayed step after a rollback writes its own)."""
+    while state.samples and state.samples[-1].step >= ev.step:
+        state.samples.pop()
+    state.samples.append(ev)
+    state.samples_version += 1
+
+
+def drop_samples_after(state: RunData, step: int) -> None:
+    """A rollback to `step`: the samples of the abandoned timeline go."""
+    kept = [s for s in state.samples if s.step <= step]
+    if len(kept) != len(state.samples):
+        state.samples.clear()
+        state.samples.extend(kept)
+        state.samples_version += 1
