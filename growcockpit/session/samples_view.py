@@ -71,7 +71,9 @@ def empty_text(plan: dict[str, Any]) -> str:
     metrics = plan.get("metrics") if isinstance(plan.get("metrics"), dict) else {}
     every = samples.get("every_evals", 0) if isinstance(samples, dict) else 0
     eval_every = metrics.get("eval_every_steps", 0) if isinstance(metrics, dict) else 0
-    if not (isinstance(every, int) and every > 0 and isinstance(eval_every, int)):
+    if not (isinstance(every, int) and every > 0 and isinstance(eval_every, int)) or (
+        eval_every <= 0
+    ):
         return HOW_TO_TURN_ON
     first = every * eval_every
     return f"No samples yet: they come every {every} evaluation(s), the first at step {first}."
