@@ -87,3 +87,27 @@ def test_samples_are_off_by_default(tmp_path: Path) -> None:
     trainer = make_trainer(tmp_path, tiny_plan(steps=(10, 3)))
     trainer.run()
     assert _samples(tmp_path) == []
+
+
+def test_the_mirrors_show_samples_as_text() -> None:
+    from growcockpit.export.records import Recorder
+    from growcockpit.protocol.samples_event import SampleText
+
+    causal = Samples(step=20, samples=[SampleText(prompt="To be", text=", or not")])
+    masked = Samples(
+        step=30,
+        kind="masked",
+        samples=[
+            SampleText(
+                prompt="The [MASK].",
+                text="The king.",
+                top_tokens=[["king", "man"]],
+                top_probs=[[0.5, 0.25]],
+            )
+        ],
+    )
+    recorder = Recorder()
+    first, second = recorder.record(causal), recorder.record(masked)
+    assert first is not None and first.step == 20
+    assert first.texts == {"samples": "**To be**, or not"}
+    assert second is not None and second.texts == {"samples": "The king. (king 50%, man 25%)"}

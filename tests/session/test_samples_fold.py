@@ -89,3 +89,12 @@ def test_the_empty_state_says_how_to_turn_samples_on_or_when_they_come() -> None
     assert empty_text({"samples": {"every_evals": 2}, "metrics": {"eval_every_steps": 0}}) == (
         HOW_TO_TURN_ON
     )
+
+
+def test_the_event_log_says_samples_came_and_where_to_read_them() -> None:
+    state = RunState()
+    state.apply(_samples(10, " is dead"))
+    (entry,) = [e for e in state.log if e.kind == "samples"]
+    assert entry.step == 10 and entry.text == "samples, 1 prompt(s) (tab 7): The is dead"
+    state.apply(Samples(seq=2, step=20, samples=[SampleText(prompt="x" * 100, text="y")]))
+    assert len(state.log[-1].text) <= len("samples, 1 prompt(s) (tab 7)") + 72

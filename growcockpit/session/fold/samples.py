@@ -17,6 +17,19 @@ def on_samples(state: RunData, ev: Samples) -> None:
         state.samples.pop()
     state.samples.append(ev)
     state.samples_version += 1
+    state.log_line(ev.step, "samples", _log_text(ev), t=ev.t)
+
+
+def _log_text(ev: Samples) -> str:
+    """The event log's line: the first sample, for a glance, and where the rest are."""
+    first = ev.samples[0] if ev.samples else None
+    glance = (
+        ""
+        if first is None
+        else f": {first.text if ev.kind == 'masked' else first.prompt + first.text}"
+    )
+    glance = glance if len(glance) <= 72 else glance[:71] + "…"
+    return f"samples, {len(ev.samples)} prompt(s) (tab 7){glance}"
 
 
 def drop_samples_after(state: RunData, step: int) -> None:
