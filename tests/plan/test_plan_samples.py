@@ -131,3 +131,17 @@ def test_any_samples_table_loads_or_says_one_line_about_a_samples_key(
         assert all(isinstance(p, str) and p.strip() for p in spec.prompts)
     for problem in problems:
         assert "\n" not in str(problem) and "; " in str(problem)
+
+
+def test_a_plan_without_samples_reads_as_before_in_its_events() -> None:
+    """The event's plan dict leaves [samples] out while it is off: a cockpit older than it
+    reads the run's plan, and compare shows no samples rows between old and new runs."""
+    from growcockpit.plan import plan_to_dict
+
+    off = loads_plan(plan_text())
+    assert "samples" not in plan_to_dict(off)
+    assert plan_from_dict(plan_to_dict(off)) == off
+    on = loads_plan(plan_text("[samples]\nevery_evals = 3"))
+    assert plan_to_dict(on)["samples"]["every_evals"] == 3
+    assert plan_from_dict(plan_to_dict(on)) == on
+    assert "[samples]" in dump_plan(off)  # the run's own plan.toml still writes every key
