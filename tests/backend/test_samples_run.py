@@ -111,3 +111,17 @@ def test_the_mirrors_show_samples_as_text() -> None:
     assert first is not None and first.step == 20
     assert first.texts == {"samples": "**To be**, or not"}
     assert second is not None and second.texts == {"samples": "The king. (king 50%, man 25%)"}
+
+
+def test_samples_leave_training_as_it_was(tmp_path: Path) -> None:
+    """Sampling draws from its own generator and runs in eval mode: the losses of a run with
+    samples on are those of the same run without them."""
+    plain = tiny_plan(steps=(10, 12)).replace('family = "bert"', 'family = "gpt2"')
+    table = "every_evals = 1\ntemperature = 1.0\nmax_new_tokens = 4"
+    losses = []
+    for name, text in (("off", plain), ("on", _with_samples(plain, table))):
+        make_trainer(tmp_path / name, text).run()
+        events = read_all(tmp_path / name / "events.jsonl")
+        losses.append([(e.step, e.loss) for e in events if type(e).__name__ == "Step"])
+    assert _samples(tmp_path / "off") == [] and len(_samples(tmp_path / "on")) == 3
+    assert losses[0] == losses[1] and len(losses[0]) == 22
