@@ -125,3 +125,23 @@ def test_samples_leave_training_as_it_was(tmp_path: Path) -> None:
         losses.append([(e.step, e.loss) for e in events if type(e).__name__ == "Step"])
     assert _samples(tmp_path / "off") == [] and len(_samples(tmp_path / "on")) == 3
     assert losses[0] == losses[1] and len(losses[0]) == 22
+
+
+def test_a_llama_run_continues_its_prompts_through_the_rotary_blocks(tmp_path: Path) -> None:
+    """Llama's blocks take rotary embeddings (its `block_call`); the grown middle-stacked
+    model's samples are the whole model's logits, as its own forward computes them."""
+    text = (Path(__file__).parents[1] / "plans" / "tiny-llama.toml").read_text()
+    text = text.replace("steps = 10\n", "steps = 5\n").replace(
+        "eval_every_steps = 10", "eval_every_steps = 5"
+    )
+    trainer = make_trainer(
+        tmp_path, _with_samples(text, "every_evals = 1\nmax_new_tokens = 5", "llama")
+    )
+    assert trainer.run() == "completed"
+    found = _samples(tmp_path)
+    assert [(s.step, s.stage, s.kind) for s in found] == [(5, 0, "causal"), (10, 1, "causal")]
+    assert all(s.text for s in found[-1].samples)
+    model = trainer.model.eval()
+    ids = torch.tensor([[5, 9, 14, 2, 7]])
+    with torch.no_grad():
+        torch.testing.assert_close(full_logits(model, ids), model(ids).logits)
