@@ -50,63 +50,58 @@ def _next_token(logits: torch.Tensor, spec: SamplesSpec, generator: torch.Genera
     return int(torch.multinomial(probs, 1, generator=generator))
 
 
-def continue_prompt(
-    model: nn.Module,
-    tokenizer: PreTrainedTokenizerBase,
-    prompt: str,
-    spec: SamplesSpec,
-    window: int,
-    device: torch.device,
-    generator: torch.Generator,
-) -> SampleText:
-    """A causal LM's continuation of `prompt`: up to `max_new_tokens`, ending early at the
-    end-of-text token; the context is cropped to the model's last `window` positions."""
-    ids: list[int] = tokenizer.encode(prompt, add_special_tokens=False)
-    if not ids and tokenizer.eos_token_id is not None:
-        ids = [tokenizer.eos_token_id]
-    new: list[int] = []
-    for _ in range(spec.max_new_tokens):
-        context = torch.tensor([(ids + new)[-window:]], device=device)
-        token = _next_token(full_logits(model, context)[0, -1], spec, generator)
-        if token == tokenizer.eos_token_id:
-            break
-        new.append(token)
-    return SampleText(prompt=prompt, text=str(tokenizer.decode(new, skip_special_tokens=True)))
+@dataclass
+class SampleWriter:
+    """What each prompt's text is written with: the model, its tokenizer, the `[samples]`
+    keys and the model's context window (`max_seq_len` positions)."""
 
+    model: nn.Module
+    tokenizer: PreTrainedTokenizerBase
+    spec: SamplesSpec
+    window: int
+    device: torch.device
 
-def _word(tokenizer: PreTrainedTokenizerBase, token: int) -> str:
-    return str(tokenizer.decode([token])).strip()
+    def logits(self, ids: list[int]) -> torch.Tensor:
+        return full_logits(self.model, torch.tensor([ids[-self.window :]], device=self.device))[0]
 
+    def continue_prompt(self, prompt: str, generator: torch.Generator) -> SampleText:
+        """A causal LM's continuation of `prompt`: up to `max_new_tokens`, ending early at
+        the end-of-text token; the context is cropped to the last `window` positions."""
+        tok = self.tokenizer
+        ids: list[int] = tok.encode(prompt, add_special_tokens=False)
+        if not ids and tok.eos_token_id is not None:
+            ids = [tok.eos_token_id]
+        new: list[int] = []
+        for _ in range(self.spec.max_new_tokens):
+            token = _next_token(self.logits(ids + new)[-1], self.spec, generator)
+            if token == tok.eos_token_id:
+                break
+            new.append(token)
+        return SampleText(prompt=prompt, text=str(tok.decode(new, skip_special_tokens=True)))
 
-def fill_masks(
-    model: nn.Module,
-    tokenizer: PreTrainedTokenizerBase,
-    prompt: str,
-    spec: SamplesSpec,
-    window: int,
-    device: torch.device,
-) -> SampleText:
-    """A masked LM's guesses for each [MASK] of `prompt` (encoded between [CLS] and [SEP],
-    as the training blocks are): the filled text and the top tokens with probabilities."""
-    pieces = prompt.split(MASK)
-    ids: list[int] = [] if tokenizer.cls_token_id is None else [tokenizer.cls_token_id]
-    where: list[int] = []
-    for i, piece in enumerate(pieces):
-        ids += tokenizer.encode(piece, add_special_tokens=False)
-        if i < len(pieces) - 1:
-            where.append(len(ids))
-            ids.append(int(tokenizer.mask_token_id))
-    if tokenizer.sep_token_id is not None:
-        ids.append(tokenizer.sep_token_id)
-    where = [w for w in where if w < window]
-    logits = full_logits(model, torch.tensor([ids[:window]], device=device))[0]
-    probs = torch.softmax(logits[where].float(), dim=-1).cpu()
-    top = probs.topk(min(spec.mask_predictions, probs.shape[-1]), dim=-1)
-    tokens = [[_word(tokenizer, int(t)) for t in row] for row in top.indices]
-    chances = [[round(float(p), 4) for p in row] for row in top.values]
-    best = [row[0] for row in tokens] + [MASK] * (len(pieces) - 1 - len(tokens))
-    text = pieces[0] + "".join(word + piece for word, piece in zip(best, pieces[1:], strict=True))
-    return SampleText(prompt=prompt, text=text, top_tokens=tokens, top_probs=chances)
+    def fill_masks(self, prompt: str) -> SampleText:
+        """A masked LM's guesses for each [MASK] of `prompt` (encoded between [CLS] and
+        [SEP], as the training blocks are): the filled text and the likeliest tokens."""
+        tok = self.tokenizer
+        pieces = prompt.split(MASK)
+        ids: list[int] = [] if tok.cls_token_id is None else [tok.cls_token_id]
+        where: list[int] = []
+        for i, piece in enumerate(pieces):
+            ids += tok.encode(piece, add_special_tokens=False)
+            if i < len(pieces) - 1:
+                where.append(len(ids))
+                ids.append(int(tok.mask_token_id))
+        if tok.sep_token_id is not None:
+            ids.append(tok.sep_token_id)
+        where = [w for w in where if w < self.window]
+        logits = self.logits(ids[: self.window])
+        probs = torch.softmax(logits[where].float(), dim=-1).cpu()
+        top = probs.topk(min(self.spec.mask_predictions, probs.shape[-1]), dim=-1)
+        tokens = [[str(tok.decode([int(t)])).strip() for t in row] for row in top.indices]
+        chances = [[round(float(p), 4) for p in row] for row in top.values]
+        best = [row[0] for row in tokens] + [MASK] * (len(pieces) - 1 - len(tokens))
+        text = pieces[0] + "".join(w + piece for w, piece in zip(best, pieces[1:], strict=True))
+        return SampleText(prompt=prompt, text=text, top_tokens=tokens, top_probs=chances)
 
 
 @torch.no_grad()
@@ -122,16 +117,16 @@ def write_samples(
     """The `samples` event of the model as it is now; train modes restored after."""
     spec = plan.samples
     kind = objective_of(plan.model.family)
-    window = plan.model.max_seq_len
+    writer = SampleWriter(model, tokenizer, spec, plan.model.max_seq_len, device)
     was_training = model.training
     model.eval()
     generator = torch.Generator().manual_seed(spec.seed)
     try:
         with autocast:
             texts = [
-                fill_masks(model, tokenizer, prompt, spec, window, device)
+                writer.fill_masks(prompt)
                 if kind == "masked"
-                else continue_prompt(model, tokenizer, prompt, spec, window, device, generator)
+                else writer.continue_prompt(prompt, generator)
                 for prompt in prompts_of(plan)
             ]
     finally:
