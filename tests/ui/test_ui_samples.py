@@ -136,3 +136,20 @@ def test_samples_tab_snapshot(snap_compare, tmp_path: Path, size: tuple[int, int
 def test_empty_samples_tab_snapshot(snap_compare, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
     app = _app(write_recorded_run(tmp_path / "run", finished=False, upto_step=60), tmp_path)
     assert snap_compare(app, terminal_size=(80, 24), run_before=_samples_tab)
+
+
+def test_model_text_cannot_drive_the_terminal() -> None:
+    """A byte-level tokenizer can decode to ESC or a bidirectional override: the tab and the
+    event log print them escaped; the text's own line breaks stay line breaks."""
+    from growcockpit.session.run_state import RunState
+
+    hostile = "\x1b[2J gone\u202eevil\nnext line"
+    ev = Samples(step=5, samples=[SampleText(prompt="To be", text=hostile)])
+    panel = SamplesPanel()
+    panel.history = [ev]
+    plain = panel.render_text().plain
+    assert "\x1b" not in plain and "\u202e" not in plain
+    assert "\\x1b[2J gone\\u202eevil\nnext line" in plain
+    state = RunState()
+    state.apply(ev)
+    assert state.log[-1].text.isprintable() and "\\x1b" in state.log[-1].text

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from growcockpit.protocol.safe_text import terminal_safe
 from growcockpit.protocol.samples_event import Samples
 
 if TYPE_CHECKING:
@@ -21,15 +22,13 @@ def on_samples(state: RunData, ev: Samples) -> None:
 
 
 def _log_text(ev: Samples) -> str:
-    """The event log's line: the first sample, for a glance, and where the rest are."""
+    """The event log's line: the first sample, on one line, for a glance, and where the
+    rest are. Model text may hold any character: unprintable ones are escaped."""
     first = ev.samples[0] if ev.samples else None
-    glance = (
-        ""
-        if first is None
-        else f": {first.text if ev.kind == 'masked' else first.prompt + first.text}"
-    )
-    glance = glance if len(glance) <= 72 else glance[:71] + "…"
-    return f"samples, {len(ev.samples)} prompt(s) (tab 7){glance}"
+    said = "" if first is None else first.text if ev.kind == "masked" else first.prompt + first.text
+    glance = terminal_safe(" ".join(said.split()))
+    glance = glance if len(glance) <= 70 else glance[:69] + "…"
+    return f"samples, {len(ev.samples)} prompt(s) (tab 7)" + (f": {glance}" if glance else "")
 
 
 def drop_samples_after(state: RunData, step: int) -> None:

@@ -15,6 +15,7 @@ from textual.containers import VerticalScroll
 from textual.widgets import Static
 
 from growcockpit.plan.samples import MASK
+from growcockpit.protocol.safe_text import terminal_safe
 from growcockpit.protocol.samples_event import Samples, SampleText
 from growcockpit.session.fold.plan import StageInfo
 from growcockpit.session.run_state import RunState
@@ -27,6 +28,12 @@ from growcockpit.session.samples_view import (
 from growcockpit.ui.widgets.text_bits import colour
 
 KEYS_HINT = "←/→ earlier/later evaluation · Home the first · End the latest"
+
+
+def printable(text: str) -> str:
+    """Model text as the terminal may print it: its line breaks kept, every other
+    unprintable character (ESC, a bidirectional override) escaped."""
+    return "\n".join(terminal_safe(line) for line in text.split("\n"))
 
 
 def _stage_text(stages: list[StageInfo], index: int) -> str:
@@ -83,7 +90,7 @@ class SamplesPanel(VerticalScroll, can_focus=True):
         ev = self.history[index]
         text = Text()
         text.append(position_text(index, len(self.history), self.view.step is None), "bold")
-        text.append(f" · step {ev.step:,} · {_stage_text(self.stages, ev.stage)}")
+        text.append(f" · step {ev.step:,} · {terminal_safe(_stage_text(self.stages, ev.stage))}")
         text.append(f" · {decoding_text(ev)}\n", style="dim")
         for sample in ev.samples:
             text.append("\n")
@@ -93,19 +100,23 @@ class SamplesPanel(VerticalScroll, can_focus=True):
     def _sample(self, text: Text, sample: SampleText, masked: bool) -> None:
         written = colour(self, "gc-val-line")
         if not masked:
-            text.append(sample.prompt, style="bold")
-            text.append(sample.text or " (nothing: the end-of-text token came first)", written)
+            text.append(printable(sample.prompt), style="bold")
+            text.append(
+                printable(sample.text) or " (nothing: the end-of-text token came first)", written
+            )
             text.append("\n")
             return
-        pieces = sample.prompt.split(MASK)
+        pieces = printable(sample.prompt).split(MASK)
         text.append(pieces[0], style="bold")
         for i, piece in enumerate(pieces[1:]):
             best = sample.top_tokens[i][0] if i < len(sample.top_tokens) else MASK
-            text.append(best, style=f"bold underline {written}")
+            text.append(printable(best), style=f"bold underline {written}")
             text.append(piece, style="bold")
         text.append("\n")
         for i, (tokens, probs) in enumerate(zip(sample.top_tokens, sample.top_probs, strict=False)):
-            guesses = " · ".join(f"{t} {100 * p:.0f}%" for t, p in zip(tokens, probs, strict=False))
+            guesses = " · ".join(
+                f"{printable(t)} {100 * p:.0f}%" for t, p in zip(tokens, probs, strict=False)
+            )
             text.append(f"  {MASK} {i + 1}: ", style="dim")
             text.append(guesses + "\n")
 
