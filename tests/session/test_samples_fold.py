@@ -98,3 +98,22 @@ def test_the_event_log_says_samples_came_and_where_to_read_them() -> None:
     assert entry.step == 10 and entry.text == "samples, 1 prompt(s) (tab 7): The is dead"
     state.apply(Samples(seq=2, step=20, samples=[SampleText(prompt="x" * 100, text="y")]))
     assert len(state.log[-1].text) <= len("samples, 1 prompt(s) (tab 7)") + 72
+
+
+def test_hostile_samples_lines_are_skipped_or_drawn_safely() -> None:
+    from growcockpit.ui.widgets.samples_panel import SamplesPanel
+
+    lines = [
+        b'{"seq":1,"t":1,"type":"samples","step":1,"samples":[{"prompt":5}]}',
+        b'{"seq":2,"t":1,"type":"samples","step":2,"samples":[{"text":"no prompt"}]}',
+        b'{"seq":3,"t":1,"type":"samples","step":3,"samples":"x"}',
+        b'{"seq":4,"t":1,"type":"samples","step":4,"samples":[{"prompt":"a","top_tokens":[[1]]}]}',
+        b'{"seq":5,"t":1,"type":"samples","step":5,"kind":"masked",'
+        b'"samples":[{"prompt":"The [MASK] [MASK]","top_tokens":[[]],"top_probs":[]}]}',
+    ]
+    state = RunState()
+    folded, skipped = fold_lines(state, lines)
+    assert [s.step for s in state.samples] == [5] and folded + skipped == len(lines)
+    panel = SamplesPanel()
+    panel.history = list(state.samples)
+    assert panel.render_text().plain.splitlines()[2] == "The [MASK] [MASK]"

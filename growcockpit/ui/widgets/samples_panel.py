@@ -109,7 +109,8 @@ class SamplesPanel(VerticalScroll, can_focus=True):
         pieces = printable(sample.prompt).split(MASK)
         text.append(pieces[0], style="bold")
         for i, piece in enumerate(pieces[1:]):
-            best = sample.top_tokens[i][0] if i < len(sample.top_tokens) else MASK
+            row = sample.top_tokens[i] if i < len(sample.top_tokens) else []
+            best = row[0] if row else MASK
             text.append(printable(best), style=f"bold underline {written}")
             text.append(piece, style="bold")
         text.append("\n")
