@@ -100,9 +100,7 @@ def test_the_event_log_says_samples_came_and_where_to_read_them() -> None:
     assert len(state.log[-1].text) <= len("samples, 1 prompt(s) (tab 7)") + 72
 
 
-def test_hostile_samples_lines_are_skipped_or_drawn_safely() -> None:
-    from growcockpit.ui.widgets.samples_panel import SamplesPanel
-
+def test_hostile_samples_lines_are_skipped() -> None:
     lines = [
         b'{"seq":1,"t":1,"type":"samples","step":1,"samples":[{"prompt":5}]}',
         b'{"seq":2,"t":1,"type":"samples","step":2,"samples":[{"text":"no prompt"}]}',
@@ -114,6 +112,3 @@ def test_hostile_samples_lines_are_skipped_or_drawn_safely() -> None:
     state = RunState()
     folded, skipped = fold_lines(state, lines)
     assert [s.step for s in state.samples] == [5] and folded + skipped == len(lines)
-    panel = SamplesPanel()
-    panel.history = list(state.samples)
-    assert panel.render_text().plain.splitlines()[2] == "The [MASK] [MASK]"

@@ -153,3 +153,11 @@ def test_model_text_cannot_drive_the_terminal() -> None:
     state = RunState()
     state.apply(ev)
     assert state.log[-1].text.isprintable() and "\\x1b" in state.log[-1].text
+
+
+def test_a_mask_without_guesses_draws_as_a_mask() -> None:
+    """A hand-edited log may hold an empty guesses row (its types are right)."""
+    sample = SampleText(prompt="The [MASK] [MASK]", top_tokens=[[]], top_probs=[])
+    panel = SamplesPanel()
+    panel.history = [Samples(step=5, kind="masked", samples=[sample])]
+    assert panel.render_text().plain.splitlines()[2] == "The [MASK] [MASK]"
