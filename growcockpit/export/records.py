@@ -29,7 +29,7 @@ from growcockpit.protocol.events import (
     System,
     WarningEvent,
 )
-from growcockpit.protocol.samples_event import Samples, SampleText
+from growcockpit.protocol.samples_event import Samples
 
 GIB = float(2**30)
 
@@ -108,16 +108,8 @@ def _samples_text(ev: Samples) -> str:
     """One paragraph per prompt, as Markdown (TensorBoard's text tab renders it): a causal
     LM's prompt in bold before its continuation, a masked LM's filled sentence with its
     likeliest tokens per [MASK]."""
-
-    def guesses(sample: SampleText) -> str:
-        rows = zip(sample.top_tokens, sample.top_probs, strict=False)
-        return "; ".join(
-            ", ".join(f"{t} {100 * p:.0f}%" for t, p in zip(ts, ps, strict=False))
-            for ts, ps in rows
-        )
-
     if ev.kind == "masked":
-        return "\n\n".join(f"{s.text} ({guesses(s)})" for s in ev.samples)
+        return "\n\n".join(s.one_line(ev.kind) for s in ev.samples)
     return "\n\n".join(f"**{s.prompt}**{s.text}" for s in ev.samples)
 
 

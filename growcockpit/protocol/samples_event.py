@@ -27,6 +27,19 @@ class SampleText:
     top_tokens: list[list[str]] = field(default_factory=list)
     top_probs: list[list[float]] = field(default_factory=list)
 
+    def one_line(self, kind: str) -> str:
+        """The sample on one line, as a console prints it: a causal LM's prompt and
+        continuation, a masked LM's filled text and its guesses (whitespace collapsed, not
+        yet terminal-safe)."""
+        if kind != "masked":
+            return " ".join(f"{self.prompt} ▸{self.text}".split())
+        rows = zip(self.top_tokens, self.top_probs, strict=False)
+        guesses = "; ".join(
+            ", ".join(f"{t} {100 * p:.0f}%" for t, p in zip(ts, ps, strict=False))
+            for ts, ps in rows
+        )
+        return " ".join(f"{self.text} ({guesses})".split())
+
 
 @dataclass(kw_only=True)
 class Samples(Event):

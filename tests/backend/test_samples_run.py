@@ -145,3 +145,21 @@ def test_a_llama_run_continues_its_prompts_through_the_rotary_blocks(tmp_path: P
     ids = torch.tensor([[5, 9, 14, 2, 7]])
     with torch.no_grad():
         torch.testing.assert_close(full_logits(model, ids), model(ids).logits)
+
+
+def test_a_headless_run_prints_its_samples() -> None:
+    from growcockpit.backend.control.sinks import console_line
+    from growcockpit.protocol.samples_event import SampleText
+
+    causal = Samples(step=20, samples=[SampleText(prompt="To be", text=",\nor \x1b[2Jnot")])
+    assert console_line(causal, 10) == "   samples step 20:\n     To be ▸, or \\x1b[2Jnot"
+    masked = Samples(
+        step=30,
+        kind="masked",
+        samples=[
+            SampleText(
+                prompt="The [MASK].", text="The king.", top_tokens=[["king"]], top_probs=[[0.5]]
+            )
+        ],
+    )
+    assert console_line(masked, 10) == "   samples step 30:\n     The king. (king 50%)"
