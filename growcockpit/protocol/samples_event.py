@@ -15,6 +15,13 @@ SampleKind = Literal["causal", "masked"]
 SAMPLE_KINDS: tuple[str, ...] = get_args(SampleKind)
 
 
+def percent(p: float) -> str:
+    """A token's probability as a person reads it: 42%, 3.0%, 0.4%, <0.1%."""
+    if p >= 0.095:
+        return f"{100 * p:.0f}%"
+    return f"{100 * p:.1f}%" if p >= 0.001 else "<0.1%"
+
+
 @dataclass(kw_only=True)
 class SampleText:
     """One prompt and the model's text for it. A causal LM's `text` is its continuation
@@ -35,8 +42,7 @@ class SampleText:
             return " ".join(f"{self.prompt} ▸{self.text}".split())
         rows = zip(self.top_tokens, self.top_probs, strict=False)
         guesses = "; ".join(
-            ", ".join(f"{t} {100 * p:.0f}%" for t, p in zip(ts, ps, strict=False))
-            for ts, ps in rows
+            ", ".join(f"{t} {percent(p)}" for t, p in zip(ts, ps, strict=False)) for ts, ps in rows
         )
         return " ".join(f"{self.text} ({guesses})".split())
 

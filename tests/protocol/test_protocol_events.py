@@ -308,3 +308,15 @@ def test_command_request_round_trip_and_validation() -> None:
     assert CommandAck.decode(ack.encode()) == ack
     with pytest.raises(ValueError):
         CommandAck.decode("[]")
+
+
+def test_sample_probabilities_read_as_percentages() -> None:
+    from growcockpit.protocol.samples_event import percent
+
+    assert [percent(p) for p in (0.42, 0.1, 0.03, 0.004, 0.0004)] == [
+        "42%",
+        "10%",
+        "3.0%",
+        "0.4%",
+        "<0.1%",
+    ]

@@ -73,7 +73,7 @@ async def test_the_tab_shows_the_latest_and_steps_back_through_evaluations(tmp_p
         assert panel.has_focus
         assert _head(app).startswith("evaluation 3 of 3 (the latest) · step 60 · stage 2 grow-4")
         text = screen_text(app)
-        assert "The queen is dead." in text and "[MASK] 1: queen 42% · man 20% · duke 5%" in text
+        assert "The queen is dead." in text and "[MASK] 1: queen 42% · man 20% · duke 5.0%" in text
         await pilot.press("left")
         assert _head(app).startswith("evaluation 2 of 3 · step 40 · stage 1 shallow")
         assert "The king is dead." in screen_text(app)

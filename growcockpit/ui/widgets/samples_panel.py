@@ -16,7 +16,7 @@ from textual.widgets import Static
 
 from growcockpit.plan.samples import MASK
 from growcockpit.protocol.safe_text import terminal_safe
-from growcockpit.protocol.samples_event import Samples, SampleText
+from growcockpit.protocol.samples_event import Samples, SampleText, percent
 from growcockpit.session.fold.plan import StageInfo
 from growcockpit.session.run_state import RunState
 from growcockpit.session.samples_view import (
@@ -116,7 +116,7 @@ class SamplesPanel(VerticalScroll, can_focus=True):
         text.append("\n")
         for i, (tokens, probs) in enumerate(zip(sample.top_tokens, sample.top_probs, strict=False)):
             guesses = " · ".join(
-                f"{printable(t)} {100 * p:.0f}%" for t, p in zip(tokens, probs, strict=False)
+                f"{printable(t)} {percent(p)}" for t, p in zip(tokens, probs, strict=False)
             )
             text.append(f"  {MASK} {i + 1}: ", style="dim")
             text.append(guesses + "\n")
