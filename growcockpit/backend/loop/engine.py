@@ -314,10 +314,8 @@ class Trainer:
 
     def write_samples(self, final: bool) -> None:
         """`[samples]` when due (backend/loop/samples.py): rank 0 only, but all under FSDP."""
-        if not self.sample_cadence.due(self.plan, self.pos.step, final):
-            return
-        self.sample_cadence.sampled_at = self.pos.step
-        if not (self.dist.is_main or self.fsdp):
+        due = self.sample_cadence.take(self.plan, self.pos.step, final)
+        if not due or not (self.dist.is_main or self.fsdp):
             return
         stage = min(self.pos.stage_index, len(self.plan.stages) - 1)  # past the last at the end
         with root_gathered(self.train_module):

@@ -149,7 +149,11 @@ class SampleCadence:
 
     sampled_at: int | None = None
 
-    def due(self, plan: Plan, step: int, final: bool) -> bool:
+    def take(self, plan: Plan, step: int, final: bool) -> bool:
+        """Whether samples are due at `step`; if so, they count as written there."""
         if self.sampled_at == step:
             return False
-        return samples_due(plan.samples, plan.metrics.eval_every_steps, step, final)
+        due = samples_due(plan.samples, plan.metrics.eval_every_steps, step, final)
+        if due:
+            self.sampled_at = step
+        return due
