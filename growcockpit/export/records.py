@@ -29,6 +29,7 @@ from growcockpit.protocol.events import (
     System,
     WarningEvent,
 )
+from growcockpit.protocol.samples_event import Samples
 from growcockpit.protocol.wording import counted
 
 GIB = float(2**30)
@@ -104,6 +105,15 @@ def _grow_text(ev: Grow) -> str:
     )
 
 
+def _samples_text(ev: Samples) -> str:
+    """One paragraph per prompt, as Markdown (TensorBoard's text tab renders it): a causal
+    LM's prompt in bold before its continuation, a masked LM's filled sentence with its
+    likeliest tokens per [MASK]."""
+    if ev.kind == "masked":
+        return "\n\n".join(s.one_line(ev.kind) for s in ev.samples)
+    return "\n\n".join(f"**{s.prompt}**{s.text}" for s in ev.samples)
+
+
 # event type → (text tag, text); events that only carry a note
 _TEXTS: dict[type[Event], tuple[str, Callable[[Any], str]]] = {
     RunStarted: ("events/run", lambda e: f"run {e.run_id} started on {e.device}"),
@@ -119,6 +129,7 @@ _TEXTS: dict[type[Event], tuple[str, Callable[[Any], str]]] = {
     WarningEvent: ("events/warning", lambda e: e.message),
     Error: ("events/error", lambda e: e.message),
     RunFinished: ("events/run", lambda e: f"run {e.status} at step {e.step}"),
+    Samples: ("samples", _samples_text),
 }
 _SCALARS: dict[type[Event], Callable[[Any, dict[str, float]], None]] = {
     Step: _step,

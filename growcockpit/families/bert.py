@@ -91,6 +91,10 @@ class BertSpec(FamilySpec):
         logits = _part(model, "cls")(rows)
         return F.cross_entropy(logits.float(), targets)
 
+    def head_logits(self, model: nn.Module, h: torch.Tensor) -> torch.Tensor:
+        logits: torch.Tensor = _part(model, "cls")(h)
+        return logits
+
     def shape(self, config: Any) -> ModelShape:
         return ModelShape(
             int(config.hidden_size),

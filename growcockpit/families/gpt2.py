@@ -43,6 +43,10 @@ class CausalLMSpec(FamilySpec):
         h = _part(model, self.final_norm)(h)
         return causal_lm_loss(_part(model, "lm_head")(h[:, :-1]), labels)
 
+    def head_logits(self, model: nn.Module, h: torch.Tensor) -> torch.Tensor:
+        logits: torch.Tensor = _part(model, "lm_head")(_part(model, self.final_norm)(h))
+        return logits
+
 
 class GPT2Spec(CausalLMSpec):
     name = "gpt2"

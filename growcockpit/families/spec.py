@@ -125,6 +125,11 @@ class FamilySpec(ABC):
     ) -> torch.Tensor:
         """The objective's loss from the last block's output."""
 
+    @abstractmethod
+    def head_logits(self, model: nn.Module, h: torch.Tensor) -> torch.Tensor:
+        """Logits over the vocabulary at every position of the last block's output
+        (what samples are drawn from; the loss path computes only the positions it needs)."""
+
     # growth -------------------------------------------------------------------
     @torch.no_grad()
     def zero_residual_outputs(self, block: nn.Module) -> None:

@@ -34,6 +34,7 @@ from growcockpit.plan.types import (
     ModelSpec,
     OptimSpec,
     Plan,
+    SamplesSpec,
     Stage,
 )
 
@@ -45,6 +46,7 @@ SECTIONS: dict[str, type[Any]] = {
     "checkpoint": CheckpointSpec,
     "logging": LoggingSpec,
     "distributed": DistributedSpec,
+    "samples": SamplesSpec,
 }
 _TOP_SCALARS = ("name", "description", "seed")
 TOP_KEYS: tuple[str, ...] = ("name", "description", "seed", *SECTIONS, "budget", "stages")

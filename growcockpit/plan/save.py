@@ -56,11 +56,18 @@ def _stage_defaults(index: int) -> dict[str, Any]:
     return {**_STAGE_DEFAULTS, "enter": "init"} if index == 0 else _STAGE_DEFAULTS
 
 
+# sections the dict leaves out while they hold their defaults: a cockpit older than the
+# section then still reads the plan of a run that does not use it, and compares it unchanged
+QUIET_SECTIONS = ("samples",)
+
+
 def plan_to_dict(plan: Plan) -> dict[str, Any]:
     """The plan as plain dicts/lists (JSON-able), None values left out."""
     out: dict[str, Any] = {"name": plan.name, "description": plan.description, "seed": plan.seed}
     for key in SECTIONS:
-        out[key] = _drop_none(dataclasses.asdict(getattr(plan, key)))
+        value = getattr(plan, key)
+        if key not in QUIET_SECTIONS or value != type(value)():
+            out[key] = _drop_none(dataclasses.asdict(value))
     if plan.budget is not None:
         out["budget"] = _drop_none(dataclasses.asdict(plan.budget))
     out["stages"] = [_event_stage_dict(s) for s in plan.stages]
@@ -157,6 +164,7 @@ def update_text(original_text: str, plan: Plan, sections: tuple[str, ...] = ()) 
     except Exception:
         return dump_plan(plan)
     data = plan_to_dict(plan)
+    data.update({key: _drop_none(dataclasses.asdict(getattr(plan, key))) for key in SECTIONS})
     for key in ("name", "description", "seed"):
         _merge_top(doc, key, data[key], {"description": "", "seed": 0})
     for key, cls in SECTIONS.items():

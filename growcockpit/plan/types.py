@@ -147,6 +147,28 @@ class MetricsSpec:
 
 
 @dataclass
+class SamplesSpec:
+    """`[samples]`: text the model writes at an evaluation, so a user reads what it has
+    learned so far (plan/samples.py; the backend's backend/loop/samples.py).
+
+    `every_evals`: at every Nth evaluation (and the run's final one); 0, the default, is off.
+    `prompts`: fixed prompts ([]: the family's defaults, plan/samples.py); a masked-LM
+    (BERT) prompt holds one or more "[MASK]". A causal LM continues each prompt by
+    `max_new_tokens` tokens, greedily at `temperature = 0`, else sampled (from the `top_k`
+    most likely tokens; 0: all) with a generator seeded by `seed` at every evaluation,
+    so two evaluations differ only by what the model learned between them. A masked LM
+    fills each [MASK] and shows its `mask_predictions` most likely tokens."""
+
+    every_evals: int = 0
+    prompts: list[str] = field(default_factory=list)
+    max_new_tokens: int = 24
+    temperature: float = 0.0
+    top_k: int = 0
+    mask_predictions: int = 5
+    seed: int = 0
+
+
+@dataclass
 class CheckpointSpec:
     """When a run saves itself. By default every 10 minutes of wall clock and at each
     stage start (before its operator), so a killed run can always be resumed;
@@ -275,6 +297,7 @@ class Plan:
     checkpoint: CheckpointSpec = field(default_factory=CheckpointSpec)
     logging: LoggingSpec = field(default_factory=LoggingSpec)
     distributed: DistributedSpec = field(default_factory=DistributedSpec)
+    samples: SamplesSpec = field(default_factory=SamplesSpec)
     stages: list[Stage] = field(default_factory=list)
     seed: int = 0
     description: str = ""

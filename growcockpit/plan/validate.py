@@ -25,6 +25,7 @@ from growcockpit.plan.names import name_problem
 from growcockpit.plan.operators import OPTION_DEFAULTS, operators_with
 from growcockpit.plan.probe import probe_problems
 from growcockpit.plan.recipe_checks import recipe_problems
+from growcockpit.plan.samples import samples_problems
 from growcockpit.plan.shapes import walk_shapes
 from growcockpit.plan.types import (
     ADVANCES,
@@ -55,6 +56,7 @@ _ORDER = (
     "budget",
     "logging",
     "distributed",
+    "samples",
 )
 _STAGE_KEY = re.compile(r"^stages\[(\d+)\]")
 
@@ -321,7 +323,7 @@ def collect_problems(plan: Plan) -> list[Problem]:
     ]
     _operator_options(plan, c)
     c.problems += advance_problems(plan) + probe_problems(plan, collect_problems, _shape_key)
-    c.problems += distributed_problems(plan)
+    c.problems += distributed_problems(plan) + samples_problems(plan)
     for key, problem in budget_problems(plan):
         c.add(key, problem)
     fit = fit_budget(plan)

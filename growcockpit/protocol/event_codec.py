@@ -43,6 +43,7 @@ from .events import (
     WarningEvent,
 )
 from .finite_json import restore_floats
+from .samples_event import Samples, SampleText
 
 EVENT_TYPES: dict[str, type[Event]] = {
     cls.TYPE: cls
@@ -70,6 +71,7 @@ EVENT_TYPES: dict[str, type[Event]] = {
         ProbeCandidate,
         ProbePicked,
         ModelLoaded,
+        Samples,
     )
 }
 
@@ -77,6 +79,7 @@ _NESTED: dict[tuple[str, str], type] = {
     ("layer_stats", "layers"): LayerStat,
     ("system", "gpus"): GpuStat,
     ("rank_memory", "ranks"): RankMemory,
+    ("samples", "samples"): SampleText,
 }
 
 

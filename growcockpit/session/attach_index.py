@@ -25,8 +25,10 @@ from pathlib import Path
 from typing import Any
 
 from growcockpit.protocol import safe_fs
+from growcockpit.protocol.event_codec import event_from_dict
 from growcockpit.protocol.events import RankMemory, RanksMemory
 from growcockpit.protocol.rundir import RunPaths
+from growcockpit.protocol.samples_event import Samples
 from growcockpit.protocol.stage_steps import StageSteps
 from growcockpit.session.fold.layers import TIMING_WINDOW, LayerRow
 from growcockpit.session.fold.plan import StageInfo
@@ -70,6 +72,7 @@ _PLAIN = tuple(
         "heat",
         "markers",
         "log",
+        "samples",
         "backend_alive",
         "rank_memory",
     }
@@ -121,6 +124,7 @@ def state_to_dict(state: RunState) -> dict[str, Any]:
         "markers": [list(vars(m).values()) for m in state.markers],
         "log": [list(vars(e).values()) for e in state.log],
         "rank_memory": asdict(state.rank_memory) if state.rank_memory else None,
+        "samples": [ev.to_dict() for ev in state.samples],
     }
 
 
@@ -132,6 +136,7 @@ def state_from_dict(data: dict[str, Any]) -> RunState:
         log_cap=int(plain["log_cap"]),
         marker_cap=int(plain["marker_cap"]),
         heat_cap=int(plain["heat_cap"]),
+        samples_cap=int(plain["samples_cap"]),
     )
     for name in _PLAIN:
         setattr(state, name, plain[name])
@@ -174,7 +179,15 @@ def state_from_dict(data: dict[str, Any]) -> RunState:
     if memory is not None:
         ranks = [RankMemory(**r) for r in memory.pop("ranks")]
         state.rank_memory = RanksMemory(**memory, ranks=ranks)
+    state.samples.extend(_samples_event(d) for d in data["samples"])
     return state
+
+
+def _samples_event(data: dict[str, Any]) -> Samples:
+    event = event_from_dict(data)
+    if not isinstance(event, Samples):
+        raise ValueError("not a samples event")
+    return event
 
 
 def load(run_dir: Path, events: Path) -> tuple[RunState, int, int] | None:

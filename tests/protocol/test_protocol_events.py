@@ -24,6 +24,7 @@ from growcockpit.protocol import (
     event_from_dict,
 )
 from growcockpit.protocol import events as ev
+from growcockpit.protocol.samples_event import Samples, SampleText
 
 SAMPLES: dict[str, Event] = {
     "run_started": ev.RunStarted(
@@ -208,7 +209,30 @@ SAMPLES: dict[str, Event] = {
     "model_loaded": ev.ModelLoaded(
         seq=19, t=19.0, path="runs/a/final", family="gpt2", layers=4, parameters=1234, val_loss=5.5
     ),
+    "samples": Samples(
+        seq=20,
+        t=20.0,
+        step=40,
+        stage=1,
+        kind="masked",
+        temperature=0.0,
+        seed=3,
+        samples=[
+            SampleText(
+                prompt="The [MASK] is dead.",
+                text="The king is dead.",
+                top_tokens=[["king", "queen"]],
+                top_probs=[[0.5, 0.25]],
+            )
+        ],
+    ),
 }
+
+
+def test_nested_sample_texts_decode_to_dataclasses() -> None:
+    back = decode_event(encode_event(SAMPLES["samples"]))
+    assert isinstance(back, Samples) and isinstance(back.samples[0], SampleText)
+    assert back.samples[0].top_tokens == [["king", "queen"]]
 
 
 def test_samples_cover_every_event_type() -> None:
@@ -299,3 +323,15 @@ def test_command_request_round_trip_and_validation() -> None:
     assert CommandAck.decode(ack.encode()) == ack
     with pytest.raises(ValueError):
         CommandAck.decode("[]")
+
+
+def test_sample_probabilities_read_as_percentages() -> None:
+    from growcockpit.protocol.samples_event import percent
+
+    assert [percent(p) for p in (0.42, 0.1, 0.03, 0.004, 0.0004)] == [
+        "42%",
+        "10%",
+        "3.0%",
+        "0.4%",
+        "<0.1%",
+    ]

@@ -94,4 +94,4 @@ async def test_the_help_text_is_shown_as_written(tmp_path: Any) -> None:
         await pilot.pause()
         assert isinstance(app.screen, HelpScreen)
         text = " ".join(screen_text(app).split())
-        assert "[ and ]" in text and "Tabs 1–6" in text
+        assert "[ and ]" in text and "Tabs 1–7" in text

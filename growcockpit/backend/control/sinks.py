@@ -21,6 +21,8 @@ from growcockpit.protocol.events import (
     Step,
     WarningEvent,
 )
+from growcockpit.protocol.safe_text import terminal_safe
+from growcockpit.protocol.samples_event import Samples
 from growcockpit.protocol.startup_phases import LAST_PHASE, ended_text
 from growcockpit.protocol.wording import counted
 
@@ -108,6 +110,11 @@ def console_line(event: Event, every: int) -> str | None:
         return f"   eval step {event.step}: val loss {event.val_loss:.4f}  ppl {event.val_ppl:.1f}"
     if isinstance(event, ModelLoaded):
         return f"   {event.summary()}"
+    if isinstance(event, Samples):
+        head = f"   samples step {event.step}:"
+        return "\n".join(
+            [head, *(f"     {terminal_safe(s.one_line(event.kind))}" for s in event.samples)]
+        )
     if isinstance(event, CommandEvent):
         verdict = "accepted" if event.accepted else f"refused: {event.reason}"
         return f"   command {event.command}: {verdict}"

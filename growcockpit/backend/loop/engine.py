@@ -32,6 +32,7 @@ from growcockpit.backend.loop.optim import lr_at
 from growcockpit.backend.loop.plateau import PlateauTrigger, check_event, trigger_for
 from growcockpit.backend.loop.progress import LoopState, Progress
 from growcockpit.backend.loop.recipes import StageRecipes
+from growcockpit.backend.loop.samples import SampleCadence, write_samples
 from growcockpit.backend.loop.stage_entry import configure_training, enter_stage
 from growcockpit.backend.loop.stage_events import (
     awaiting_advance,
@@ -117,6 +118,7 @@ class Trainer:
         self.recipes = StageRecipes()
         self.plateau: PlateauTrigger | None = None  # advance = "plateau": asked after each step
         self.evaluated_at: int | None = None  # the step of the latest evaluation
+        self.sample_cadence = SampleCadence()  # [samples]: text at some evaluations
         self.mesh: DeviceMesh | None = None  # FSDP's device mesh, made at the first shard
         self.sharded_change: ShardedChange | None = None  # FSDP: within a stage change
 
@@ -320,6 +322,26 @@ class Trainer:
             )
         if event is not None:
             self.report.emit(event)
+        self.write_samples(final=False)
+
+    def write_samples(self, final: bool) -> None:
+        """`[samples]` when due (backend/loop/samples.py): rank 0 only, but all under FSDP."""
+        due = self.sample_cadence.take(self.plan, self.pos.step, final)
+        if not due or not (self.dist.is_main or self.fsdp):
+            return
+        stage = min(self.pos.stage_index, len(self.plan.stages) - 1)  # past the last at the end
+        with root_gathered(self.train_module):
+            event = write_samples(
+                self.model,
+                self.data.tokenizer,
+                self.plan,
+                self.device,
+                self.steps.autocast(),
+                self.pos.step,
+                stage,
+            )
+        if self.dist.is_main:
+            self.report.emit(event)
 
     def checkpoint(self, reason: str) -> Path | None:
         self.pos.plateau = self.plateau.state() if self.plateau is not None else None
@@ -368,9 +390,11 @@ class Trainer:
         """Evaluate at the last step unless the periodic evaluation just did: a run's final
         validation loss (what compare, the pin and a race's rung read) is then its own,
         never up to `eval_every_steps - 1` steps old."""
-        enabled = self.plan.metrics.eval_every_steps > 0
-        if enabled and self.pos.step > 0 and self.evaluated_at != self.pos.step:
+        if self.plan.metrics.eval_every_steps <= 0 or self.pos.step == 0:
+            return
+        if self.evaluated_at != self.pos.step:
             self.evaluate()
+        self.write_samples(final=True)  # the final model's text, also off the cadence
 
     def finish(self) -> str:
         self.prefetch.close()

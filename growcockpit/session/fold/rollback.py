@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING
 
 from growcockpit.protocol.events import RolledBack
 from growcockpit.session.fold import axes
+from growcockpit.session.fold.samples import drop_samples_after
 
 # Paused reasons after which the weights may be damaged: resuming as is blows up again
 BLOW_UPS = ("non-finite loss", "loss spike", "gradient norm spike")
@@ -69,6 +70,7 @@ def on_rolled_back(state: RunData, ev: RolledBack) -> None:
     for series in _series(state):
         series.drop_after(ev.step)
     state.heat.drop_after(ev.step)
+    drop_samples_after(state, ev.step)
     kept = [m for m in state.markers if m.step <= ev.step]
     state.markers.clear()
     state.markers.extend(kept)

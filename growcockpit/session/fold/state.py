@@ -9,6 +9,7 @@ from typing import Any
 from growcockpit.plan import Plan
 from growcockpit.protocol.events import PlateauCheck, RanksMemory
 from growcockpit.protocol.rundir import FINAL_STATES
+from growcockpit.protocol.samples_event import Samples
 from growcockpit.protocol.stage_steps import StageSteps
 from growcockpit.session.fold.layers import LayerRow
 from growcockpit.session.fold.plan import StageInfo, stages_of
@@ -29,6 +30,7 @@ class RunData:
     log_cap: int = 2_000
     marker_cap: int = 1_000
     heat_cap: int = 2_048
+    samples_cap: int = 500  # evaluations whose samples are kept (the Samples tab)
 
     run_id: str = ""
     plan_name: str = ""
@@ -105,6 +107,8 @@ class RunData:
     heat: LayerHistory = field(init=False)
     markers: deque[Marker] = field(init=False)
     log: deque[LogEntry] = field(init=False)
+    samples: deque[Samples] = field(init=False)
+    samples_version: int = 0  # bumps when `samples` changes
     # fold bookkeeping (written by the folds, not shown)
     last_step_t: float | None = None
     last_step_seen: int = 0
@@ -141,6 +145,7 @@ class RunData:
         self.heat = LayerHistory(self.heat_cap)
         self.markers = deque(maxlen=self.marker_cap)
         self.log = deque(maxlen=self.log_cap)
+        self.samples = deque(maxlen=self.samples_cap)
 
     # ---- derived ---------------------------------------------------------
     @property

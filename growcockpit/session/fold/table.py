@@ -30,7 +30,8 @@ from growcockpit.protocol.events import (
     System,
     WarningEvent,
 )
-from growcockpit.session.fold import lifecycle, messages, metrics, plateau, rollback
+from growcockpit.protocol.samples_event import Samples
+from growcockpit.session.fold import lifecycle, messages, metrics, plateau, rollback, samples
 
 if TYPE_CHECKING:
     from growcockpit.session.fold.state import RunData
@@ -67,5 +68,6 @@ FOLDS: dict[type[Event], Fold] = dict(
         _fold(WarningEvent, messages.on_warning),
         _fold(ModelLoaded, messages.on_model_loaded),
         _fold(ErrorEvent, messages.on_error),
+        _fold(Samples, samples.on_samples),
     ]
 )

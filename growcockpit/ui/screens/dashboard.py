@@ -1,5 +1,5 @@
 """The live view of one run: header, tabs (overview, layers, timing, system, events,
-console), commands.
+console, samples), commands.
 
 The screen is a view of a `RunSession` (plain Python): a thread worker runs
 the session's tail loop, which reads the run directory and folds events into
@@ -51,11 +51,12 @@ from growcockpit.ui.widgets import (
 )
 from growcockpit.ui.widgets.console import ConsolePanel
 from growcockpit.ui.widgets.loss_plot import axis_plots
+from growcockpit.ui.widgets.samples_panel import SamplesPanel
 from growcockpit.ui.widgets.scalar_plot import ScalarPlot
 
 TEXT_FLUSH_S = 0.25  # ≤ 4 Hz
 PLOT_FLUSH_S = 0.5  # ≤ 2 Hz
-TABS = ("overview", "layers", "timing", "system", "events", "console")
+TABS = ("overview", "layers", "timing", "system", "events", "console", "samples")
 LAYERS_TITLE = f"layers · ms: median of the last n ≤ {TIMING_WINDOW} samples"
 
 
@@ -99,6 +100,7 @@ class DashboardScreen(DashboardViews):
         Binding("4", "tab('system')", "System", show=False),
         Binding("5", "tab('events')", "Events", show=False),
         Binding("6", "tab('console')", "Console", show=False),
+        Binding("7", "tab('samples')", "Samples", show=False),
         Binding(
             "v",
             "cycle_scalar",
@@ -152,6 +154,8 @@ class DashboardScreen(DashboardViews):
                 yield EventLogPanel(id="event-log-full")
             with TabPane("6 Console", id="console"):
                 yield ConsolePanel(ConsoleTail(self.session.client.paths.log), id="console-log")
+            with TabPane("7 Samples", id="samples"):
+                yield SamplesPanel(id="samples-panel")
         yield Footer(compact=True)
 
     def on_mount(self) -> None:
@@ -163,6 +167,7 @@ class DashboardScreen(DashboardViews):
         self.query_one("#ov-system").border_title = "system"
         self.query_one("#system-panel").border_title = "system"
         self.query_one("#timing-panel").border_title = "time per step"
+        self.query_one("#samples-panel").border_title = "samples: what the model writes"
         self.restore_view()
         self.session.claim_control()
         self._tail()
@@ -197,6 +202,9 @@ class DashboardScreen(DashboardViews):
             timing = self.query_one(TimingPanel)
             if self._on_screen(timing):
                 timing.show_state(self.state)
+            samples = self.query_one(SamplesPanel)
+            if self._on_screen(samples):
+                samples.show_state(self.state)
 
     def flush_plot(self) -> None:
         with self.state_lock:
@@ -212,6 +220,8 @@ class DashboardScreen(DashboardViews):
     def on_tabbed_content_tab_activated(self, event: TabbedContent.TabActivated) -> None:
         self.call_after_refresh(self._flush_all)
         self.remember_view()
+        if event.pane.id == "samples":  # its ←/→ step through the evaluations
+            self.query_one(SamplesPanel).focus()
 
     def _flush_all(self) -> None:
         self.flush_text()

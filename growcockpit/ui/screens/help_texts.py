@@ -34,8 +34,8 @@ Layers: one row per layer (trainable, frozen, or new from the last grow): grad n
 update ratio ‖Δθ‖/‖θ‖, and fwd/bwd ms as the median of the last n timing samples (they
 restart when the stage or the layer's frozen state changes); and one layers × time
 heatmap of grad norms, grouped by stage.
-Tabs 1–6; the console (6) follows backend.log, the backend's stdout and stderr (its last
-lines). / filters by a regular expression: the layer rows and the heatmap's (index,
+Tabs 1–7: the console (6) follows backend.log (stdout, stderr); samples (7), the model's
+text at evaluations ([samples]; ←/→ step). / filters by a regular expression: the layer rows and the heatmap's (index,
 layer N, state, health), the event logs, the console, and the plots' series by name
 (train/loss, val/loss, tokens/s; grad norm keeps every heatmap row); a plot it leaves
 empty says so. Esc clears it (else goes Home). N and T set the run's note and tags
