@@ -46,6 +46,7 @@ async def _steps_30_to_40_with_cursor(pilot: Pilot[None]) -> None:
     await wait_for(pilot, lambda: pilot.app.screen is screen and plot.steps == (30, 40))
     await pilot.press("full_stop")
     await wait_for(pilot, lambda: plot.cursor is not None)
+    pilot.app.clear_notifications()  # their 2 s life is a race under load
     screen.flush_plot()
     await pilot.pause(0.1)
 
@@ -75,10 +76,12 @@ async def _grad_norm_steps_30_to_60_cursor_back(pilot: Pilot[None]) -> None:
     await wait_for(pilot, lambda: isinstance(pilot.app.screen, PromptScreen))
     await pilot.press(*["backspace"] * 8, *"30-60", "enter")
     await wait_for(pilot, lambda: pilot.app.screen is screen)
+    plot = screen.query_one(LossPlot)
     for key in ("full_stop", "full_stop", "comma"):
-        await pilot.pause(0.2)
+        before = plot.cursor
         await pilot.press(key)
-    await pilot.pause(0.3)
+        await wait_for(pilot, lambda: plot.cursor != before)  # noqa: B023
+    pilot.app.clear_notifications()
     screen.flush_plot()
     await pilot.pause(0.1)
 
