@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 
 from growcockpit.plan import PlanError, dump_plan, load_plan, loads_plan
+from growcockpit.plan.overrides import load_plan_with
 from growcockpit.plan.show import format_plan
 from growcockpit.resources import sample_plans_dir
 
@@ -93,3 +94,14 @@ def test_the_7b_fsdp_sample_plan_validates_and_prices() -> None:
     shown = format_plan(plan)
     assert "distributed: fsdp" in shown
     assert "estimated compute:" in shown and "speedup" in shown
+
+
+@pytest.mark.parametrize(
+    "name", sorted(p.name for p in sample_plans_dir().glob("*.toml")), ids=lambda n: n[:-5]
+)
+def test_every_shipped_recipe_is_accepted_under_fsdp(name: str) -> None:
+    """Every operator, freeze policy, ramp, layer drop and moment carry of the shipped recipes
+    has a sharded path now, so `strategy = "fsdp"` refuses none of them (fp16 and compile,
+    still refused, appear in no sample plan)."""
+    plan, _ = load_plan_with(sample_plans_dir() / name, ["distributed.strategy=fsdp"])
+    assert plan.distributed.strategy == "fsdp"
