@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import copy
 import dataclasses
+from pathlib import Path
 
 import pytest
 import torch
@@ -155,3 +156,23 @@ def test_compiled_fast_forward_matches_hf(family: str) -> None:
     hf = loss_and_grads(model, batch, fast=False)
     compiled = loss_and_grads(model, batch, fast=True, compiler=BlockCompiler("aot_eager"))
     assert_same(compiled, hf)
+
+
+@pytest.mark.parametrize("family", FAST)
+def test_a_model_trained_through_the_fast_path_reloads_with_from_pretrained(
+    family: str, tmp_path: Path
+) -> None:
+    """`final/` is `save_pretrained`: after fast-path updates it loads as HF's own class,
+    with the same logits."""
+    model = tiny_model(family)
+    model.train()
+    optimizer = torch.optim.AdamW(model.parameters(), lr=1e-2)
+    for _ in range(2):
+        StagedForward(0, True).loss(model, tiny_batch(family)).backward()
+        optimizer.step()
+        optimizer.zero_grad(set_to_none=True)
+    model.save_pretrained(tmp_path)  # type: ignore[operator]
+    loaded = spec_for(family).model_class.from_pretrained(tmp_path)
+    assert type(loaded) is spec_for(family).model_class
+    ids = tiny_batch(family).input_ids
+    assert torch.equal(logits(loaded.eval(), ids), logits(model.eval(), ids))
