@@ -19,7 +19,8 @@ the same rounds (A/B/…/B/A, so drift hits all alike):
 It prints per configuration the step ms, tokens/s, `vs_reference` (the
 product's tokens/s over its reference's) and the operators per step of both
 (bench/reference/op_count.py: dispatched operators eager; the profiler's count
-compiled), the operators the product adds most, and the per-layer metrics' cost.
+compiled), the operators the product adds most, and the per-layer metrics' cost; each ratio
+also from each side's fastest chunk (load only adds time).
 
     python bench/step_vs_reference.py                      # the three families, CPU shapes
     python bench/step_vs_reference.py --plans bert --compile

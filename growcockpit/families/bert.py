@@ -9,6 +9,7 @@ import torch.nn.functional as F
 from torch import nn
 from transformers import BertConfig, BertForMaskedLM, PretrainedConfig, PreTrainedTokenizerBase
 
+from growcockpit.families.fast_blocks import BlockForward, bert_block_forward
 from growcockpit.families.spec import Axis, FamilySpec, ModelShape, TensorRule, _part
 from growcockpit.plan.types import ModelSpec
 
@@ -60,6 +61,9 @@ class BertSpec(FamilySpec):
 
         block: nn.Module = BertLayer(_part(model, "config"), layer_idx=idx)  # type: ignore[no-untyped-call]
         return block
+
+    def fast_forward(self) -> BlockForward:
+        return bert_block_forward
 
     def embedding_modules(self, model: nn.Module) -> list[nn.Module]:
         """The embedding module (token, position, token-type tables, their LayerNorm and

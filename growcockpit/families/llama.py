@@ -18,6 +18,7 @@ import torch
 from torch import nn
 from transformers import LlamaConfig, LlamaForCausalLM, PretrainedConfig, PreTrainedTokenizerBase
 
+from growcockpit.families.fast_blocks import BlockForward, llama_block_forward
 from growcockpit.families.gpt2 import CausalLMSpec
 from growcockpit.families.spec import Axis, BlockCall, ModelShape, TensorRule, _part
 from growcockpit.plan.types import ModelSpec
@@ -86,6 +87,9 @@ class LlamaSpec(CausalLMSpec):
 
         block: nn.Module = LlamaDecoderLayer(_part(model, "config"), layer_idx=idx)
         return block
+
+    def fast_forward(self) -> BlockForward:
+        return llama_block_forward
 
     def embedding_modules(self, model: nn.Module) -> list[nn.Module]:
         """The token table (the rotary module has no weights); with tied embeddings

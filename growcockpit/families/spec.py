@@ -19,6 +19,7 @@ import torch
 from torch import nn
 from transformers import PretrainedConfig, PreTrainedTokenizerBase
 
+from growcockpit.families.fast_blocks import BlockForward
 from growcockpit.plan.families import FamilyFacts, family_facts
 from growcockpit.plan.types import ModelSpec
 from growcockpit.protocol.safe_text import quoted
@@ -114,6 +115,12 @@ class FamilySpec(ABC):
         """How each block is called for a hidden state shaped like `h` (Llama
         passes its rotary embeddings; the others call the block plainly)."""
         return call_block
+
+    def fast_forward(self) -> BlockForward | None:
+        """The block forward the staged forward trains with in place of HF's (the same
+        arithmetic over the block's own weights, fused projections: families/fast_blocks.py),
+        or None: the HF block's own forward."""
+        return None
 
     @abstractmethod
     def head_loss(

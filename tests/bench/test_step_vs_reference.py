@@ -32,6 +32,19 @@ def test_the_operator_counter_sees_forward_backward_and_names() -> None:
     assert top_differences(names, names, (2, 2)) == "none"
 
 
+def test_the_fastest_chunks_ratio_reads_past_load_that_only_adds_time() -> None:
+    from reference.pairs import Timed
+    from reference.report import vs, vs_fastest
+
+    product = Timed("full-4", "product", False, lambda: None, 512, chunk_ms=[10.0, 30.0, 12.0])
+    reference = Timed("full-4", "reference", False, lambda: None, 512, chunk_ms=[25.0, 9.0, 11.0])
+    assert vs_fastest(product, reference) == pytest.approx(0.9)
+    assert vs(product, reference) == pytest.approx(0.9166, abs=1e-3)  # per-round: 2.5, 0.3, 0.92
+    assert vs_fastest(product, Timed("x", "reference", False, lambda: None, 1)) != vs_fastest(
+        product, reference
+    )  # no chunks: NaN, never a number
+
+
 @pytest.mark.slow
 def test_the_benchmark_prints_every_stage_against_its_reference(
     gc_cache: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
@@ -65,6 +78,8 @@ def test_the_benchmark_prints_every_stage_against_its_reference(
         assert r["product_ms"] > 0 and r["reference_ms"] > 0
         assert r["product_ops"] > 0 and r["reference_ops"] > 0
         assert len(r["product_chunks_ms"]) == len(r["reference_chunks_ms"]) == 2
+        fastest = min(r["reference_chunks_ms"]) / min(r["product_chunks_ms"])
+        assert r["vs_reference_fastest"] == pytest.approx(fastest)
     # one trained layer does less work than four: the operator count says so too
     assert rows[1]["reference_ops"] < rows[0]["reference_ops"]
     assert "metrics at the plan's cadence cost" in out

@@ -40,33 +40,49 @@ BlockCall = Callable[[nn.Module, torch.Tensor], torch.Tensor]
 
 
 class BlockCompiler:
-    """One compiled forward per block class, installed on a block for the length of its call."""
+    """One compiled forward per block forward (a class's own, or its family's fast
+    forward), installed on a block for the length of its call."""
 
     def __init__(self, backend: str = "inductor") -> None:
         self.backend = backend
-        self._forwards: dict[type[nn.Module], Callable[..., Any]] = {}
+        self._forwards: dict[Callable[..., Any], Callable[..., Any]] = {}
         config = torch._dynamo.config
         config.recompile_limit = max(config.recompile_limit, RECOMPILE_LIMIT)
         config.accumulated_recompile_limit = max(
             config.accumulated_recompile_limit, 4 * RECOMPILE_LIMIT
         )
 
-    def forward_of(self, cls: type[nn.Module]) -> Callable[..., Any]:
-        fn = self._forwards.get(cls)
+    def compiled(self, forward: Callable[..., Any]) -> Callable[..., Any]:
+        fn = self._forwards.get(forward)
         if fn is None:
-            fn = torch.compile(cls.forward, backend=self.backend)
-            self._forwards[cls] = fn
+            fn = torch.compile(forward, backend=self.backend)
+            self._forwards[forward] = fn
         return fn
 
-    def wrap(self, run: BlockCall) -> BlockCall:
-        """`run(block, h)` (a family's block call) with the block's forward compiled."""
+    def forward_of(self, cls: type[nn.Module]) -> Callable[..., Any]:
+        return self.compiled(cls.forward)
 
-        def call(block: nn.Module, h: torch.Tensor) -> torch.Tensor:
-            slots = vars(block)
-            slots["forward"] = functools.partial(self.forward_of(type(block)), block)
-            try:
-                return run(block, h)
-            finally:
-                del slots["forward"]
+    def wrap(self, run: BlockCall, forward: Callable[..., Any] | None = None) -> BlockCall:
+        """`run(block, h)` (a family's block call) with the block's forward (or `forward`,
+        the family's fast one) compiled."""
+        if forward is not None:
+            return with_forward(run, lambda _: self.compiled(forward))
+        return with_forward(run, lambda block: self.forward_of(type(block)))
 
-        return call
+
+def with_forward(
+    run: BlockCall, forward_for: Callable[[nn.Module], Callable[..., Any]]
+) -> BlockCall:
+    """`run(block, h)` with `forward_for(block)` as the block's `forward` while it runs:
+    `Module.__call__` (and so its hooks) stays, only what it calls changes, and nothing
+    is left on the block after the call (a `copy.deepcopy` or a pickle never sees it)."""
+
+    def call(block: nn.Module, h: torch.Tensor) -> torch.Tensor:
+        slots = vars(block)
+        slots["forward"] = functools.partial(forward_for(block), block)
+        try:
+            return run(block, h)
+        finally:
+            del slots["forward"]
+
+    return call

@@ -8,6 +8,10 @@ them to reach the input and the whole stack runs with autograd.
 Frozen blocks *above* the lowest trainable one (`source = "middle"` with
 `train = "new"`) run with autograd: their parameters do not require grad, so
 they compute no weight gradient but pass the input gradient down.
+
+Blocks of a family with a fast forward (BERT, Llama: one fused q|k|v and gate|up
+matmul over the block's own HF weights, families/fast_blocks.py) run it in place of
+HF's forward, installed only for the call: hooks stay, the model stays HF's.
 """
 
 from __future__ import annotations
@@ -18,7 +22,7 @@ import torch
 from torch import nn
 
 from growcockpit.backend.data.blocks import Batch
-from growcockpit.backend.loop.block_compile import BlockCompiler
+from growcockpit.backend.loop.block_compile import BlockCompiler, with_forward
 from growcockpit.families import spec_of
 from growcockpit.grow.model_parts import get_layers
 
@@ -33,6 +37,7 @@ class StagedForward:
     embeddings_trainable: bool
     skip: frozenset[int] = frozenset()
     compiled: BlockCompiler | None = None  # optim.compile: the blocks' compiled forwards
+    fast: bool = True  # the family's fast block forward (families/fast_blocks.py), if it has one
 
     @classmethod
     def for_stage(
@@ -49,8 +54,11 @@ class StagedForward:
         with torch.set_grad_enabled(torch.is_grad_enabled() and not no_grad_bottom):
             h = family.embed(model, batch.input_ids)
             run = family.block_call(model, h)
+            fast = family.fast_forward() if self.fast else None
             if self.compiled is not None:
-                run = self.compiled.wrap(run)
+                run = self.compiled.wrap(run, fast)
+            elif fast is not None:
+                run = with_forward(run, lambda _: fast)
             for i in range(self.frozen_prefix):
                 if i not in self.skip:
                     h = run(layers[i], h)
