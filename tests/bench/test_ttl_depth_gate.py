@@ -7,7 +7,7 @@ import sys
 import pytest
 from repo_paths import REPO
 
-sys.path.insert(0, str(REPO / "bench"))
+sys.path[:0] = [str(REPO / "bench" / "ttl"), str(REPO / "bench")]
 
 from common import TTL_SIZES  # noqa: E402
 from ttl_gate_table import DepthRow, fixed_depth, table, verdict  # noqa: E402

@@ -9,7 +9,7 @@ min–max), then the verdict: depth pays when the medians order full < half < �
 and the full–half gap exceeds 3× the seed spread (the widest min–max range of the fixed
 models), over ≥ 3 seeds. With fewer seeds the verdict is only a pilot's.
 
-    python bench/ttl_gate_table.py out/a.json out/b.json --point "4 × 32, batch 32"
+    python bench/ttl/ttl_gate_table.py out/a.json out/b.json --point "4 × 32, batch 32"
 """
 
 from __future__ import annotations
@@ -22,9 +22,10 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-BENCH = Path(__file__).resolve().parent
-if str(BENCH) not in sys.path:
-    sys.path.insert(0, str(BENCH))
+BENCH = Path(__file__).resolve().parents[1]
+for _path in (BENCH, BENCH / "ttl"):
+    if str(_path) not in sys.path:
+        sys.path.insert(0, str(_path))
 
 from common import Size, plan_for  # noqa: E402
 
