@@ -251,7 +251,8 @@ def prepare(args: argparse.Namespace) -> int:
         tokens = int(blocks.train.shape[0]) * size.seq
         print(
             f"corpus: {family} vocab {size.vocab}: {tokens / 1e6:.1f} M training tokens "
-            f"({tokens / (size.steps * size.batch * size.seq):.2f} of the budget's tokens; "
+            f"({tokens / (size.steps * size.batch * size.seq):.2f}× the tokens of the scale's "
+            f"{size.steps}-step budget; "
             f"{time.monotonic() - t:.0f} s)",
             flush=True,
         )
