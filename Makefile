@@ -40,9 +40,9 @@ lint: test-setup
 typecheck: test-setup
 	$(VENV)/bin/mypy growcockpit
 
-## make gpu-check: the offline GPU check (bench/gpu_check.sh); installs nothing, uses .venv if present
+## make gpu-check: the offline GPU check (bench/gpu/gpu_check.sh); installs nothing, uses .venv if present
 gpu-check:
-	PYTHON=$${PYTHON:-$$(test -x $(PY) && echo $(PY) || echo python3)} bash bench/gpu_check.sh
+	PYTHON=$${PYTHON:-$$(test -x $(PY) && echo $(PY) || echo python3)} bash bench/gpu/gpu_check.sh
 
 clean:
 	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache

@@ -65,6 +65,7 @@ class Size:
     eval_batches: int = 4
     dropout: float = 0.1
     kv_heads: int | None = None  # grouped-query attention (Llama); None: one per head
+    source: str = "builtin"  # data.source: the built-in corpus, or a text file (--corpus)
 
     @property
     def ffn(self) -> int:
@@ -114,7 +115,7 @@ TTL_SIZES: dict[str, dict[str, Size]] = {
 
 
 def plan_for(size: Size, name: str, stages: list[Stage], seed: int = 0) -> Plan:
-    """A validated plan: `size`'s model, built-in corpus, AdamW, linear decay, evals."""
+    """A validated plan: `size`'s model and corpus, AdamW, linear decay, evals."""
     plan = Plan(
         name=name,
         description=f"bench plan ({size.family}, {size.layers}×{size.hidden})",
@@ -129,7 +130,7 @@ def plan_for(size: Size, name: str, stages: list[Stage], seed: int = 0) -> Plan:
             dropout=size.dropout,
             num_kv_heads=size.kv_heads,
         ),
-        data=DataSpec(source="builtin", tokenizer=f"train:{size.vocab}", seq_len=size.seq),
+        data=DataSpec(source=size.source, tokenizer=f"train:{size.vocab}", seq_len=size.seq),
         optim=OptimSpec(
             lr=size.lr,
             warmup_steps=max(1, min(100, size.steps // 20)),

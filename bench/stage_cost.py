@@ -1,7 +1,7 @@
 """Per-stage step cost of MSLT against the full-depth step, next to the cost model.
 
 Times one training step (forward, backward, grad clip, AdamW step, exactly as
-`Trainer.train_step` does it, via bench/gpu_check.py's config builder) of:
+`Trainer.train_step` does it, via bench/gpu/gpu_check.py's config builder) of:
 the L-layer baseline (all trained), and every MSLT stage configuration of an
 L/4 → L/2 → 3L/4 → L schedule (depth d with the top L/4 layers trainable,
 embeddings and tied decoder frozen, the bottom forward-only under no_grad),
@@ -36,8 +36,9 @@ from pathlib import Path
 from typing import Any
 
 BENCH = Path(__file__).resolve().parent
-if str(BENCH) not in sys.path:
-    sys.path.insert(0, str(BENCH))
+for _path in (BENCH, BENCH / "gpu"):
+    if str(_path) not in sys.path:
+        sys.path.insert(0, str(_path))
 
 import gpu_check  # noqa: E402  (sets HF_HUB_OFFLINE, the repo path)
 import torch  # noqa: E402

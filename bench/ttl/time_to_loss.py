@@ -45,6 +45,7 @@ for _folder in (BENCH, BENCH / "ttl"):
         sys.path.insert(0, str(_folder))
 
 from common import METHODS, MSLT_VARIANTS, TTL_SIZES, Size, method_plan  # noqa: E402
+from corpus import CorpusError, text_path  # noqa: E402
 from ttl_flops import flops_split, print_flops  # noqa: E402
 from ttl_gate import against_control, bench_gate, control_methods, gate_report, gated_items  # noqa: E402
 from ttl_plans import Budget, MethodError, budget_plan, method_label, stages_summary  # noqa: E402
@@ -141,6 +142,9 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         "--eval-batches", type=int, help="validation batches per evaluation (default: the scale's)"
     )
     ap.add_argument("--dropout", type=float, help="dropout (default: the scale's; 0 allowed)")
+    ap.add_argument(
+        "--corpus", type=Path, help="a .txt or .txt.xz to train on (bench/ttl/corpus.py builds one)"
+    )
     ap.add_argument("--evals", type=int, help="evaluations of the baseline (about; 40 / 20)")
     ap.add_argument("--device", help="passed to growcockpit train (default: cuda if available)")
     ap.add_argument("--threads", type=int, help="OMP_NUM_THREADS for the runs")
@@ -180,6 +184,8 @@ def family_size(args: argparse.Namespace, scale: str, family: str) -> Size:
     }
     if args.dropout is not None:
         changes["dropout"] = args.dropout
+    if args.corpus:
+        changes["source"] = str(text_path(args.corpus))
     size = dataclasses.replace(size, **changes)
     evals = args.evals or (20 if args.same_steps else 40)
     return dataclasses.replace(size, eval_every=eval_every(size.steps, evals))
@@ -259,6 +265,11 @@ def main(argv: list[str] | None = None) -> int:
         print("\n\n".join(plot(stored, x) for x in xs))
         return 0
     scale = "quick" if args.quick else args.scale
+    try:
+        args.corpus = args.corpus and text_path(args.corpus)
+    except CorpusError as exc:
+        print(f"time_to_loss: {exc}", file=sys.stderr)
+        return 2
     families = {"both": ["gpt2", "bert"], "all": ["gpt2", "bert", "llama"]}.get(
         args.family, [args.family]
     )

@@ -29,6 +29,7 @@ from growcockpit.session.catalog import RunEntry, list_runs
 from growcockpit.session.compare_view import point_x
 from growcockpit.session.fold.axes import Axis
 from growcockpit.session.fold.state import RunData
+from growcockpit.session.pin_controls import PinGate, gate_note, pin_gate
 from growcockpit.session.plot_view import PINNED_SERIES, to_axis
 from growcockpit.session.settings import load_settings, save_settings
 
@@ -46,6 +47,7 @@ class PinnedBaseline:
     status: str = "running"
     mtime_ns: int = 0
     plan: dict[str, Any] = field(default_factory=dict)  # as launched: what its loss measures
+    found: PinGate | None = None  # the depth gate with controls among the user's runs
 
     @property
     def final(self) -> float | None:
@@ -76,10 +78,14 @@ def events_mtime_ns(run_dir: Path) -> int:
         return 0
 
 
-def load_pinned(run_dir: Path) -> PinnedBaseline:
+def load_pinned(
+    run_dir: Path, runs_root: Path | None = None, exclude: tuple[Path, ...] = ()
+) -> PinnedBaseline:
     """Read a baseline run; ValueError (one line, naming the run and the fix) when it
     cannot be one: unreadable, unsafe, or ended without a single evaluation. A baseline
-    still training without one is pinned all the same: its curve appears with its first."""
+    still training without one is pinned all the same: its curve appears with its first.
+    With `runs_root`, an ended baseline's fixed-size controls and other seeds are looked
+    for among the runs there (`exclude`: the watched run) and the depth gate applied."""
     path = Path(run_dir)
     if not path.is_dir():
         raise ValueError(f"{path}: no such run (moved or deleted?); press B to pin another")
@@ -95,7 +101,8 @@ def load_pinned(run_dir: Path) -> PinnedBaseline:
             "compare with; pin a run that evaluates (metrics.eval_every_steps)"
         )
     evals = tuple(progress.evals)
-    return PinnedBaseline(path, path.name, evals, progress.status, mtime, progress.plan)
+    found = None if runs_root is None else pin_gate(path, progress, runs_root, exclude)
+    return PinnedBaseline(path, path.name, evals, progress.status, mtime, progress.plan, found)
 
 
 def candidates(runs_root: Path, current: Path) -> list[RunEntry]:
@@ -125,6 +132,16 @@ def standing(pin: PinnedBaseline, state: RunData, axis: Axis) -> str:
     gate = _gate(pin, state)
     if gate is not None:
         return f"{head}: this run is a control, {gate}"
+    claimed = pin.found is None or pin.found.gate.pays
+    line = _against(pin, state, axis, head, target, claimed)
+    return line if pin.found is None else f"{line}; {gate_note(pin.found)}"
+
+
+def _against(
+    pin: PinnedBaseline, state: RunData, axis: Axis, head: str, target: float, claimed: bool
+) -> str:
+    """The line without the gate; `claimed` False: depth does not pay, so a ratio is kept
+    visible but said as measured, not as a speedup."""
     steps = [float(s) for s, v in zip(state.val.xs, state.val.ys, strict=True) if v <= target]
     if not steps:
         if not state.val.ys:
@@ -137,7 +154,8 @@ def standing(pin: PinnedBaseline, state: RunData, axis: Axis) -> str:
     if not base_xs or reached <= 0:
         return f"{head}: reached at {where}"
     ratio = base_xs[-1] / reached
-    pace = f"{ratio:.2f}× sooner" if ratio >= 1.0 else f"{1.0 / ratio:.2f}× later"
+    sooner = "sooner" if claimed else "sooner (measured)"
+    pace = f"{ratio:.2f}× {sooner}" if ratio >= 1.0 else f"{1.0 / ratio:.2f}× later"
     return f"{head}: reached at {where}, {pace}"
 
 

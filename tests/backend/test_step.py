@@ -186,7 +186,7 @@ class _Stop(Exception):
 def test_every_entry_point_makes_the_requested_gpu_current(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """backend (run.py), calibration and bench/gpu_check.py all call set_device for cuda:N."""
+    """backend (run.py), calibration and bench/gpu/gpu_check.py all call set_device for cuda:N."""
     import importlib.util
 
     from growcockpit.backend import calibrate
@@ -216,7 +216,7 @@ def test_every_entry_point_makes_the_requested_gpu_current(
     set_calls: list[torch.device] = []
     monkeypatch.setattr(torch.cuda, "set_device", set_calls.append)
     monkeypatch.setattr(torch.cuda, "get_device_capability", lambda d=None: (7, 0))
-    path = REPO / "bench" / "gpu_check.py"
+    path = REPO / "bench" / "gpu" / "gpu_check.py"
     spec = importlib.util.spec_from_file_location("gpu_check_under_test", path)
     assert spec is not None and spec.loader is not None
     gpu_check = importlib.util.module_from_spec(spec)

@@ -2,15 +2,19 @@
 
 from __future__ import annotations
 
+import dataclasses
+import json
 import sys
+from pathlib import Path
 
 import pytest
 from repo_paths import REPO
 
-sys.path.insert(0, str(REPO / "bench"))
+sys.path[:0] = [str(REPO / "bench" / "ttl"), str(REPO / "bench")]
 
+import ttl_gate_table  # noqa: E402
 from common import TTL_SIZES  # noqa: E402
-from ttl_gate_table import DepthRow, fixed_depth, table, verdict  # noqa: E402
+from ttl_gate_table import DepthRow, depth_points, fixed_depth, table, verdict  # noqa: E402
 from ttl_plans import Budget, MethodError, budget_plan  # noqa: E402
 
 from growcockpit.plan import estimate_cost  # noqa: E402
@@ -70,3 +74,48 @@ def test_the_gpu_scale_builds_its_gate_plans(family: str) -> None:
     budget = Budget(size.steps, size.eval_every)
     for method, layers in (("baseline", 8), ("depth-4", 4), ("depth-1", 1)):
         assert budget_plan(method, size, 0, budget).model.final_layers == layers
+
+
+def _gate_file(steps: int, loss: dict[int, float]) -> dict[str, object]:
+    """A time_to_loss JSON of the cpu scale at `steps`, the full depth and two controls."""
+    size = dataclasses.replace(TTL_SIZES["cpu"]["gpt2"], steps=steps)
+    per_token = {8: 8.0e6, 4: 4.4e6, 1: 1.7e6}
+    tokens = steps * size.batch * size.seq
+    runs = {
+        name: {
+            "seed": 0,
+            "stages": [{"steps": round(steps * per_token[8] / per_token[k])}],
+            "flops": tokens * per_token[8],
+            "final_val_loss": loss[k],
+        }
+        for name, k in (("baseline", 8), ("depth-4", 4), ("depth-1", 1))
+    }
+    return {"families": {"gpt2": {"size": dataclasses.asdict(size), "runs": [runs]}}}
+
+
+def test_the_gate_line_says_why_no_tokens_needed_with_one_budget_and_fits_with_three(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.setattr(ttl_gate_table, "train_tokens", lambda size: None)  # no corpus read
+    files = []
+    for steps, shift in ((400, 0.6), (800, 0.3), (1600, 0.0)):
+        path = tmp_path / f"gate-{steps}.json"
+        path.write_text(
+            json.dumps(
+                _gate_file(steps, {8: 4.2 + shift, 4: 4.0 + 0.8 * shift, 1: 3.9 + 0.5 * shift})
+            )
+        )
+        files.append(path)
+    assert ttl_gate_table.main([str(files[-1])]) == 0
+    line = [ln for ln in capsys.readouterr().out.splitlines() if ln.startswith("Verdict")][0]
+    assert line.startswith("Verdict: fails: a fixed 1-layer model ends lowest")
+    assert line.endswith(
+        "; tokens needed not estimated: the 8-layer model ran at 1 budget(s); the fit needs "
+        "each depth at ≥ 3 budgets, each run to its end"
+    )
+    points = depth_points([json.loads(f.read_text()) for f in files], "gpt2")
+    assert len(points) == 9  # three depths at three budgets, tokens from each run's steps
+    assert min(p.tokens for p in points if p.layers == 1) == round(400 * 8.0 / 1.7) * 16 * 128
+    assert ttl_gate_table.main([str(files[-1]), "--fit-with", str(files[0]), str(files[1])]) == 0
+    line = [ln for ln in capsys.readouterr().out.splitlines() if ln.startswith("Verdict")][0]
+    assert "over 9 runs" in line and "tokens needed not estimated" not in line

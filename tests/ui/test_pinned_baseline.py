@@ -112,6 +112,58 @@ def test_a_control_that_ends_below_the_pinned_baseline_says_depth_does_not_pay(
     assert "control" not in standing(base, live, "step")
 
 
+def _fixed(root: Path, name: str, layers: int, slope: float, family: str = "gpt2") -> Path:
+    """An ended run of the baseline's model at `layers` layers (a control below 4)."""
+    events = make_events([(layers, list(range(layers)), 100, 25.0 * layers)], linear(slope))
+    plan = dict(events[0].plan)  # type: ignore[attr-defined]
+    stage = {**plan["stages"][0], "layers": layers}
+    model = {**plan["model"], "final_layers": layers, "family": family}
+    events[0].plan = {**plan, "model": model, "stages": [stage]}  # type: ignore[attr-defined]
+    run = root / name
+    run.mkdir(parents=True)
+    write_events(run / "events.jsonl", events)
+    return run
+
+
+def test_the_pin_finds_controls_among_the_runs_and_applies_the_depth_gate(
+    tmp_path: Path,
+) -> None:
+    base_dir = _run(tmp_path, "baseline", BASE, 0.05)  # 4 layers, final 5.0
+    here = _run(tmp_path, "grown", GROWN, 0.08)  # the watched growth run
+    _fixed(tmp_path, "one-layer", 1, 0.06)  # ends at 4.0: below the baseline
+    _fixed(tmp_path, "llama-one-layer", 1, 0.09, family="llama")  # another loss: not a control
+    grown = _state(make_events(GROWN, linear(0.08)))
+    alone = load_pinned(base_dir)  # no runs folder given: no search, the line as before
+    assert alone.found is None
+    assert (
+        standing(alone, grown, "step") == "baseline final 5.000: reached at step 70, 1.43× sooner"
+    )
+
+    pin = load_pinned(base_dir, tmp_path, (here,))
+    assert pin.found is not None and pin.found.controls == ("one-layer",) and pin.found.seeds == 1
+    assert not pin.found.gate.pays and pin.found.gate.best_control.layers == 1
+    assert standing(pin, grown, "step") == (
+        "baseline final 5.000: reached at step 70, 1.43× sooner (measured); depth does not "
+        "pay at this budget: a fixed 1-layer model ends lowest; no growth speedup is claimed "
+        "(1 control run found (one-layer))"
+    )
+
+
+def test_the_gate_says_depth_pays_when_the_found_controls_end_well_above(tmp_path: Path) -> None:
+    base_dir = _run(tmp_path, "baseline", BASE, 0.05)  # final 5.0
+    _fixed(tmp_path, "two-layers", 2, 0.03)  # ends at 7.0
+    _fixed(tmp_path, "one-layer", 1, 0.02)  # ends at 8.0
+    _run(tmp_path, "grown-live", GROWN, 0.08)
+    pin = load_pinned(base_dir, tmp_path)
+    assert pin.found is not None and pin.found.gate.pays
+    assert pin.found.controls == ("one-layer", "two-layers")
+    line = standing(pin, _state(make_events(GROWN, linear(0.08))), "step")
+    assert line == (
+        "baseline final 5.000: reached at step 70, 1.43× sooner; depth pays: the baseline ends "
+        "lowest against 2 control runs found (one-layer, two-layers)"
+    )
+
+
 def test_loss_curves_draw_the_pin_and_the_filter_names_it(tmp_path: Path) -> None:
     base = load_pinned(_run(tmp_path, "baseline", BASE, 0.05))
     state: RunData = _state(make_events(GROWN, linear(0.08)))

@@ -241,7 +241,7 @@ class DashboardViews(DashboardCommands):
             mtime = events_mtime_ns(path)
             if mtime != seen:
                 try:
-                    pin = load_pinned(path)
+                    pin = load_pinned(path, self.run_dir.parent, (self.run_dir,))
                 except ValueError as exc:
                     if seen == -1:  # never shown: say why; a later bad read keeps the last
                         if remembered and not path.exists():

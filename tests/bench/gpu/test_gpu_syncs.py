@@ -10,7 +10,7 @@ import warnings
 import torch
 from repo_paths import REPO
 
-sys.path.insert(0, str(REPO / "bench"))
+sys.path[:0] = [str(REPO / "bench" / "gpu"), str(REPO / "bench")]
 
 from gpu_engine import StageMeter, stage_figures  # noqa: E402
 from gpu_syncs import SYNC_WARNING, steady_and_change, sync_sites_lines  # noqa: E402

@@ -1,4 +1,4 @@
-"""Host syncs in the engine check (bench/gpu_engine.py), counted with CUDA's sync debug mode.
+"""Host syncs in the engine check (bench/gpu/gpu_engine.py), counted with CUDA's sync debug mode.
 
 Each synchronizing call drains the GPU's queue, so a step that makes them leaves the GPU idle
 while the host launches the next work. Per stage: how many, how many of them are the stage

@@ -9,7 +9,7 @@ min–max), then the verdict: depth pays when the medians order full < half < �
 and the full–half gap exceeds 3× the seed spread (the widest min–max range of the fixed
 models), over ≥ 3 seeds. With fewer seeds the verdict is only a pilot's.
 
-    python bench/ttl_gate_table.py out/a.json out/b.json --point "4 × 32, batch 32"
+    python bench/ttl/ttl_gate_table.py out/a.json out/b.json --point "4 × 32, batch 32"
 """
 
 from __future__ import annotations
@@ -22,12 +22,14 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-BENCH = Path(__file__).resolve().parent
-if str(BENCH) not in sys.path:
-    sys.path.insert(0, str(BENCH))
+BENCH = Path(__file__).resolve().parents[1]
+for _path in (BENCH, BENCH / "ttl"):
+    if str(_path) not in sys.path:
+        sys.path.insert(0, str(_path))
 
 from common import Size, plan_for  # noqa: E402
 
+from growcockpit.compare.depth_tokens import DepthPoint, tokens_needed  # noqa: E402
 from growcockpit.plan import Stage  # noqa: E402
 from growcockpit.plan.cost import block_params  # noqa: E402
 
@@ -104,6 +106,39 @@ def depth_rows(files: list[dict[str, Any]], family: str) -> tuple[Size, list[Dep
     return size, rows
 
 
+def depth_points(files: list[dict[str, Any]], family: str) -> list[DepthPoint]:
+    """Every fixed-depth run that ended with a final loss, over files of one scale that may
+    differ in budget: the points compare/depth_tokens.py fits."""
+    keep = ("steps", "eval_every")
+    shapes = {
+        json.dumps(
+            {k: v for k, v in f["families"][family]["size"].items() if k not in keep},
+            sort_keys=True,
+        )
+        for f in files
+    }
+    if len(shapes) != 1:
+        raise SystemExit(
+            f"ttl_gate_table: --fit-with files are of other models ({len(shapes)} shapes)"
+        )
+    points = []
+    for f in files:
+        size = Size(**f["families"][family]["size"])
+        for run in f["families"][family]["runs"]:
+            for method, res in run.items():
+                layers = fixed_depth(method, size)
+                if layers is None or "final_val_loss" not in res or not res.get("flops"):
+                    continue
+                steps = (
+                    sum(int(s["steps"]) for s in res["stages"]) if "stages" in res else res["steps"]
+                )
+                tokens = float(steps * size.batch * size.seq)
+                points.append(
+                    DepthPoint(layers, tokens, float(res["flops"]), res["final_val_loss"])
+                )
+    return points
+
+
 def verdict(rows: list[DepthRow]) -> str:
     if len(rows) < 2:
         return "no controls"
@@ -149,14 +184,29 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("files", nargs="+", type=Path, help="time_to_loss --json files, one scale")
     ap.add_argument("--family", default="gpt2")
     ap.add_argument("--point", default="point", help="the row's name")
+    ap.add_argument(
+        "--fit-with",
+        nargs="*",
+        type=Path,
+        default=[],
+        help="JSON files of the same model at other budgets: the tokens-needed fit uses them too",
+    )
     args = ap.parse_args(argv)
     try:
         files = [json.loads(p.read_text()) for p in args.files]
+        others = [json.loads(p.read_text()) for p in args.fit_with]
     except (OSError, json.JSONDecodeError) as exc:
         print(f"ttl_gate_table: cannot read {exc}", file=sys.stderr)
         return 2
     size, rows = depth_rows(files, args.family)
-    print(table(args.point, size, rows))
+    text = table(args.point, size, rows)
+    if rows and not verdict(rows).startswith("PASSES"):
+        points = depth_points(files + others, args.family)
+        budget = (
+            statistics.median(p.flops for p in points if p.layers == size.layers) if points else 0.0
+        )
+        text = text.rstrip("\n") + f"; {tokens_needed(points, size.layers, budget)}\n"
+    print(text)
     return 0
 
 

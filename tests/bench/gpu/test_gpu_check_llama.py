@@ -1,4 +1,4 @@
-"""bench/gpu_check.py on the Llama plan: FLOPs priced as Llama's block is built (SwiGLU's three
+"""bench/gpu/gpu_check.py on the Llama plan: FLOPs priced as Llama's block is built (SwiGLU's three
 FFN matrices, GQA's narrower K/V, the untied head's weight gradient), stages built as the
 engine builds them (middle stacking, zero init), and `--tiny --plans llama` end to end."""
 
@@ -16,7 +16,7 @@ from typing import Any, cast
 import pytest
 from repo_paths import REPO
 
-sys.path.insert(0, str(REPO / "bench"))
+sys.path[:0] = [str(REPO / "bench" / "gpu"), str(REPO / "bench")]
 
 from gpu_configs import full_depth_baseline, tiny_plan  # noqa: E402
 
@@ -142,7 +142,13 @@ def test_tiny_llama_only_times_every_stage_and_its_full_depth_baseline(
 ) -> None:
     out_json = tmp_path / "gpu_check.json"
     env = {**os.environ, "GROWCOCKPIT_CACHE": str(gc_cache), "CUDA_VISIBLE_DEVICES": ""}
-    cmd = [sys.executable, str(REPO / "bench" / "gpu_check.py"), "--tiny", "--plans", "llama"]
+    cmd = [
+        sys.executable,
+        str(REPO / "bench" / "gpu" / "gpu_check.py"),
+        "--tiny",
+        "--plans",
+        "llama",
+    ]
     cmd += ["--steps", "2", "--batch-size", "4", "--device", "cpu", "--budget-s", "60"]
     cmd += ["--json", str(out_json)]
     proc = subprocess.run(cmd, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=180)

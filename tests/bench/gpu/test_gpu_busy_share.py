@@ -14,7 +14,7 @@ import torch
 from repo_paths import REPO
 from torch.autograd import DeviceType  # type: ignore[attr-defined]
 
-sys.path.insert(0, str(REPO / "bench"))
+sys.path[:0] = [str(REPO / "bench" / "gpu"), str(REPO / "bench")]
 
 from gpu_roofline import BUSY_N, BUSY_WARM, BusyProbe, device_busy_us  # noqa: E402
 

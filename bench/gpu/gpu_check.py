@@ -14,7 +14,7 @@ Two families, each against its own baseline (`--plans bert,llama`, default both)
 Each configuration is built the way the stage engine builds it (the engine's
 operator table, so a stack's `source` and `init` act as in training) and the
 engine's training step is timed on real batches of the built-in corpus
-(bench/gpu_configs.py: `picked` positions, fused AdamW on CUDA, the guarded
+(bench/gpu/gpu_configs.py: `picked` positions, fused AdamW on CUDA, the guarded
 update). The configurations are interleaved A/B in rounds to cancel drift
 (clocks, thermals, other tenants); each row reports the median of per-step
 times (CUDA events on GPU, perf_counter on CPU). `--budget-s` is shared: each
@@ -24,13 +24,13 @@ Next to the measured speedup over the baseline step it prints the cost
 model's prediction (`growcockpit.plan.estimate_cost`) with r
 (backward/forward of one middle block) and h (head forward in block units)
 measured on the spot, and the textbook r = 2. A second table sets each step
-against this device's roofline (bench/gpu_roofline.py: peak matmul TFLOP/s and
+against this device's roofline (bench/gpu/gpu_roofline.py: peak matmul TFLOP/s and
 copy GB/s measured on the spot, FLOPs per step as the family has them — Llama's
 SwiGLU at three FFN matrices, its K/V at the kv heads' width, its untied head's
 weight gradient when it trains — and a byte lower bound): bound ms, measured /
 bound, TFLOP/s, MFU, GPU utilisation over one ≥ 2 s window per configuration
 and the profiler's busy share (CUDA only), extra memory; then the fwd/bwd/opt
-split. Then the compiled pass (bench/gpu_compiled.py, on by default on CUDA when
+split. Then the compiled pass (bench/gpu/gpu_compiled.py, on by default on CUDA when
 the budget allows, off on the CPU; `--compile`, `--no-compile`,
 `--compile-backend`): every configuration again with its blocks compiled as
 `[optim] compile = true` compiles them, eager and compiled twins side by side in
@@ -38,13 +38,13 @@ interleaved rounds, each twin's warm-up (its compile) timed apart and counted
 against the budget: eager and compiled ms, compiled / eager, measured / bound of
 both, the compiled stage speedup over the compiled baseline next to the cost
 model's; a row the budget left out says "not compiled: budget". The family
-modules: bench/gpu_family.py measures one family, bench/gpu_report.py prints it.
+modules: bench/gpu/gpu_family.py measures one family, bench/gpu/gpu_report.py prints it.
 
-    python bench/gpu_check.py                 # BERT-Base and SmolLM-shaped plans, CUDA (exit 3 without it)
-    python bench/gpu_check.py --plans llama   # one family only
-    python bench/gpu_check.py --tiny          # small models, CPU-friendly (< 1 min)
-    python bench/gpu_check.py --tiny --compile --compile-backend eager  # + the compiled pass (dynamo, fast)
-    bash bench/gpu_check.sh                   # the GPU machine's entry point
+    python bench/gpu/gpu_check.py                 # BERT-Base and SmolLM-shaped plans, CUDA (exit 3 without it)
+    python bench/gpu/gpu_check.py --plans llama   # one family only
+    python bench/gpu/gpu_check.py --tiny          # small models, CPU-friendly (< 1 min)
+    python bench/gpu/gpu_check.py --tiny --compile --compile-backend eager  # + the compiled pass (dynamo, fast)
+    bash bench/gpu/gpu_check.sh                   # the GPU machine's entry point
 
 The last line is a one-line summary (`gpu_check: ...`): BERT's figures (with
 the compiled baseline's tokens/s, compiled / eager and the compile seconds when
@@ -64,8 +64,9 @@ import sys
 import time
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parent.parent
-for _path in (REPO, REPO / "bench"):  # run from a checkout without `pip install -e .`
+REPO = Path(__file__).resolve().parents[2]
+# run from a checkout without `pip install -e .`
+for _path in (REPO, REPO / "bench", REPO / "bench" / "gpu"):
     if str(_path) not in sys.path:
         sys.path.insert(0, str(_path))
 

@@ -1,9 +1,9 @@
-"""One family's measurements for the GPU check (bench/gpu_check.py shares out the budget).
+"""One family's measurements for the GPU check (bench/gpu/gpu_check.py shares out the budget).
 
 `measure_family` loads the family's data, builds its configurations (baseline
 first), measures r and h, times the eager step in interleaved rounds, then, while
 its part of the budget lasts, the extras (utilisation windows, busy share), the
-fwd/bwd/opt split and the compiled pass (bench/gpu_compiled.py). The eager work
+fwd/bwd/opt split and the compiled pass (bench/gpu/gpu_compiled.py). The eager work
 ends by the eager deadline, so that the compiled pass keeps its share.
 """
 

@@ -1,6 +1,6 @@
 """The real stage engine on the GPU: a short run of the MSLT plan through `Trainer`, per stage.
 
-bench/gpu_check.py times each stage's step in isolation; this runs the
+bench/gpu/gpu_check.py times each stage's step in isolation; this runs the
 engine itself (prefetch, the step of backend/loop/step.py, stage changes, events)
 on the same plan with every stage cut to `--steps` steps and step events every
 10 steps, and prints per stage: tokens/s, the fwd/bwd/opt split the engine
@@ -11,11 +11,11 @@ on CPU), host syncs per step (CUDA's sync debug mode, counted over the
 stage), peak memory, memory freed at the stage change and, with `--compile`,
 the compile time. `--batch-sizes 32,128` runs the engine once per batch size
 (host overhead matters most at small batches).
-`--write-plan` also writes the shortened plan (bench/gpu_check.sh trains it
+`--write-plan` also writes the shortened plan (bench/gpu/gpu_check.sh trains it
 under torchrun with two GPUs).
 
-    python bench/gpu_engine.py --batch-sizes 32,128  # BERT-Base MSLT plan, CUDA
-    python bench/gpu_engine.py --tiny --device cpu   # the CPU smoke test (seconds)
+    python bench/gpu/gpu_engine.py --batch-sizes 32,128  # BERT-Base MSLT plan, CUDA
+    python bench/gpu/gpu_engine.py --tiny --device cpu   # the CPU smoke test (seconds)
 
 Last line(s), one per batch size: `gpu_engine: batch=B stages=N tokens_per_s=[…]
 host_overhead_pct=[…] busy_pct=[…] syncs_per_step=[…] device=…` (busy_pct=n/a on CPU).
@@ -34,8 +34,9 @@ import warnings
 from pathlib import Path
 from typing import Any
 
-REPO = Path(__file__).resolve().parent.parent
-for _path in (REPO, REPO / "bench"):  # run from a checkout without `pip install -e .`
+REPO = Path(__file__).resolve().parents[2]
+# run from a checkout without `pip install -e .`
+for _path in (REPO, REPO / "bench", REPO / "bench" / "gpu"):
     if str(_path) not in sys.path:
         sys.path.insert(0, str(_path))
 os.environ.setdefault("HF_HUB_OFFLINE", "1")

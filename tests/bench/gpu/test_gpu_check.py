@@ -1,4 +1,4 @@
-"""bench/gpu_check.py --tiny runs end to end on the CPU and prints its table and summary."""
+"""bench/gpu/gpu_check.py --tiny runs end to end on the CPU and prints its table and summary."""
 
 from __future__ import annotations
 
@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 from repo_paths import REPO
 
-SCRIPT = REPO / "bench" / "gpu_check.py"
+SCRIPT = REPO / "bench" / "gpu" / "gpu_check.py"
 MSLT_STAGES = ["shallow-3", "grow-6", "grow-9", "grow-12", "all-layers"]
 
 
@@ -76,8 +76,9 @@ def test_gpu_check_tiny_runs_on_cpu(gc_cache: Path, tmp_path: Path) -> None:
 
 # ---- the parts of the check, in process -------------------------------------------------
 def _bench_import() -> None:
-    if str(REPO / "bench") not in sys.path:
-        sys.path.insert(0, str(REPO / "bench"))
+    for path in (REPO / "bench", REPO / "bench" / "gpu"):
+        if str(path) not in sys.path:
+            sys.path.insert(0, str(path))
 
 
 @pytest.mark.usefixtures("gc_cache")

@@ -1,11 +1,11 @@
-"""The GPU check's tables, JSON and one-line summary (bench/gpu_check.py measures, this reports).
+"""The GPU check's tables, JSON and one-line summary (bench/gpu/gpu_check.py measures, this reports).
 
 Per configuration: tokens/s, step ms, the measured speedup over the baseline
 step next to the cost model's (r, h measured on the spot, and r = 2); then the
 roofline table (FLOPs per step, the bound at this device's measured peak,
 measured / bound, TFLOP/s, MFU against the measured peak, GPU utilisation,
 busy share, extra memory), the fwd/bwd/opt split and the compiled pass's
-eager/compiled table (bench/gpu_compiled.py). The last line returned is the
+eager/compiled table (bench/gpu/gpu_compiled.py). The last line returned is the
 summary gpu_check.sh folds into its own.
 """
 
@@ -185,8 +185,8 @@ def print_roofline(ctx: Context, rows: list[dict[str, Any]]) -> None:
     print(
         f"Roofline at the measured peak ({p.tflops:.3g} TFLOP/s {p.dtype}, {p.gbps:.0f} GB/s): "
         "bound = max(FLOPs / peak, bytes / bandwidth); bytes = weights + AdamW state + "
-        "activations (bench/gpu_activations.py), a lower bound. MFU sheet: against the "
-        "datasheet's dense bf16 peak (bench/gpu_datasheet.py; n/a off the table); MFU meas.: "
+        "activations (bench/gpu/gpu_activations.py), a lower bound. MFU sheet: against the "
+        "datasheet's dense bf16 peak (bench/gpu/gpu_datasheet.py; n/a off the table); MFU meas.: "
         "against the peak measured here, which reads higher"
     )
     head = (

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The step against the reference loop on a GPU, with honest figures (not yet run on a GPU:
 # estimated 5-7 minutes on one H200 with a cold compile cache, most of it the compiled twins'
-# compiles; GPU_STEP_LIMIT_S caps it, 420 s by default; bench/gpu_check.sh runs it first as its
+# compiles; GPU_STEP_LIMIT_S caps it, 420 s by default; bench/gpu/gpu_check.sh runs it first as its
 # part 0):
 #   0. warm-up, once, before anything is timed: CUDA (context, cuBLAS) and the three plans'
 #      tokenizers and token caches (so no timed process builds them)
@@ -12,17 +12,17 @@
 #      reference loop loaded with the same weights, interleaved in the same rounds; eager,
 #      and compiled twins of the full-depth step in the same rounds (compiled/eager from one
 #      eager figure); dispatched operators and CUDA kernel launches per step; MFU against the
-#      datasheet peak (bench/gpu_datasheet.py) and against the peak measured on the spot,
+#      datasheet peak (bench/gpu/gpu_datasheet.py) and against the peak measured on the spot,
 #      labelled; the per-layer metrics' cost.
 # Everything goes under one folder, $OUT/gpu_step (or $GPU_STEP_DIR; /tmp/gpu_step without
 # $OUT): step_vs_reference.log, step_vs_reference.json, summary.txt. The last line is the
 # summary: `gpu_step.sh: ... vs_reference=... mfu_datasheet=...`.
 #
-#   bash bench/gpu_step.sh          # on the GPU machine
-#   bash bench/gpu_step.sh --tiny   # the CPU rehearsal (tiny shapes, quick rounds)
+#   bash bench/gpu/gpu_step.sh          # on the GPU machine
+#   bash bench/gpu/gpu_step.sh --tiny   # the CPU rehearsal (tiny shapes, quick rounds)
 set -euo pipefail
 export PYTHONUNBUFFERED=1 HF_HUB_OFFLINE=1 HF_DATASETS_OFFLINE=1 TOKENIZERS_PARALLELISM=true
-cd "$(dirname "$0")/.."
+cd "$(dirname "$0")/../.."
 ROOT="$PWD"
 PY="${PYTHON:-python3}"
 export GROWCOCKPIT_CACHE="${GROWCOCKPIT_CACHE:-${TMPDIR:-/tmp}/growcockpit-cache}"

@@ -8,7 +8,7 @@ import sys
 import pytest
 from repo_paths import REPO
 
-sys.path.insert(0, str(REPO / "bench"))
+sys.path[:0] = [str(REPO / "bench" / "gpu"), str(REPO / "bench")]
 
 from gpu_activations import activation_bytes, block_elements_per_token  # noqa: E402
 from gpu_configs import tiny_plan  # noqa: E402

@@ -14,6 +14,7 @@ import torch
 from repo_paths import REPO
 
 sys.path[:0] = [
+    str(REPO / "bench" / "gpu"),
     str(REPO / "bench" / "ttl"),
     str(REPO / "bench"),
 ]  # the time-to-quality study, common.py

@@ -1,4 +1,4 @@
-"""bench/gpu_check.sh: its wheel check and installer, the no-CUDA guard, the time caps, and
+"""bench/gpu/gpu_check.sh: its wheel check and installer, the no-CUDA guard, the time caps, and
 every part of `--tiny` end to end."""
 
 from __future__ import annotations
@@ -27,7 +27,7 @@ def test_a_missing_wheel_is_named_in_one_line_before_anything_runs(tmp_path: Pat
         "WHEELS": str(tmp_path / "no-wheels"),
     }
     proc = subprocess.run(
-        ["bash", str(REPO / "bench" / "gpu_check.sh"), "--tiny"],
+        ["bash", str(REPO / "bench" / "gpu" / "gpu_check.sh"), "--tiny"],
         capture_output=True,
         text=True,
         timeout=120,
@@ -41,7 +41,7 @@ def test_a_missing_wheel_is_named_in_one_line_before_anything_runs(tmp_path: Pat
 
 
 # ---- the rest of the shell script: guard, installer, time caps, every part end to end ------
-SCRIPT = REPO / "bench" / "gpu_check.sh"
+SCRIPT = REPO / "bench" / "gpu" / "gpu_check.sh"
 NO_CUDA = "CUDA is not available to this torch"
 
 
@@ -52,7 +52,7 @@ def _env(tmp_path: Path, **extra: str) -> dict[str, str]:
         "TMPDIR": str(tmp_path),  # a fresh private install dir (gpu-check-site) per test
         "CUDA_VISIBLE_DEVICES": "",
         "WHEELS": str(tmp_path / "wheels"),
-        "GPU_CHECK_STEP": "0",  # part 0 (bench/gpu_step.sh) has its own test: test_gpu_step_sh
+        "GPU_CHECK_STEP": "0",  # part 0 (bench/gpu/gpu_step.sh) has its own test: test_gpu_step_sh
         **extra,
     }
 
@@ -193,7 +193,7 @@ def _recording_python(tmp_path: Path, gpus: int) -> tuple[Path, Path]:
         'if [ "$1" = -c ] && [[ "$2" == *device_count* ]]; then echo '
         + str(gpus)
         + "; exit 0; fi\n"
-        'case "$1" in bench/gpu_check.py|bench/gpu_engine.py|bench/time_to_loss.py)\n'
+        'case "$1" in bench/gpu/gpu_check.py|bench/gpu/gpu_engine.py|bench/time_to_loss.py)\n'
         f'  echo "$*" >> {log}\n'
         '  name=$(basename "$1" .py); echo "$name: batch=0 recorded"; exit 0 ;;\n'
         "esac\n"
@@ -242,7 +242,7 @@ def test_part_1_compiles_by_its_own_rule_on_a_gpu_unless_told(
     if compile_env is not None:
         env["GPU_CHECK_COMPILE"] = compile_env
     calls = _calls(tmp_path, env=env)
-    part1, engine = calls["bench/gpu_check.py"], calls["bench/gpu_engine.py"]
+    part1, engine = calls["bench/gpu/gpu_check.py"], calls["bench/gpu/gpu_engine.py"]
     assert _budget(part1) == budget
     assert part1[part1.index("--compile-backend") + 1] == "aot_eager"
     flags = {"--compile", "--no-compile"} & set(part1)
@@ -255,9 +255,9 @@ def test_part_1_compiles_by_its_own_rule_on_a_gpu_unless_told(
 def test_without_a_gpu_part_1_gets_no_compile_budget_and_own_flags_win(tmp_path: Path) -> None:
     """--tiny on the CPU: no compile budget (gpu_check.py's rule keeps the pass off there);
     a --compile of the script's own arguments reaches part 1 and adds the budget."""
-    part1 = _calls(tmp_path, "--tiny", gpus=0)["bench/gpu_check.py"]
+    part1 = _calls(tmp_path, "--tiny", gpus=0)["bench/gpu/gpu_check.py"]
     assert _budget(part1) == 120 and "--compile" not in part1
-    part1 = _calls(tmp_path, "--tiny", "--compile", gpus=0)["bench/gpu_check.py"]
+    part1 = _calls(tmp_path, "--tiny", "--compile", gpus=0)["bench/gpu/gpu_check.py"]
     assert _budget(part1) == 210 and part1[-1] == "--compile"
 
 

@@ -1,4 +1,4 @@
-"""bench/gpu_step.sh --tiny: the GPU step check rehearsed on the CPU, one family (GPT-2), end
+"""bench/gpu/gpu_step.sh --tiny: the GPU step check rehearsed on the CPU, one family (GPT-2), end
 to end: the warm-up first, then the step-vs-reference table, everything in one folder, and a
 summary line that carries vs_reference= and mfu_datasheet=."""
 
@@ -29,7 +29,7 @@ def test_the_tiny_rehearsal_writes_one_folder_and_the_summary(
         "OMP_NUM_THREADS": "1",
     }
     proc = subprocess.run(
-        ["bash", str(REPO / "bench" / "gpu_step.sh"), "--tiny"],
+        ["bash", str(REPO / "bench" / "gpu" / "gpu_step.sh"), "--tiny"],
         capture_output=True,
         text=True,
         timeout=600,

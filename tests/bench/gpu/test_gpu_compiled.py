@@ -1,4 +1,4 @@
-"""bench/gpu_check.py's compiled pass: every stage of both families compiled (real dynamo
+"""bench/gpu/gpu_check.py's compiled pass: every stage of both families compiled (real dynamo
 tracing, the eager backend: seconds on a CPU) next to its eager step, the compile time apart
 from the step times, and the budget rule that leaves rows "not compiled" rather than out."""
 
@@ -19,7 +19,7 @@ import torch
 from repo_paths import REPO
 from torch import nn
 
-sys.path.insert(0, str(REPO / "bench"))
+sys.path[:0] = [str(REPO / "bench" / "gpu"), str(REPO / "bench")]
 
 from gpu_compiled import (  # noqa: E402
     FIRST_COMPILE_S,
@@ -52,7 +52,13 @@ def test_tiny_compiled_pass_times_every_stage_of_both_families(
 ) -> None:
     out_json = tmp_path / "gpu_check.json"
     env = {**os.environ, "GROWCOCKPIT_CACHE": str(gc_cache), "CUDA_VISIBLE_DEVICES": ""}
-    cmd = [sys.executable, str(REPO / "bench" / "gpu_check.py"), "--tiny", "--device", "cpu"]
+    cmd = [
+        sys.executable,
+        str(REPO / "bench" / "gpu" / "gpu_check.py"),
+        "--tiny",
+        "--device",
+        "cpu",
+    ]
     cmd += ["--compile", "--compile-backend", "eager", "--steps", "2", "--batch-size", "4"]
     cmd += ["--json", str(out_json)]
     proc = subprocess.run(cmd, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300)
