@@ -44,7 +44,7 @@ from pathlib import Path
 from typing import Any
 
 REPO = Path(__file__).resolve().parent.parent
-for _path in (REPO, REPO / "bench"):
+for _path in (REPO, REPO / "bench", REPO / "bench" / "gpu"):
     if str(_path) not in sys.path:
         sys.path.insert(0, str(_path))
 os.environ.setdefault("HF_HUB_OFFLINE", "1")

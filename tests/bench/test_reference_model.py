@@ -11,7 +11,7 @@ import torch
 from grow_fixtures import tiny_batch, tiny_model
 from repo_paths import REPO
 
-sys.path.insert(0, str(REPO / "bench"))
+sys.path[:0] = [str(REPO / "bench"), str(REPO / "bench" / "gpu")]
 
 from reference.weights import from_hf  # noqa: E402
 

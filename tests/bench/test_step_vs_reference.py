@@ -12,7 +12,7 @@ import pytest
 import torch
 from repo_paths import REPO
 
-sys.path.insert(0, str(REPO / "bench"))
+sys.path[:0] = [str(REPO / "bench"), str(REPO / "bench" / "gpu")]
 
 from reference.op_count import dispatched_ops, top_differences  # noqa: E402
 
