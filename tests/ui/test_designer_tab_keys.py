@@ -46,3 +46,20 @@ async def test_digits_pick_the_tabs_and_every_label_shows_whole(
         assert tabs.active == "tab-stages"
         for label in screen.query_one(StageForm).query(Label).filter(".field-label"):
             assert label.size.width == 0 or label.size.width > len(str(label.render()))
+
+
+async def test_a_field_cut_at_80x24_carries_its_whole_hint(tmp_path: Path) -> None:
+    """At 80×24 an empty field cuts its placeholder ("a save_pretrained dir…"); its
+    tooltip holds the whole hint, for every field that has one."""
+    app = GrowCockpitApp(plan_path=write_plan(tmp_path / "p.toml"), workdir=tmp_path)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await wait_for(pilot, lambda: isinstance(app.screen, DesignerScreen))
+        cut = 0
+        for key, tab in (("2", "tab-model"), ("3", "tab-data"), ("4", "tab-optim")):
+            await pilot.press(key)
+            await pilot.pause(0.1)
+            for field in app.screen.query_one(f"#{tab}").query(Input):
+                hint = str(field.placeholder)
+                assert field.tooltip == (hint or None), field.id
+                cut += bool(field.size.width and len(hint) > field.size.width)
+        assert cut, "no field cut its hint at 80x24: the test no longer covers the case"

@@ -143,10 +143,14 @@ def _editor(field: Field, wid: str, value: Any) -> Widget:
         if field.kind == "bool" or field.kind == "opt_bool" and value is not None:
             current = "true" if value else "false"
         options = list(choices) if current in choices else [*choices, current]
-        return Select(
+        select: Widget = Select(
             [(c, c) for c in options], value=current, allow_blank=False, compact=True, id=wid
         )
-    return FieldInput(shown(value), id=wid, compact=True, placeholder=field.help)
+        select.tooltip = field.help or None
+        return select
+    editor = FieldInput(shown(value), id=wid, compact=True, placeholder=field.help)
+    editor.tooltip = field.help or None  # the whole hint where a narrow field cuts its placeholder
+    return editor
 
 
 class _Form(Container):
