@@ -46,7 +46,7 @@ for _folder in (BENCH, BENCH / "ttl"):
 
 from common import METHODS, MSLT_VARIANTS, TTL_SIZES, Size, method_plan  # noqa: E402
 from corpus import CorpusError, text_path  # noqa: E402
-from ttl_flops import flops_split, print_flops  # noqa: E402
+from ttl_flops import print_flops, speedups_by_method  # noqa: E402
 from ttl_gate import against_control, bench_gate, control_methods, gate_report, gated_items  # noqa: E402
 from ttl_plans import Budget, MethodError, budget_plan, method_label, stages_summary  # noqa: E402
 from ttl_report import markdown, plot, report_family  # noqa: E402
@@ -361,7 +361,7 @@ def main(argv: list[str] | None = None) -> int:
             if baseline_lr is not None:
                 print(baseline_lr.line(family))
             at_best = {(m, s): plan_of[(v.label, s)] for m, v in best.items() for s in seeds}
-            split = flops_split(plan_of[(best["baseline"].label, seeds[0])], runs, at_best)
+            split = speedups_by_method(plan_of[(best["baseline"].label, seeds[0])], runs, at_best)
             print_flops(family, split)
             fam_summary, items = report_family(
                 family,

@@ -27,7 +27,7 @@ for _folder in (BENCH, BENCH / "ttl"):
 
 import time_to_loss  # noqa: E402
 from common import Size  # noqa: E402
-from ttl_flops import flops_split  # noqa: E402
+from ttl_flops import speedups_by_method  # noqa: E402
 from ttl_plans import Budget, budget_plan  # noqa: E402
 from ttl_report import report_family  # noqa: E402
 from ttl_runs import Job, analyse, reusable, run_job  # noqa: E402
@@ -100,7 +100,7 @@ def main(argv: list[str] | None = None) -> int:
     analyse(run)
     for res in run.values():
         res["baseline_from"] = args.against.name
-    split = flops_split(base_plan, [run], plans)
+    split = speedups_by_method(base_plan, [run], plans)
     summary, items = report_family(args.family, size, [run], size.steps)
     data = {
         "mode": "budget",

@@ -12,22 +12,18 @@ would save at most (L + h)/(1 + h), at depth 0 (embeddings and head only) (L + h
 from __future__ import annotations
 
 import statistics
-from dataclasses import replace
 from typing import Any
 
-from common import baseline_step_flops, stage_step_flops
 from ttl_runs import first_reach
 
-from growcockpit.plan.flops import flops_through_step
+from growcockpit.plan.flops import head_in_blocks, speedup_to
 from growcockpit.plan.types import Plan
 
 
 def head_bound(plan: Plan) -> dict[str, float]:
-    """h (the head's step cost in blocks) and the per-token savings bounds of module doc."""
-    full = baseline_step_flops(plan)
-    blocks = stage_step_flops(replace(plan, stages=plan.stages[-1:]), head=False)[0]
-    layers = plan.model.final_layers
-    h = (full - blocks) / (blocks / layers)
+    """h (the head's step cost in blocks, the product's count) and the per-token savings
+    bounds of the module doc."""
+    h, layers = head_in_blocks(plan), plan.model.final_layers
     return {
         "head_blocks": h,
         "one_layer_step": (1 + h) / (layers + h),
@@ -41,7 +37,7 @@ def _reach_step(res: dict[str, Any], target: float) -> float | None:
     return float(reach["step"]) if reach else None
 
 
-def flops_split(
+def speedups_by_method(
     base_plan: Plan,
     runs: list[dict[str, dict[str, Any]]],
     plans: dict[tuple[str, int], Plan],
@@ -67,13 +63,10 @@ def flops_split(
                 per.setdefault(method, {}).setdefault("all", []).append(0.0)
                 per[method].setdefault("no_head", []).append(0.0)
                 continue
+            speedup = speedup_to(base_plan, b_step, plan, step)
             row = per.setdefault(method, {})
-            row.setdefault("all", []).append(
-                flops_through_step(base_plan, b_step) / flops_through_step(plan, step)
-            )
-            row.setdefault("no_head", []).append(
-                flops_through_step(base_plan, b_step, False) / flops_through_step(plan, step, False)
-            )
+            row.setdefault("all", []).append(speedup.all)
+            row.setdefault("no_head", []).append(speedup.blocks)
     for method, row in per.items():
         out["methods"][method] = {k: statistics.median(v) for k, v in row.items()}
     return out

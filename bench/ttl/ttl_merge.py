@@ -27,7 +27,7 @@ from common import Size  # noqa: E402
 from ttl_flops import _reach_step  # noqa: E402
 from ttl_plans import Budget, budget_plan  # noqa: E402
 
-from growcockpit.plan.flops import flops_through_step  # noqa: E402
+from growcockpit.plan.flops import speedup_to  # noqa: E402
 from growcockpit.plan.types import Plan  # noqa: E402
 
 
@@ -37,7 +37,7 @@ def plan_of(res: dict[str, Any], family: str, size: Size) -> Plan:
     return budget_plan(method, size, res["seed"], Budget(size.steps, size.eval_every))
 
 
-def flops_speedups(run: dict[str, dict[str, Any]], family: str, size: Size) -> None:
+def add_speedups(run: dict[str, dict[str, Any]], family: str, size: Size) -> None:
     """Add `speedup_flops_all` / `speedup_flops_blocks` to every result of one seed's run."""
     base = run["baseline"]
     target = base["evals"][-1]["val_loss"]
@@ -48,13 +48,8 @@ def flops_speedups(run: dict[str, dict[str, Any]], family: str, size: Size) -> N
         if step is None or "plan" not in res:
             res["speedup_flops_all"] = res["speedup_flops_blocks"] = 0.0
             continue
-        plan = plan_of(res, family, size)
-        res["speedup_flops_all"] = flops_through_step(base_plan, b_step) / flops_through_step(
-            plan, step
-        )
-        res["speedup_flops_blocks"] = flops_through_step(
-            base_plan, b_step, False
-        ) / flops_through_step(plan, step, False)
+        speedup = speedup_to(base_plan, b_step, plan_of(res, family, size), step)
+        res["speedup_flops_all"], res["speedup_flops_blocks"] = speedup.all, speedup.blocks
 
 
 def merge(files: list[Path], family: str) -> tuple[Size, dict[str, dict[int, dict[str, Any]]]]:
@@ -65,7 +60,7 @@ def merge(files: list[Path], family: str) -> tuple[Size, dict[str, dict[int, dic
         fam = json.loads(path.read_text())["families"][family]
         size = size or Size(**fam["size"])
         for run in fam["runs"]:
-            flops_speedups(run, family, Size(**fam["size"]))
+            add_speedups(run, family, Size(**fam["size"]))
             for method, res in run.items():
                 res["file"] = path.name
                 out.setdefault(method, {}).setdefault(res["seed"], res)

@@ -13,6 +13,7 @@ counted (the 6N convention); `head=False` leaves the head out (the blocks only, 
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
 
 from growcockpit.plan.cost import (
     block_params,
@@ -97,6 +98,34 @@ def flops_through_step(plan: Plan, step: float, head: bool = True) -> float:
         if left <= 0:
             break
     return total
+
+
+@dataclass(frozen=True)
+class FlopsSpeedup:
+    """How many times fewer FLOPs a run spent than a baseline to reach the same point,
+    counted two ways: every FLOP (`all`: head and embeddings included) and the blocks'
+    alone (`blocks`: the non-embedding count shallow-then-deep papers quote). The two tell
+    different stories where the head is a large share of a shallow stage's step."""
+
+    all: float
+    blocks: float
+
+
+def speedup_to(base: Plan, base_step: float, plan: Plan, step: float) -> FlopsSpeedup:
+    """`base` through `base_step` against `plan` through `step` (a fractional step, a
+    target crossed between evaluations, interpolates), in both counts."""
+    return FlopsSpeedup(
+        all=flops_through_step(base, base_step) / flops_through_step(plan, step),
+        blocks=flops_through_step(base, base_step, False) / flops_through_step(plan, step, False),
+    )
+
+
+def head_in_blocks(plan: Plan) -> float:
+    """The head's (and embeddings') share of a full-depth step, in blocks: a step at
+    depth k costs (k + h) / (L + h) of a full one, so no depth schedule can save more per
+    token than (L + h) / h, however few layers it trains."""
+    full, blocks = full_step_flops(plan), full_step_flops(plan, head=False)
+    return (full - blocks) / (blocks / plan.model.final_layers)
 
 
 def full_step_flops(plan: Plan, head: bool = True) -> float:

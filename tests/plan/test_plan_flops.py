@@ -10,7 +10,9 @@ from growcockpit.plan.cost import estimate_cost
 from growcockpit.plan.flops import (
     flops_through_step,
     full_step_flops,
+    head_in_blocks,
     plan_flops,
+    speedup_to,
     stage_step_flops,
 )
 
@@ -69,3 +71,25 @@ def test_flops_through_a_step_walk_the_stages_and_interpolate() -> None:
         sum(s.steps * f for s, f in zip(plan.stages, per_step, strict=True))
     )
     assert flops_through_step(plan, first, head=False) < flops_through_step(plan, first)
+
+
+def test_speedup_to_a_point_counts_with_and_without_the_head() -> None:
+    """The bench's and compare's "N× fewer FLOPs to the baseline's loss", in both counts:
+    a baseline against itself is 1×; a plan that got there in its shallow first stage saves
+    more in blocks alone than with the head every step still pays."""
+    plan = plan_from_dict(PLAN)
+    base = plan_from_dict({**PLAN, "stages": [{"name": "full", "layers": L, "steps": 30}]})
+    same = speedup_to(base, 25, base, 25)
+    assert same.all == pytest.approx(1.0) and same.blocks == pytest.approx(1.0)
+    early = speedup_to(base, 25, plan, 5)
+    assert early.all == pytest.approx(flops_through_step(base, 25) / flops_through_step(plan, 5))
+    assert early.blocks > early.all > 1.0
+
+
+def test_the_head_in_blocks_bounds_what_depth_can_save() -> None:
+    plan = plan_from_dict(PLAN)
+    h = head_in_blocks(plan)
+    head = 2 * D * VOCAB  # the tied decoder against one block's 2 * 12 * D * D, per token
+    assert h == pytest.approx(head / (2 * 12 * D * D))
+    one_layer = stage_step_flops(plan)[0] / full_step_flops(plan)
+    assert one_layer == pytest.approx((1 + h) / (L + h))
