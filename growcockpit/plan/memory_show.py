@@ -35,17 +35,21 @@ def memory_verdict(plan: Plan, ranks: int, gpu_gb: float) -> str:
 
 
 def memory_summary(plan: Plan, ranks: int, gpu_gb: float) -> str:
-    """The designer's short line, e.g. 'memory: ≤ 60.7 GB a rank (stage 2): fits 80 GB GPUs
-    (FSDP × 8)' ('' without stages)."""
+    """The designer's short line ('' without stages), e.g. 'memory: ≤ 60.7 GB a rank
+    (stage 2, FSDP × 8): fits 80 GB GPUs'. Under DDP, or on one process, every process holds
+    the whole stage whatever the rank count, so none is named: 'memory: ≤ 99.5 MB a process
+    (stage 3): fits 80 GB GPUs' (a laptop's CPU plan is not told about 8 GPUs)."""
     fit = memory_fit(plan_memory(plan, ranks), gpu_gb)
     if fit is None:
         return ""
     s = fit.largest
     word = "fits" if fit.fits else "too big for"
-    return (
-        f"memory: ≤ {size(s.total)} a rank (stage {s.index + 1}): {word} {gpu_gb:g} GB GPUs "
-        f"({s.strategy.upper()} × {s.ranks})"
+    where = (
+        f"a rank (stage {s.index + 1}, FSDP × {s.ranks})"
+        if s.strategy == "fsdp"
+        else f"a process (stage {s.index + 1})"
     )
+    return f"memory: ≤ {size(s.total)} {where}: {word} {gpu_gb:g} GB GPUs"
 
 
 def memory_lines(plan: Plan, ranks: int, gpu_gb: float) -> list[str]:

@@ -78,6 +78,6 @@ async def test_system_tab_shows_strategy_world_size_and_each_rank(tmp_path: Path
 
 def test_designer_memory_line_says_whether_the_largest_stage_fits() -> None:
     seven_b = load_plan(sample_plans_dir() / "llama-7b-fsdp-late.toml")
-    assert memory_line(seven_b) == "memory: ≤ 60.7 GB a rank (stage 2): fits 80 GB GPUs (FSDP × 8)"
+    assert memory_line(seven_b) == "memory: ≤ 60.7 GB a rank (stage 2, FSDP × 8): fits 80 GB GPUs"
     seven_b.distributed.strategy = "ddp"
-    assert "too big for 80 GB GPUs (DDP × 8)" in memory_line(seven_b)
+    assert "a process (stage 2): too big for 80 GB GPUs" in memory_line(seven_b)
