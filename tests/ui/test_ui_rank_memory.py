@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from rich.text import Text
 from ui_fixtures import (
     fsdp_memory,
     gpu_system,
@@ -28,7 +29,7 @@ from growcockpit.session.fold.plan import decode_plan
 from growcockpit.session.run_state import RunState
 from growcockpit.ui import GrowCockpitApp
 from growcockpit.ui.screens.designer_status import memory_line
-from growcockpit.ui.widgets.system_panel import SystemPanel
+from growcockpit.ui.widgets.system_panel import SystemPanel, rank_memory_text
 
 
 def test_fold_keeps_the_sample_and_the_plans_estimate_for_its_stage() -> None:
@@ -81,3 +82,21 @@ def test_designer_memory_line_says_whether_the_largest_stage_fits() -> None:
     assert memory_line(seven_b) == "memory: ≤ 60.7 GB a rank (stage 2, FSDP × 8): fits 80 GB GPUs"
     seven_b.distributed.strategy = "ddp"
     assert "a process (stage 2): too big for 80 GB GPUs" in memory_line(seven_b)
+
+
+def test_one_process_reads_as_one_process_not_as_one_rank_of_a_group() -> None:
+    """A plain (non-distributed) run: 'memory one process', no '× 1 rank' and no 'a rank'."""
+    events = recorded_events(finished=False, upto_step=60)
+    state = RunState()
+    state.apply_all(events)
+    single = fsdp_memory(events[-1].t + 0.1)
+    single.strategy, single.world_size, single.ranks = "single", 1, single.ranks[:1]
+    state.apply(single)
+    text = Text()
+    rank_memory_text(state, text, compact=False)
+    head = text.plain.splitlines()[0]
+    assert head.startswith("memory one process") and "rank" not in head, head
+    state.apply(fsdp_memory(events[-1].t + 0.2))
+    text = Text()
+    rank_memory_text(state, text, compact=False)
+    assert text.plain.startswith("memory FSDP × 2 ranks")

@@ -107,9 +107,11 @@ def rank_memory_text(state: RunState, text: Text, compact: bool) -> None:
         return
     label = STRATEGY_LABELS.get(mem.strategy, mem.strategy)
     text.append("memory ", style="bold")
-    text.append(f"{label} × {mem.world_size} rank{'s' if mem.world_size != 1 else ''}")
+    single = mem.strategy == "single"
+    text.append(label if single else f"{label} × {mem.world_size} ranks")
     if state.rank_memory_estimate is not None:
-        text.append(f"  estimate {human_bytes(state.rank_memory_estimate)} a rank", style="dim")
+        per = "" if single else " a rank"
+        text.append(f"  estimate {human_bytes(state.rank_memory_estimate)}{per}", style="dim")
     text.append("\n")
     for r in mem.ranks:
         total = r.params + r.grads + r.optimizer
