@@ -3,7 +3,10 @@
 Why: a Hugging Face BERT or Llama block projects query, key and value (and Llama's
 gate and up) with separate linears, each its own matmul forward and two backward,
 and routes through generic attention and chunking helpers. A compact loop
-(nanoGPT) does one fused projection instead. These forwards do the same
+(nanoGPT) does one fused projection instead. GPT-2's block already projects q|k|v
+at once; what its fast forward drops is the Python around the arithmetic (nested
+module calls, keyword deprecation wrappers, config lookups, the attention
+dispatcher), a fixed cost per block that weighs most in small, shallow stages. These forwards do the same
 arithmetic as the HF block they replace: the projections' weights (and biases) are
 concatenated at each call and multiplied once, the result split, and everything
 else (SDPA with the module's scale and dropout, rotary embedding, norms, residuals,
@@ -119,4 +122,40 @@ def llama_block_forward(
     return out
 
 
-__all__ = ["BlockForward", "bert_block_forward", "fused_linear", "llama_block_forward"]
+def conv1d(x: torch.Tensor, part: Any) -> torch.Tensor:
+    """HF's `Conv1D` (weight stored in × out): the same `addmm`, without the module call."""
+    out = torch.addmm(part.bias, x.view(-1, x.size(-1)), part.weight)
+    return out.view(*x.shape[:-1], part.nf)
+
+
+def gpt2_block_forward(block: nn.Module, hidden_states: torch.Tensor) -> torch.Tensor:
+    """`GPT2Block.forward` (self-attention only: no mask, no cache, no cross-attention)."""
+    b: Any = block
+    attn, mlp = b.attn, b.mlp
+    x = F.layer_norm(hidden_states, b.ln_1.normalized_shape, b.ln_1.weight, b.ln_1.bias, b.ln_1.eps)
+    q, k, v = (
+        heads(t, attn.head_dim) for t in torch.split(conv1d(x, attn.c_attn), attn.split_size, 2)
+    )
+    y = F.scaled_dot_product_attention(
+        q,
+        k,
+        v,
+        dropout_p=attn.attn_dropout.p if attn.training else 0.0,
+        scale=attn.scaling,
+        is_causal=q.shape[2] > 1,
+    )
+    y = conv1d(y.transpose(1, 2).reshape(*y.shape[:1], y.shape[2], -1).contiguous(), attn.c_proj)
+    h = F.dropout(y, attn.resid_dropout.p, attn.resid_dropout.training) + hidden_states
+    x = F.layer_norm(h, b.ln_2.normalized_shape, b.ln_2.weight, b.ln_2.bias, b.ln_2.eps)
+    x = conv1d(mlp.act(conv1d(x, mlp.c_fc)), mlp.c_proj)
+    out: torch.Tensor = h + F.dropout(x, mlp.dropout.p, mlp.dropout.training)
+    return out
+
+
+__all__ = [
+    "BlockForward",
+    "bert_block_forward",
+    "fused_linear",
+    "gpt2_block_forward",
+    "llama_block_forward",
+]

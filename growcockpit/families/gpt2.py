@@ -9,6 +9,7 @@ import torch.nn.functional as F
 from torch import nn
 from transformers import GPT2Config, GPT2LMHeadModel, PretrainedConfig, PreTrainedTokenizerBase
 
+from growcockpit.families.fast_blocks import BlockForward, gpt2_block_forward
 from growcockpit.families.spec import Axis, FamilySpec, ModelShape, TensorRule, _part
 from growcockpit.plan.types import ModelSpec
 
@@ -95,6 +96,9 @@ class GPT2Spec(CausalLMSpec):
 
         block: nn.Module = GPT2Block(_part(model, "config"), layer_idx=idx)  # type: ignore[no-untyped-call]
         return block
+
+    def fast_forward(self) -> BlockForward:
+        return gpt2_block_forward
 
     def embedding_modules(self, model: nn.Module) -> list[nn.Module]:
         """Token and position tables and the dropout after them; `lm_head` is tied to `wte`."""
