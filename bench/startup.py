@@ -7,9 +7,16 @@ soon after). The rounds are interleaved, so a loaded machine slows both alike;
 one untimed launch first warms the tokenizer and token cache and the page
 cache. The ratio b/a is what the product adds to the libraries it needs; the
 phase breakdown comes from the run's own `startup` events (none from a
-backend older than them). Prints one summary line:
+backend older than them).
 
-    startup: ratio median 1.42 (min 1.31; target <= 1.5) · launch->stage_started median 9.8 s ...
+Each round also times (c) the floor: `import torch, transformers` and the plan's
+family's transformers modeling module, which the run must import to build its
+model. That module pulls in `torch.distributed.tensor`, `torch._dynamo` and
+`sympy` unconditionally (transformers 5), so c/a is the least any launch that
+builds a Hugging Face model can score, and b/c is what growcockpit itself adds.
+Prints one summary line per checkout:
+
+    startup[this checkout]: ratio median 1.96 (...; target <= 1.5) · floor 1.90 · over floor 1.03 ...
 
 Usage: python bench/startup.py [--plan sample_plans/cpu-demo.toml] [--rounds 5]
        [--set KEY=VALUE ...] [--json out.json]
@@ -37,10 +44,18 @@ TARGET = 1.5
 BASELINE = "import torch, transformers"
 
 
-def time_imports(env: dict[str, str], cwd: Path) -> float:
+def time_imports(env: dict[str, str], cwd: Path, code: str = BASELINE) -> float:
     started = time.perf_counter()
-    subprocess.run([sys.executable, "-c", BASELINE], check=True, env=env, cwd=cwd)
+    subprocess.run([sys.executable, "-c", code], check=True, env=env, cwd=cwd)
     return time.perf_counter() - started
+
+
+def floor_code(plan: Path) -> str:
+    """The baseline plus the plan's family's modeling module (what building its model imports)."""
+    from growcockpit.families import spec_for
+
+    module = spec_for(load_plan(plan).model.family).model_class.__module__
+    return f"{BASELINE}; import {module}"
 
 
 def time_launch(plan: Path, sets: list[str], run_dir: Path, env: dict[str, str]) -> dict[str, Any]:
@@ -72,6 +87,7 @@ def summary(rounds: list[dict[str, Any]], key: str = "launch") -> dict[str, Any]
     ratios = [r[key]["stage_started_s"] / r["import_s"] for r in rounds]
     launch = [r[key]["stage_started_s"] for r in rounds]
     imports = [r["import_s"] for r in rounds]
+    floors = [r["floor_s"] for r in rounds]
     names = [name for r in rounds for name in r[key]["phases"]]
     phases = {
         name: statistics.median(r[key]["phases"].get(name, 0.0) for r in rounds)
@@ -85,6 +101,11 @@ def summary(rounds: list[dict[str, Any]], key: str = "launch") -> dict[str, Any]
         "stage_started_min_s": min(launch),
         "import_median_s": statistics.median(imports),
         "import_min_s": min(imports),
+        "floor_median_s": statistics.median(floors),
+        "floor_ratio_median": statistics.median(
+            f / i for f, i in zip(floors, imports, strict=True)
+        ),
+        "over_floor_median": statistics.median(b / f for b, f in zip(launch, floors, strict=True)),
         "phases_median_s": phases,
         "target": TARGET,
     }
@@ -109,18 +130,24 @@ def main(argv: list[str] | None = None) -> int:
     if args.before is not None:
         before_env = dict(env, PYTHONPATH=str(args.before.resolve()))
         checkouts["before"] = (before_env, one_step_stages(args.plan))
+    floor = floor_code(args.plan)
     rounds: list[dict[str, Any]] = []
     with tempfile.TemporaryDirectory(prefix="gc-startup-") as tmp:
         for key, (e, s) in checkouts.items():  # tokenizer, token cache, pages
             time_launch(args.plan, s, Path(tmp) / f"warm-{key}", e)
         for i in range(args.rounds):
             row: dict[str, Any] = {"import_s": time_imports(env, Path(tmp))}
+            row["floor_s"] = time_imports(env, Path(tmp), floor)
             for key, (e, s) in checkouts.items():
                 row[key] = time_launch(args.plan, s, Path(tmp) / f"{key}{i}", e)
             rounds.append(row)
             times = " · ".join(f"{key} {row[key]['stage_started_s']:.2f} s" for key in checkouts)
-            print(f"round {i + 1}: import {row['import_s']:.2f} s · {times}", flush=True)
-    out: dict[str, Any] = {"plan": str(args.plan), "sets": sets, "rounds": rounds}
+            print(
+                f"round {i + 1}: import {row['import_s']:.2f} s · floor {row['floor_s']:.2f} s"
+                f" · {times}",
+                flush=True,
+            )
+    out: dict[str, Any] = {"plan": str(args.plan), "sets": sets, "floor": floor, "rounds": rounds}
     for key in checkouts:
         s = out[f"summary_{key}"] = summary(rounds, key)
         name = "this checkout" if key == "launch" else f"before ({args.before})"
@@ -128,9 +155,12 @@ def main(argv: list[str] | None = None) -> int:
         print(f"{name}: phases (median s): {breakdown or 'none reported'}")
         print(
             f"startup[{name}]: ratio median {s['ratio_median']:.2f} (min {s['ratio_min']:.2f}, "
-            f"of mins {s['ratio_of_mins']:.2f}; target <= {TARGET}) · launch->stage_started "
+            f"of mins {s['ratio_of_mins']:.2f}; target <= {TARGET}) · floor "
+            f"{s['floor_ratio_median']:.2f} · over floor {s['over_floor_median']:.2f} · "
+            "launch->stage_started "
             f"median {s['stage_started_median_s']:.2f} s (min {s['stage_started_min_s']:.2f}) · "
             f"`{BASELINE}` median {s['import_median_s']:.2f} s (min {s['import_min_s']:.2f}) · "
+            f"floor (`{floor}`) median {s['floor_median_s']:.2f} s · "
             f"{len(rounds)} rounds"
         )
     if args.json:

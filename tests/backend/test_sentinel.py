@@ -21,9 +21,12 @@ from growcockpit.backend.loop.sentinel import (
     RELATIVE_FLOOR,
     SpikeSentinel,
     SpikeWindow,
+    finite,
+    first_spike,
     judge,
+    passed,
     robust_z,
-    spike_row,
+    spike_facts,
     spike_seen,
 )
 from growcockpit.backend.loop.step import StepWindow
@@ -163,16 +166,39 @@ def test_window_reads_back_the_first_spike_and_its_step() -> None:
     assert spike.z < float(robust_z(s.loss.values, t(90.0))[1])
 
 
-def test_spike_row_round_trip() -> None:
-    s = SpikeSentinel(4, 8.0, 0.0, CPU)
+def test_spike_facts_round_trip() -> None:
+    """The facts a step leaves (read back as floats) name the signal, value and step."""
+    s = SpikeSentinel(4, 8.0, 8.0, CPU)
     for v in (1.0, 1.1, 0.9, 1.0):
+        judge(s, t(v), t(1.0 + v / 100), TRUE)
+    calm = judge(s, t(1.0), t(1.01), TRUE)
+    by_grad = judge(s, t(1.0), t(90.0), TRUE)
+    assert calm is not None and by_grad is not None
+    facts = [(i, torch.stack(spike_facts(c)).tolist()) for i, c in enumerate((calm, by_grad))]
+    fired = first_spike(facts)
+    assert fired is not None
+    count, row = fired
+    seen = spike_seen(row, last_step=100, steps=2, count=count)
+    assert (seen.step, seen.signal, seen.value, seen.count) == (100, "gradient norm", 90.0, 1)
+    assert first_spike(facts[:1]) is None
+
+
+@pytest.mark.parametrize("x", [0.0, -3.5, 1e30, 3e38, math.inf, -math.inf, math.nan])
+def test_finite_is_isfinite(x: float) -> None:
+    assert bool(finite(t(x))) == math.isfinite(x)
+
+
+def test_unjudged_windows_fold_nothing_into_the_flag() -> None:
+    """Off or still filling: no operator for the step's flag; once judging, the verdict."""
+    s = SpikeSentinel(3, 8.0, 0.0, CPU)
+    checks = judge(s, t(1.0), t(1.0), TRUE)
+    assert checks is not None and passed(checks) is None
+    for v in (1.0, 1.1):
         judge(s, t(v), t(1.0), TRUE)
-    checks = judge(s, t(9.0), t(1.0), TRUE)
-    assert checks is not None
-    spiked, row = spike_row(2, checks)
-    assert bool(spiked)
-    seen = spike_seen(row.tolist(), last_step=100, steps=5, count=1)
-    assert (seen.step, seen.signal, seen.value) == (98, "loss", 9.0)
+    armed = judge(s, t(50.0), t(1.0), TRUE)
+    assert armed is not None
+    verdict = passed(armed)
+    assert verdict is not None and not bool(verdict)
 
 
 def test_after_a_spike_a_ceiling_guards_the_refill() -> None:

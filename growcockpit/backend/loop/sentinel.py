@@ -37,6 +37,21 @@ ABSOLUTE_FLOOR = 1e-12
 CEILING_FACTOR = 10.0  # while the window refills after a spike: × the pre-spike median
 
 
+def finite(x: torch.Tensor) -> torch.Tensor:
+    """`torch.isfinite(x)` in two operators, not four (x − x is 0 exactly when x is finite;
+    ±inf and NaN give NaN): the step runs this on every step, on the device."""
+    return (x - x) == 0
+
+
+def scalar(x: torch.Tensor) -> torch.Tensor:
+    """`x` as a detached 0-d float32 tensor, dispatching nothing when it already is one."""
+    if x.requires_grad:
+        x = x.detach()
+    if x.dtype != torch.float32:
+        x = x.float()
+    return x if x.dim() == 0 else x.reshape(())
+
+
 @dataclass
 class SpikeCheck:
     """One step's verdict, on the device: `ok` False when `value` spiked, with its score."""
@@ -45,6 +60,7 @@ class SpikeCheck:
     value: torch.Tensor
     z: torch.Tensor
     median: torch.Tensor
+    unjudged: bool = False  # the window was not judging (off, or filling unguarded): ok is True
 
 
 class SpikeWindow:
@@ -64,6 +80,9 @@ class SpikeWindow:
         self.count = 0  # steps offered since the last reset (host-side: no read needed)
         self.ceiling = torch.full((), math.nan, device=device)  # NaN: none
         self.refilling = False  # a ceiling guards the refill (host-side)
+        # constants of an unjudged step, made once (each fill is an operator per step)
+        self.passes = torch.ones((), dtype=torch.bool, device=device)
+        self.zero = torch.zeros((), device=device)
 
     @property
     def enabled(self) -> bool:
@@ -93,15 +112,13 @@ class SpikeWindow:
 
     def score(self, value: torch.Tensor) -> SpikeCheck:
         """Judge `value` (a 0-d tensor) against the window; no host read."""
-        value = value.detach().float().reshape(())
-        zero = torch.zeros((), device=value.device)
+        value = scalar(value)
         if self.refilling and self.armed:  # the window is full again: z takes over
             self.ceiling.fill_(math.nan)
             self.refilling = False
         if not self.armed:
             if not self.refilling:
-                ok = torch.ones((), dtype=torch.bool, device=value.device)
-                return SpikeCheck(ok, value, zero, zero)
+                return SpikeCheck(self.passes, value, self.zero, self.zero, unjudged=True)
             median = self.ceiling / CEILING_FACTOR
             ok = ~(value > self.ceiling)  # no ceiling (NaN) or a NaN value: not a spike here
             return SpikeCheck(ok, value, torch.nan_to_num(value / median), median)
@@ -113,9 +130,9 @@ class SpikeWindow:
         """Take the step's value into the window where `keep` (the update went in)."""
         if not self.enabled:
             return
-        value = value.detach().float().reshape(())
+        value = scalar(value)
         slot = self.count % self.size
-        keep = keep & torch.isfinite(value)
+        keep = keep & finite(value)
         self.values[slot] = torch.where(keep, value, self.values[slot])
         self.count += 1
 
@@ -155,11 +172,21 @@ class SpikeSentinel:
     ) -> tuple[SpikeCheck, SpikeCheck]:
         """Both verdicts (loss, gradient norm); the step updates only if both are ok and it
         is `finite`, and only then do its values join the windows."""
-        loss_check, grad_check = self.loss.score(loss), self.grad.score(norm)
-        keep = finite & loss_check.ok & grad_check.ok
+        checks = self.loss.score(loss), self.grad.score(norm)
+        both_ok = passed(checks)
+        keep = finite if both_ok is None else finite & both_ok
         self.loss.record(loss, keep)
         self.grad.record(norm, keep)
-        return loss_check, grad_check
+        return checks
+
+
+def passed(checks: tuple[SpikeCheck, SpikeCheck]) -> torch.Tensor | None:
+    """Whether neither signal spiked, on the device; None when neither was judged (both
+    windows still filling, unguarded): nothing to fold into the step's flag."""
+    judged = [c.ok for c in checks if not c.unjudged]
+    if not judged:
+        return None
+    return judged[0] if len(judged) == 1 else judged[0] & judged[1]
 
 
 def judge(
@@ -177,12 +204,12 @@ def judge(
     """
     if sentinel is None or not (sentinel.loss.enabled or sentinel.grad.enabled):
         return None
-    watched = loss.detach().float().reshape(())
+    watched = scalar(loss)
     if world_size > 1 and sentinel.loss.enabled:
         watched = watched.clone()
         torch.distributed.all_reduce(watched)
         watched = watched / world_size
-    return sentinel.check(watched, norm.detach().float().reshape(()), finite)
+    return sentinel.check(watched, scalar(norm), finite)
 
 
 SIGNALS = ("loss", "gradient norm")
@@ -203,27 +230,30 @@ class SpikeSeen:
     ceiling: bool = False  # caught by the refill ceiling (median: the pre-spike one), not by z
 
 
-def spike_row(
-    index: int, checks: tuple[SpikeCheck, SpikeCheck]
-) -> tuple[torch.Tensor, torch.Tensor]:
-    """(whether the step spiked, its row: index in the read window, signal, value, z, median),
-    on the device; `spike_seen` reads the row back."""
-    by_loss, by_grad = checks
-    loss_fired = ~by_loss.ok
-    row = torch.stack(
-        [
-            torch.full((), float(index), device=by_loss.value.device),  # a fill: no copy, no sync
-            torch.where(loss_fired, 0.0, 1.0),
-            torch.where(loss_fired, by_loss.value, by_grad.value),
-            torch.where(loss_fired, by_loss.z, by_grad.z),
-            torch.where(loss_fired, by_loss.median, by_grad.median),
-        ]
+def spike_facts(checks: tuple[SpikeCheck, SpikeCheck]) -> list[torch.Tensor]:
+    """A step's verdicts as the tensors the step window keeps per step, untouched: no
+    operator runs for them on the device. Which signal fired, and the first spike of a
+    window, are worked out on the host from the window's one read (`first_spike`)."""
+    (lok, lvalue, lz, lmedian), (gok, gvalue, gz, gmedian) = (
+        (c.ok, c.value, c.z, c.median) for c in checks
     )
-    return ~(by_loss.ok & by_grad.ok), row
+    return [lok, gok, lvalue, lz, lmedian, gvalue, gz, gmedian]
+
+
+def first_spike(facts: list[tuple[int, list[float]]]) -> tuple[int, list[float]] | None:
+    """(how many steps spiked, the first one's row: index in the window, signal, value, z,
+    median) from `(index, spike_facts read back)` per watched step; None when none spiked."""
+    fired = [(i, f) for i, f in facts if f[0] == 0.0 or f[1] == 0.0]
+    if not fired:
+        return None
+    index, f = fired[0]
+    by_loss = f[0] == 0.0
+    value, z, median = f[2:5] if by_loss else f[5:8]
+    return len(fired), [float(index), 0.0 if by_loss else 1.0, value, z, median]
 
 
 def spike_seen(row: list[float], last_step: int, steps: int, count: int) -> SpikeSeen:
-    """The host's view of a `spike_row` read with a window of `steps` steps ending at
+    """The host's view of a `first_spike` row of a window of `steps` steps ending at
     `last_step` (the row's index counts from the window's first step)."""
     index, signal, value, z, median = row
     step = last_step - (steps - 1 - int(index))

@@ -48,8 +48,12 @@ from growcockpit.backend.loop.sentinel import (
     SpikeCheck,
     SpikeSeen,
     SpikeSentinel,
+    finite,
+    first_spike,
     judge,
-    spike_row,
+    passed,
+    scalar,
+    spike_facts,
     spike_seen,
 )
 from growcockpit.backend.loop.step_timer import StepTimer as StepTimer
@@ -68,16 +72,18 @@ def to_host(values: torch.Tensor) -> list[float]:
 
 @dataclass
 class StepWindow:
-    """Device-side results since the last read, and the host-side clock for them."""
+    """Device-side results since the last read, and the host-side clock for them.
+
+    Each step leaves its tensors here as they are (its update flag and, while the
+    sentinel watches, its verdicts: `spike_facts`), with no operator run to
+    accumulate them; the read stacks them all into its one transfer and counts the
+    skipped steps and finds the first spike on the host.
+    """
 
     device: torch.device
     loss: torch.Tensor | None = None
     grad_norm: torch.Tensor | None = None
-    skipped: torch.Tensor | None = None
-    spiked: torch.Tensor | None = None
-    spike: torch.Tensor | None = (
-        None  # the first spike: (index in window, signal, value, z, median)
-    )
+    rows: list[list[torch.Tensor]] = field(default_factory=list)  # per step: ok, its verdicts
     steps: int = 0
     tokens: int = 0
     host_s: float = 0.0
@@ -92,17 +98,7 @@ class StepWindow:
         checks: tuple[SpikeCheck, SpikeCheck] | None = None,
     ) -> None:
         self.loss, self.grad_norm = loss, grad_norm
-        bad = (~ok).float()
-        if self.skipped is None or self.spiked is None or self.spike is None:
-            self.skipped = torch.zeros_like(bad)
-            self.spiked = torch.zeros_like(bad)
-            self.spike = torch.zeros(5, device=bad.device)
-        self.skipped = self.skipped + bad
-        if checks is None:
-            return
-        spiked, row = spike_row(self.steps, checks)
-        self.spike = torch.where(spiked & (self.spiked == 0), row, self.spike)  # the first
-        self.spiked = self.spiked + spiked.float()
+        self.rows.append([ok] if checks is None else [ok, *spike_facts(checks)])
 
     def read(self, last_step: int) -> StepOutcome:
         """The window in one transfer (its last step is `last_step`); resets the window.
@@ -110,13 +106,20 @@ class StepWindow:
         The loss is the last step's, the rank's own (`emit_step` averages it over ranks).
         """
         assert self.loss is not None and self.grad_norm is not None
-        assert self.skipped is not None and self.spiked is not None and self.spike is not None
-        parts = [self.loss, self.grad_norm, self.skipped, self.spiked]
-        values = to_host(torch.cat([torch.stack(parts).float(), self.spike.float()]))
-        loss, norm, skipped, spiked = values[:4]
-        spike = spike_seen(values[4:], last_step, self.steps, int(spiked)) if spiked else None
-        self.loss = self.grad_norm = self.skipped = self.spiked = self.spike = None
-        return StepOutcome(loss, norm, int(skipped), spike)
+        flat = [self.loss, self.grad_norm, *(t for row in self.rows for t in row)]
+        values = to_host(torch.stack([t if t.dim() == 0 else t.reshape(()) for t in flat]))
+        loss, norm, at = values[0], values[1], 2
+        skipped, facts = 0, []
+        for index, row in enumerate(self.rows):
+            skipped += values[at] == 0.0
+            if len(row) > 1:
+                facts.append((index, values[at + 1 : at + len(row)]))
+            at += len(row)
+        fired = first_spike(facts)
+        spike = spike_seen(fired[1], last_step, len(self.rows), fired[0]) if fired else None
+        self.loss = self.grad_norm = None
+        self.rows = []
+        return StepOutcome(loss, norm, skipped, spike)
 
     def reset_clock(self) -> None:
         self.steps = self.tokens = 0
@@ -338,7 +341,7 @@ class StepRunner:
         """
         params = [p for g in optimizer.param_groups for p in g["params"] if p.grad is not None]
         grad_norms: list[float | None] = []
-        loss_ok = torch.isfinite(loss)
+        loss_ok = finite(loss)
         if not params:
             return grad_norms, torch.zeros((), device=self.device), loss_ok, None
         if self.scaler:
@@ -354,9 +357,9 @@ class StepRunner:
             norm = norm.full_tensor()
         norm = norm.to(self.device)
         # under DDP the all-reduced gradient norm is the same on every rank: so is the skip
-        finite = torch.isfinite(norm) if t.dist.enabled else torch.isfinite(norm) & loss_ok
-        checks = judge(self.sentinel, loss, norm, finite, t.dist.world_size)
-        spike_ok = checks[0].ok & checks[1].ok if checks else None
+        norm_ok = finite(norm) if t.dist.enabled else finite(norm) & loss_ok
+        checks = judge(self.sentinel, loss, norm, norm_ok, t.dist.world_size)
+        spike_ok = passed(checks) if checks else None
         if self.scaler:
             # fp16: the scaler skips overflowing steps and lowers its scale (normal, no pause);
             # a spike is skipped by a host check here (the scaler takes no device flag of ours)
@@ -365,10 +368,10 @@ class StepRunner:
             self.scaler.update()
             ok = loss_ok if spike_ok is None else loss_ok & spike_ok
         else:
-            ok = finite if spike_ok is None else finite & spike_ok
+            ok = norm_ok if spike_ok is None else norm_ok & spike_ok
             guarded_step(optimizer, ok)
         optimizer.zero_grad(set_to_none=True)
-        return grad_norms, norm.detach().float(), ok, checks
+        return grad_norms, scalar(norm), ok, checks
 
     def emit_step(self, t: StepHost, loss: float, lr: float) -> float:
         """The Step event for the window that just ended; returns the loss (mean over ranks).
