@@ -8,7 +8,8 @@ the same rounds (A/B/…/B/A, so drift hits all alike):
   trainer entered into the stage by `enter_stage`: bench/reference/pairs.py),
   at full depth (the plan's own baseline: its final depth, all trained) and at
   every stage, with the plan's per-layer metrics cadence;
-* the full-depth step again with the per-layer metrics off (their cost);
+* the full-depth step again with the per-layer metrics off, and at the cadence a plan
+  that sets none gets (every 5 steps, timing every 10): their cost at both cadences;
 * the reference loop (bench/reference/: fused QKV into SDPA, no hooks,
   `F.cross_entropy` on the logits, the same AdamW, clip and autocast) loaded
   with each configuration's weights, trainable set and frozen bottom;
@@ -34,6 +35,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import os
 import sys
 import tempfile
@@ -63,7 +65,7 @@ from growcockpit.backend.device import prepare_device  # noqa: E402
 from growcockpit.backend.loop.engine import Trainer  # noqa: E402
 from growcockpit.plan import load_plan  # noqa: E402
 from growcockpit.plan.flops import stage_step_flops  # noqa: E402
-from growcockpit.plan.types import Plan  # noqa: E402
+from growcockpit.plan.types import MetricsSpec, Plan  # noqa: E402
 
 PLANS = {
     "gpt2": REPO / "sample_plans" / "gpt2-mslt.toml",
@@ -93,6 +95,14 @@ def product_step(t: Trainer) -> Any:
     return step
 
 
+@dataclass
+class MetricsTwins:
+    """The full-depth product with the per-layer metrics off, and at the default cadence."""
+
+    off: Timed
+    default: Timed
+
+
 def build_rows(
     plan: Plan,
     device: torch.device,
@@ -101,8 +111,8 @@ def build_rows(
     backend: str,
     batches: int,
     stages: bool = True,
-) -> tuple[list[Row], Timed]:
-    """The full-depth row, one row per stage, and the full-depth product without metrics."""
+) -> tuple[list[Row], MetricsTwins]:
+    """The full-depth row, one row per stage, and the full-depth product's metrics twins."""
     data = load_blocks(plan.data, plan.model.family, plan.seed)
     base = full_depth_baseline(plan)
     tokens = tokens_per_step(plan)
@@ -111,7 +121,7 @@ def build_rows(
         setups += [(f"{i + 1} {s.name}", plan, i) for i, s in enumerate(plan.stages)]
     rows: list[Row] = []
     for n, (label, p, stage) in enumerate(setups):
-        t = trainer_at(timed_plan(p, False, True), stage, data, device, root / f"{n}")
+        t = trainer_at(timed_plan(p, False), stage, data, device, root / f"{n}")
         _, ref_step = reference_twin(t, batches, False)
         row = Row(
             label,
@@ -120,25 +130,30 @@ def build_rows(
             flops=stage_step_flops(p)[stage],
         )
         if compile_ == "all" or (compile_ == "full" and n == 0):
-            tc = trainer_at(timed_plan(p, True, True, backend), stage, data, device, root / f"{n}c")
+            tc = trainer_at(
+                timed_plan(p, True, "plan", backend), stage, data, device, root / f"{n}c"
+            )
             _, ref_c = reference_twin(tc, batches, True)
             row.compiled = (
                 Timed(label, "product", True, product_step(tc), tokens),
                 Timed(label, "reference", True, ref_c, tokens),
             )
         rows.append(row)
-    quiet = trainer_at(timed_plan(base, False, False), 0, data, device, root / "nometrics")
-    nometrics = Timed(setups[0][0], "product-nometrics", False, product_step(quiet), tokens)
-    return rows, nometrics
+    twins = []
+    for kind, metrics in (("product-nometrics", "off"), ("product-default-metrics", "default")):
+        t = trainer_at(timed_plan(base, False, metrics), 0, data, device, root / metrics)  # type: ignore[arg-type]
+        twins.append(Timed(setups[0][0], kind, False, product_step(t), tokens))  # type: ignore[arg-type]
+    return rows, MetricsTwins(*twins)
 
 
-def every_timed(rows: list[Row], nometrics: Timed) -> list[Timed]:
+def every_timed(rows: list[Row], twins: MetricsTwins) -> list[Timed]:
     """The round order: each product next to its twins (ratios are taken within a round),
-    the full-depth step without metrics right after the one with them."""
+    the full-depth step without metrics and at the default cadence right after the one
+    at the plan's cadence."""
     out: list[Timed] = []
     for r in rows:
         out += [r.product, r.reference, *(r.compiled or ())]
-    return [out[0], nometrics, *out[1:]]
+    return [out[0], twins.off, twins.default, *out[1:]]
 
 
 def sync(device: torch.device) -> None:
@@ -161,12 +176,15 @@ def warm(timed: list[Timed], device: torch.device, steps: int) -> None:
         t.warm_s = chunk_ms(t, device, steps) / 1e3
 
 
-def metrics_cycle(plan: Plan, most: int = 50) -> int:
-    """Steps in which every metrics cadence (layer stats, layer timing, the step read) fires
-    at least once: each timed chunk and each operator count spans one, so that a chunk's
-    mean carries the metrics' cost in proportion (a shorter chunk would skip them)."""
-    m = plan.metrics
-    return max(1, min(most, max(m.every_steps, m.timing_every_steps, m.log_every_steps)))
+def metrics_cycle(plan: Plan, most: int = 100) -> int:
+    """Steps in which every metrics cadence (layer stats, layer timing, the step read), the
+    plan's and the default one, fires a whole number of times: each timed chunk and each
+    operator count spans one, so that a chunk's mean carries the metrics' cost in
+    proportion (a shorter chunk would skip them, a ragged one overweight them)."""
+    m, d = plan.metrics, MetricsSpec
+    every = [m.every_steps, m.timing_every_steps, m.log_every_steps, d.every_steps]
+    every.append(d.timing_every_steps)
+    return max(1, min(most, math.lcm(*[max(1, e) for e in every])))
 
 
 def count_ops(rows: list[Row], device: torch.device, cycle: int) -> None:
@@ -249,7 +267,7 @@ def main(argv: list[str] | None = None) -> int:
             raise SystemExit(f"step_vs_reference: --plans {family!r}: known are {', '.join(PLANS)}")
         plan = plan_at(load_plan(PLANS[family]), scale)
         with tempfile.TemporaryDirectory(prefix="step-vs-ref-") as tmp:
-            rows, nometrics = build_rows(
+            rows, twins = build_rows(
                 plan,
                 device,
                 Path(tmp),
@@ -258,15 +276,16 @@ def main(argv: list[str] | None = None) -> int:
                 batches=4,
                 stages=args.rows == "all",
             )
-            timed = every_timed(rows, nometrics)
+            timed = every_timed(rows, twins)
             cycle = metrics_cycle(plan)  # the operator counts span one even with --quick
             warm(timed, device, 1 if args.quick else args.warmup)
             count_ops(rows, device, cycle)
-            nometrics.ops, _ = dispatched_ops(nometrics.step, cycle)
+            for twin in (twins.off, twins.default):
+                twin.ops, _ = dispatched_ops(twin.step, cycle)
             n_rounds = 2 if args.quick else args.rounds
             per_round = 2 if args.quick else args.steps or cycle
             rounds(timed, device, n_rounds, per_round)
-            results[family] = report(family, rows, nometrics, peaks)
+            results[family] = report(family, rows, twins.off, twins.default, peaks)
             results[family]["plan"] = {
                 "path": str(PLANS[family]),
                 "scale": scale,

@@ -26,12 +26,13 @@ from growcockpit.backend.data.blocks import TokenBlocks
 from growcockpit.backend.loop.engine import Trainer
 from growcockpit.backend.loop.precision import autocast
 from growcockpit.plan import validate_plan
-from growcockpit.plan.types import Plan
+from growcockpit.plan.types import MetricsSpec, Plan
 from reference.loop import reference_optimizer, reference_step
 from reference.model import ReferenceModel
 from reference.weights import from_hf
 
-Kind = Literal["product", "product-nometrics", "reference"]
+Kind = Literal["product", "product-nometrics", "product-default-metrics", "reference"]
+Metrics = Literal["plan", "off", "default"]  # the plan's cadence, none, MetricsSpec's defaults
 LONG_STAGE = 10**7  # steps per stage in the timed plan: no stage ends (or reports) early
 
 
@@ -50,17 +51,23 @@ class Timed:
     launches: float | None = None  # CUDA kernel launches per step (profiler; CUDA only)
 
 
-def timed_plan(plan: Plan, compile_: bool, metrics: bool, backend: str = "inductor") -> Plan:
+def timed_plan(
+    plan: Plan, compile_: bool, metrics: Metrics = "plan", backend: str = "inductor"
+) -> Plan:
     """`plan` with stages that never end within the timing, no eval, no step checkpoints;
-    `compile_` as `[optim] compile`; `metrics` False turns the per-layer metrics off."""
+    `compile_` as `[optim] compile`; `metrics`: the per-layer metrics at the plan's cadence,
+    off, or at the cadence a plan gets when it sets none (`MetricsSpec`'s defaults)."""
     p = copy.deepcopy(plan)
     for s in p.stages:
         s.steps = LONG_STAGE
         s.warmup_steps = None
     p.metrics.eval_every_steps = 0
     p.metrics.system_every_s = 0.0
-    if not metrics:
+    if metrics == "off":
         p.metrics.every_steps = p.metrics.timing_every_steps = 0
+    elif metrics == "default":
+        p.metrics.every_steps = MetricsSpec.every_steps
+        p.metrics.timing_every_steps = MetricsSpec.timing_every_steps
     p.checkpoint.every_steps = 0
     p.checkpoint.every_minutes = 0.0
     p.optim.compile = compile_

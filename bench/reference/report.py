@@ -42,6 +42,22 @@ def vs(product: Timed, reference: Timed) -> float:
     return statistics.median(pairs) if pairs else float("nan")
 
 
+def spread(product: Timed, reference: Timed) -> tuple[float, float]:
+    """(lowest, highest) per-round ratio: how far one round can stray from the median
+    (a target met by the median but not by most rounds is said to be within the noise)."""
+    pairs = [r / p for p, r in zip(product.chunk_ms, reference.chunk_ms, strict=True) if p > 0]
+    return (min(pairs), max(pairs)) if pairs else (float("nan"), float("nan"))
+
+
+def quartiles(product: Timed, reference: Timed) -> tuple[float, float]:
+    """The per-round ratios' first and third quartiles (the middle half of the rounds)."""
+    pairs = [r / p for p, r in zip(product.chunk_ms, reference.chunk_ms, strict=True) if p > 0]
+    if len(pairs) < 2:
+        return spread(product, reference)
+    q = statistics.quantiles(pairs, n=4, method="inclusive")
+    return q[0], q[2]
+
+
 def vs_fastest(product: Timed, reference: Timed) -> float:
     """The same ratio from each side's fastest chunk: on a loaded machine other jobs only
     ever add time to a chunk, so the fastest one of each is the least disturbed (timeit's
@@ -97,10 +113,12 @@ def mfu_table(family: str, rows: list[Row], out: list[dict[str, Any]], peaks: Pe
         print(line)
 
 
-def report(family: str, rows: list[Row], nometrics: Timed, peaks: Peaks) -> dict[str, Any]:
+def report(
+    family: str, rows: list[Row], nometrics: Timed, default: Timed, peaks: Peaks
+) -> dict[str, Any]:
     head = (
         "| config | product ms | reference ms | tok/s product | vs_reference | "
-        "vs_reference fastest chunks | ops product | ops reference |"
+        "rounds' middle half | vs_reference fastest chunks | ops product | ops reference |"
     )
     if rows[0].compiled is not None:
         head += " compiled product ms | compiled reference ms | compiled vs_reference | compiled ops product | compiled ops reference |"
@@ -108,9 +126,10 @@ def report(family: str, rows: list[Row], nometrics: Timed, peaks: Peaks) -> dict
     out: list[dict[str, Any]] = []
     for r in rows:
         p, ref = r.product, r.reference
+        q1, q3 = quartiles(p, ref)
         line = (
             f"| {r.label} | {median_ms(p):.2f} | {median_ms(ref):.2f} | "
-            f"{p.tokens / median_ms(p) * 1e3:,.0f} | {vs(p, ref):.3f} | "
+            f"{p.tokens / median_ms(p) * 1e3:,.0f} | {vs(p, ref):.3f} | {q1:.3f}-{q3:.3f} | "
             f"{vs_fastest(p, ref):.3f} | {fmt_ops(p.ops)} | {fmt_ops(ref.ops)} |"
         )
         item: dict[str, Any] = {
@@ -118,6 +137,8 @@ def report(family: str, rows: list[Row], nometrics: Timed, peaks: Peaks) -> dict
             "product_ms": median_ms(p),
             "reference_ms": median_ms(ref),
             "vs_reference": vs(p, ref),
+            "vs_reference_quartiles": [q1, q3],
+            "vs_reference_range": list(spread(p, ref)),
             "vs_reference_fastest": vs_fastest(p, ref),
             "product_ops": p.ops,
             "reference_ops": ref.ops,
@@ -158,23 +179,45 @@ def report(family: str, rows: list[Row], nometrics: Timed, peaks: Peaks) -> dict
                 c = r.compiled
                 line += f"; compiled {fmt_ops(c[0].launches)} / {fmt_ops(c[1].launches)}"
             print(line)
-    cost = 1.0 / vs(rows[0].product, nometrics) - 1.0
-    cost_fastest = 1.0 / vs_fastest(rows[0].product, nometrics) - 1.0
-    full_ops, quiet_ops = rows[0].product.ops, nometrics.ops
-    op_cost = full_ops / quiet_ops - 1.0 if full_ops and quiet_ops else None
-    print(
-        f"{family}: per-layer metrics at the plan's cadence cost {cost * 100:+.1f} % of the "
-        f"full-depth step's time ({median_ms(rows[0].product):.2f} vs {median_ms(nometrics):.2f} "
-        f"ms without; {cost_fastest * 100:+.1f} % by the fastest chunks) and {pct(op_cost)} of its operators ({fmt_ops(full_ops)} vs "
-        f"{fmt_ops(quiet_ops)} per step)"
-    )
+    costs = {
+        cadence: metrics_cost(family, cadence, twin, nometrics)
+        for cadence, twin in (("the plan's", rows[0].product), ("the default", default))
+    }
+    plan_cost, default_cost = costs["the plan's"], costs["the default"]
     return {
         "rows": out,
-        "metrics_cost": cost,
-        "metrics_cost_fastest": cost_fastest,
-        "metrics_op_cost": op_cost,
+        "metrics_cost": plan_cost["time"],
+        "metrics_cost_fastest": plan_cost["time_fastest"],
+        "metrics_cost_quartiles": plan_cost["time_quartiles"],
+        "metrics_op_cost": plan_cost["ops"],
+        "default_metrics_cost": default_cost["time"],
+        "default_metrics_cost_fastest": default_cost["time_fastest"],
+        "default_metrics_cost_quartiles": default_cost["time_quartiles"],
+        "default_metrics_op_cost": default_cost["ops"],
         "nometrics_ms": median_ms(nometrics),
-        "nometrics_ops": quiet_ops,
+        "nometrics_ops": nometrics.ops,
+        "default_metrics_ms": median_ms(default),
+    }
+
+
+def metrics_cost(family: str, cadence: str, with_: Timed, without: Timed) -> dict[str, Any]:
+    """What the per-layer metrics add to the full-depth step at one cadence, printed."""
+    cost = 1.0 / vs(with_, without) - 1.0
+    cost_fastest = 1.0 / vs_fastest(with_, without) - 1.0
+    q1, q3 = quartiles(with_, without)
+    ops = with_.ops / without.ops - 1.0 if with_.ops and without.ops else None
+    print(
+        f"{family}: per-layer metrics at {cadence} cadence cost {cost * 100:+.1f} % of the "
+        f"full-depth step's time ({median_ms(with_):.2f} vs {median_ms(without):.2f} ms "
+        f"without; rounds' middle half {(1 / q3 - 1) * 100:+.1f} to {(1 / q1 - 1) * 100:+.1f} %; "
+        f"{cost_fastest * 100:+.1f} % by the fastest chunks) and {pct(ops)} of its operators "
+        f"({fmt_ops(with_.ops)} vs {fmt_ops(without.ops)} per step)"
+    )
+    return {
+        "time": cost,
+        "time_fastest": cost_fastest,
+        "time_quartiles": [1 / q3 - 1, 1 / q1 - 1],
+        "ops": ops,
     }
 
 
@@ -192,7 +235,8 @@ def summary(results: dict[str, dict[str, Any]], device: str, wall: float) -> str
             f"mfu_datasheet={'n/a' if d is None else f'{d * 100:.1f}%'} "
             f"mfu_measured={full['mfu_measured'] * 100:.1f}% "
             f"ops={full['product_ops']:.0f}/{full['reference_ops']:.0f} "
-            f"metrics_cost={res['metrics_cost'] * 100:+.1f}%"
+            f"metrics_cost={res['metrics_cost'] * 100:+.1f}% "
+            f"default_metrics_cost={res['default_metrics_cost'] * 100:+.1f}%"
         )
         if "compiled_vs_reference" in full:
             cstages = [r["compiled_vs_reference"] for r in rows[1:] if "compiled_vs_reference" in r]

@@ -45,6 +45,30 @@ def test_the_fastest_chunks_ratio_reads_past_load_that_only_adds_time() -> None:
     )  # no chunks: NaN, never a number
 
 
+def test_rounds_spread_and_quartiles_say_how_far_a_round_strays() -> None:
+    from reference.pairs import Timed
+    from reference.report import quartiles, spread
+
+    product = Timed("full-4", "product", False, lambda: None, 512, chunk_ms=[10.0] * 5)
+    reference = Timed("full-4", "reference", False, lambda: None, 512)
+    reference.chunk_ms = [8.0, 9.0, 10.0, 11.0, 12.0]  # per-round ratios 0.8 ... 1.2
+    assert spread(product, reference) == pytest.approx((0.8, 1.2))
+    assert quartiles(product, reference) == pytest.approx((0.9, 1.1))
+
+
+def test_the_metrics_cycle_spans_the_plans_and_the_default_cadence() -> None:
+    from step_vs_reference import metrics_cycle
+
+    from growcockpit.plan import load_plan
+
+    plan = load_plan(REPO / "sample_plans" / "gpt2-mslt.toml")
+    plan.metrics.every_steps, plan.metrics.timing_every_steps = 20, 50
+    plan.metrics.log_every_steps = 1
+    assert metrics_cycle(plan) == 100  # 20, 50, and the default 5 and 10: each whole
+    plan.metrics.timing_every_steps = 20
+    assert metrics_cycle(plan) == 20
+
+
 @pytest.mark.slow
 def test_the_benchmark_prints_every_stage_against_its_reference(
     gc_cache: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
@@ -83,3 +107,9 @@ def test_the_benchmark_prints_every_stage_against_its_reference(
     # one trained layer does less work than four: the operator count says so too
     assert rows[1]["reference_ops"] < rows[0]["reference_ops"]
     assert "metrics at the plan's cadence cost" in out
+    assert "metrics at the default cadence cost" in out
+    family = data["families"]["gpt2"]
+    assert family["default_metrics_ms"] > 0 and family["default_metrics_op_cost"] is not None
+    assert "default_metrics_cost=" in last
+    lo, hi = rows[0]["vs_reference_quartiles"]
+    assert lo <= rows[0]["vs_reference"] <= hi

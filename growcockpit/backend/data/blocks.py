@@ -208,9 +208,7 @@ class TokenBlocks:
         for epoch in torch.unique(epochs).tolist():
             sel = epochs == epoch
             idx[sel] = self._permutation(int(epoch), n)[offsets[sel]]
-        return self._make(
-            self.train[idx], torch.Generator().manual_seed(self.seed * 1_000_003 + step)
-        )
+        return self._make(self.train[idx], self.seed * 1_000_003 + step)
 
     def val_batches(self, batch_size: int, max_batches: int) -> list[Batch]:
         out = []
@@ -218,7 +216,7 @@ class TokenBlocks:
             ids = self.val[b * batch_size : (b + 1) * batch_size]
             if ids.shape[0] == 0:
                 break
-            out.append(self._make(ids, torch.Generator().manual_seed(self.seed + 7919 * (b + 1))))
+            out.append(self._make(ids, self.seed + 7919 * (b + 1)))
         return out
 
     def _permutation(self, epoch: int, n: int) -> torch.Tensor:
@@ -228,7 +226,9 @@ class TokenBlocks:
             self._perm_cache = cached = (epoch, perm)
         return cached[1]
 
-    def _make(self, ids: torch.Tensor, gen: torch.Generator) -> Batch:
+    def _make(self, ids: torch.Tensor, mask_seed: int) -> Batch:
+        """A batch of `ids`; MLM masks drawn from a generator seeded with `mask_seed` (made
+        only for them: a causal batch draws nothing, and each generator costs a seeding)."""
         ids = ids.long()
         if family_facts(self.family).objective == "causal":
             labels = ids.clone()
@@ -239,7 +239,7 @@ class TokenBlocks:
             self._special,
             self.vocab_size,
             self.mlm_probability,
-            gen,
+            torch.Generator().manual_seed(mask_seed),
         )
         batch.picked = (batch.labels.view(-1) != -100).nonzero().squeeze(1)
         return batch
