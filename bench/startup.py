@@ -1,8 +1,9 @@
 """Start-up cost: a warm-cache launch to its first `stage_started`, against importing torch.
 
 One round times, back to back on the same machine, (a) `python -c "import torch,
-transformers"` and (b) `growcockpit train PLAN` from launch to the `t` of its
-first `stage_started` event (every stage cut to one step, so the run ends
+transformers"` from launch to the end of its imports (a wall-clock stamp the process
+prints, so its teardown is not counted) and (b) `growcockpit train PLAN` from launch
+to the `t` of its first `stage_started` event (every stage cut to one step, so the run ends
 soon after). The rounds are interleaved, so a loaded machine slows both alike;
 one untimed launch first warms the tokenizer and token cache and the page
 cache. The ratio b/a is what the product adds to the libraries it needs; the
@@ -45,9 +46,18 @@ BASELINE = "import torch, transformers"
 
 
 def time_imports(env: dict[str, str], cwd: Path, code: str = BASELINE) -> float:
-    started = time.perf_counter()
-    subprocess.run([sys.executable, "-c", code], check=True, env=env, cwd=cwd)
-    return time.perf_counter() - started
+    """Launch → the end of `code`'s imports, stamped from inside the process as a launch's
+    `stage_started` is: the interpreter's teardown (seconds with torch loaded) is in neither."""
+    launched = time.time()
+    done = subprocess.run(
+        [sys.executable, "-c", f"{code}; import time; print(repr(time.time()))"],
+        check=True,
+        env=env,
+        cwd=cwd,
+        capture_output=True,
+        text=True,
+    )
+    return float(done.stdout.strip().splitlines()[-1]) - launched
 
 
 def floor_code(plan: Path) -> str:

@@ -13,6 +13,9 @@ the same rounds (A/B/…/B/A, so drift hits all alike):
 * the reference loop (bench/reference/: fused QKV into SDPA, no hooks,
   `F.cross_entropy` on the logits, the same AdamW, clip and autocast) loaded
   with each configuration's weights, trainable set and frozen bottom;
+* with `--bare`, the product's model math alone (its loss module, backward, clip and
+  optimizer on the reference's batches, none of the engine's step around it), which splits
+  each gap into the model's math and the step's own work;
 * with `--compile`, all of them again compiled (the product as
   `[optim] compile = true` compiles it, the reference's whole loss with
   `torch.compile`), as twins in the same rounds.
@@ -56,7 +59,14 @@ from gpu_configs import full_depth_baseline  # noqa: E402
 from gpu_datasheet import datasheet_for  # noqa: E402
 from gpu_roofline import measure_peak  # noqa: E402
 from reference.op_count import dispatched_ops, profiled_ops  # noqa: E402
-from reference.pairs import Timed, reference_twin, timed_plan, tokens_per_step, trainer_at  # noqa: E402
+from reference.pairs import (  # noqa: E402
+    Timed,
+    bare_step,
+    reference_twin,
+    timed_plan,
+    tokens_per_step,
+    trainer_at,
+)
 from reference.report import Peaks, report, summary  # noqa: E402
 from reference.scales import SCALES, plan_at  # noqa: E402
 
@@ -86,6 +96,7 @@ class Row:
     reference_ops: Counter[str] = field(default_factory=Counter)
     count_steps: tuple[int, int] = (1, 1)
     flops: float = 0.0  # model FLOPs of one step (the product's count, plan/flops.py)
+    bare: Timed | None = None  # --bare: the product's model math alone (pairs.bare_step)
 
 
 def product_step(t: Trainer) -> Any:
@@ -111,6 +122,7 @@ def build_rows(
     backend: str,
     batches: int,
     stages: bool = True,
+    bare: bool = False,
 ) -> tuple[list[Row], MetricsTwins]:
     """The full-depth row, one row per stage, and the full-depth product's metrics twins."""
     data = load_blocks(plan.data, plan.model.family, plan.seed)
@@ -129,6 +141,8 @@ def build_rows(
             Timed(label, "reference", False, ref_step, tokens),
             flops=stage_step_flops(p)[stage],
         )
+        if bare:
+            row.bare = Timed(label, "product-bare", False, bare_step(t, batches), tokens)
         if compile_ == "all" or (compile_ == "full" and n == 0):
             tc = trainer_at(
                 timed_plan(p, True, "plan", backend), stage, data, device, root / f"{n}c"
@@ -152,7 +166,7 @@ def every_timed(rows: list[Row], twins: MetricsTwins) -> list[Timed]:
     at the plan's cadence."""
     out: list[Timed] = []
     for r in rows:
-        out += [r.product, r.reference, *(r.compiled or ())]
+        out += [r.product, *([r.bare] if r.bare else []), r.reference, *(r.compiled or ())]
     return [out[0], twins.off, twins.default, *out[1:]]
 
 
@@ -243,6 +257,12 @@ def main(argv: list[str] | None = None) -> int:
         default=None,
         help="steps per configuration per round (default: one metrics cycle of the plan)",
     )
+    ap.add_argument(
+        "--bare",
+        action="store_true",
+        help="also time the product's model math alone (where each gap lives: the model "
+        "or the step around it)",
+    )
     ap.add_argument("--warmup", type=int, default=3)
     ap.add_argument("--quick", action="store_true", help="2 rounds of 2 steps (the smoke test)")
     ap.add_argument("--json", type=Path, default=None)
@@ -275,6 +295,7 @@ def main(argv: list[str] | None = None) -> int:
                 args.compile_backend,
                 batches=4,
                 stages=args.rows == "all",
+                bare=args.bare,
             )
             timed = every_timed(rows, twins)
             cycle = metrics_cycle(plan)  # the operator counts span one even with --quick

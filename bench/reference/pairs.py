@@ -22,7 +22,7 @@ from typing import Literal
 import torch
 
 from growcockpit.backend.control.reporter import RunReporter
-from growcockpit.backend.data.blocks import TokenBlocks
+from growcockpit.backend.data.blocks import Batch, TokenBlocks
 from growcockpit.backend.loop.engine import Trainer
 from growcockpit.backend.loop.precision import autocast
 from growcockpit.plan import validate_plan
@@ -31,7 +31,9 @@ from reference.loop import reference_optimizer, reference_step
 from reference.model import ReferenceModel
 from reference.weights import from_hf
 
-Kind = Literal["product", "product-nometrics", "product-default-metrics", "reference"]
+Kind = Literal[
+    "product", "product-nometrics", "product-default-metrics", "product-bare", "reference"
+]
 Metrics = Literal["plan", "off", "default"]  # the plan's cadence, none, MetricsSpec's defaults
 LONG_STAGE = 10**7  # steps per stage in the timed plan: no stage ends (or reports) early
 
@@ -93,6 +95,13 @@ def trainer_at(
     return t
 
 
+def twin_batches(t: Trainer, batches: int) -> list[Batch]:
+    """The first `batches` training batches of `t`'s data, already on its device (a twin
+    cycles through them: no data loading in its step)."""
+    size = t.plan.optim.batch_size
+    return [t.data.train_batch(i, size).to(t.device) for i in range(batches)]
+
+
 def reference_twin(
     t: Trainer, batches: int, compile_: bool
 ) -> tuple[ReferenceModel, Callable[[], None]]:
@@ -100,7 +109,7 @@ def reference_twin(
     ref = from_hf(t.model, t.forward.frozen_prefix, t.forward.embeddings_trainable)
     plan = t.plan
     device = t.device
-    blocks = [t.data.train_batch(i, plan.optim.batch_size).to(device) for i in range(batches)]
+    blocks = twin_batches(t, batches)
     assert t.optimizer is not None
     fused = t.optimizer.defaults.get("fused")  # the product's implementation, not a better one
     optimizer = reference_optimizer(ref, t.current_lr(), plan.optim.weight_decay, fused)
@@ -112,6 +121,34 @@ def reference_twin(
         return autocast(precision, device)
 
     return ref, reference_step(ref, optimizer, blocks, amp, plan.optim.grad_clip)  # type: ignore[arg-type]
+
+
+def bare_step(t: Trainer, batches: int) -> Callable[[], None]:
+    """The product's model math alone, in the reference loop's shape: `t`'s own loss module
+    (staged forward, fast blocks, frozen bottom), backward, clip and optimizer, on the twin's
+    batches, with none of the engine's step around it (no data loading, finiteness and spike
+    flags, timers, metrics or step event). Set beside the product and the reference, it
+    splits their gap into the model's math (bare vs reference) and the step's own work
+    (product vs bare)."""
+    optimizer = t.optimizer
+    assert optimizer is not None
+    params = [p for g in optimizer.param_groups for p in g["params"]]
+    blocks = twin_batches(t, batches)
+    clip = t.plan.optim.grad_clip
+    state = {"i": 0}
+
+    def step() -> None:
+        batch = blocks[state["i"] % len(blocks)]
+        state["i"] += 1
+        with t.steps.autocast():
+            loss = t.train_module(batch.input_ids, batch.labels, batch.picked)
+        loss.backward()
+        if clip > 0:
+            torch.nn.utils.clip_grad_norm_(params, clip)
+        optimizer.step()
+        optimizer.zero_grad(set_to_none=True)
+
+    return step
 
 
 def tokens_per_step(plan: Plan) -> int:

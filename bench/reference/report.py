@@ -81,6 +81,22 @@ def mfus(flops: float, ms: float, peaks: Peaks) -> tuple[float | None, float | N
     return mfu(flops, ms, sheet), mfu(flops, ms, peaks.measured.tflops)
 
 
+def bare_table(family: str, rows: list[Row], out: list[dict[str, Any]]) -> None:
+    """Where each gap lives: the product's model math against the reference (bare), and the
+    engine's step around it against that math (the step's own work: data, flags, metrics)."""
+    print(
+        f"{family}: the gap split: the product's model math alone (bare) against the reference, "
+        "and the engine's step against its own model math"
+    )
+    print("| config | bare ms | bare vs_reference | step's own work |\n|---|---|---|---|")
+    for r, item in zip(rows, out, strict=True):
+        assert r.bare is not None
+        math_ratio = vs(r.bare, r.reference)
+        own = 1.0 / vs(r.product, r.bare) - 1.0
+        print(f"| {r.label} | {median_ms(r.bare):.2f} | {math_ratio:.3f} | {own * 100:+.1f} % |")
+        item.update(bare_ms=median_ms(r.bare), bare_vs_reference=math_ratio, step_own_work=own)
+
+
 def mfu_table(family: str, rows: list[Row], out: list[dict[str, Any]], peaks: Peaks) -> None:
     sheet = peaks.datasheet
     sheet_label = (
@@ -167,6 +183,8 @@ def report(
             )
         print(line)
         out.append(item)
+    if rows[0].bare is not None:
+        bare_table(family, rows, out)
     mfu_table(family, rows, out, peaks)
     print(f"{family}: operators the product dispatches beyond the reference, per step:")
     for item in out:

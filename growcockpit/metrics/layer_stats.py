@@ -1,9 +1,10 @@
 """Per-layer gradient, weight and update statistics, on sampled steps only.
 
 All of a step's tensors go through a handful of fused `torch._foreach_*` calls
-(one norm per tensor, reduced per layer on the device) and come to the host in
-one copy per call, so sampling costs a few kernel launches and one sync, never
-one `.item()` per tensor. The update ratio ‖Δθ‖/‖θ‖ is what shows whether a
+(one norm per tensor, reduced per layer on the device in one segment sum) and
+come to the host in one copy per call, so sampling costs a few kernel launches
+and one sync, never one `.item()` or one `detach()` per tensor (it runs under
+`no_grad`, so parameters go to the fused calls as they are). The update ratio ‖Δθ‖/‖θ‖ is what shows whether a
 stage's layers still learn: the weights that are about to be stepped are
 snapshotted before `optimizer.step()` and compared after it. The sampler keeps
 its own list of those parameters, because `zero_grad(set_to_none=True)` has
@@ -12,6 +13,7 @@ cleared their gradients by the time `collect()` runs.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Sequence
 
 import torch
@@ -22,21 +24,26 @@ from growcockpit.protocol.events import LayerStat
 
 
 def _per_layer_norms(tensors: list[torch.Tensor], sizes: list[int]) -> torch.Tensor:
-    """The L2 norm of each consecutive group of `sizes` tensors (NaN for an empty group)."""
-    device_norms = torch._foreach_norm(tensors) if tensors else []
-    out: list[torch.Tensor] = []
-    start = 0
-    nan: torch.Tensor | None = None
-    for size in sizes:
-        if size == 0:
-            if nan is None:
-                nan = torch.tensor(float("nan"), device=tensors[0].device if tensors else "cpu")
-            out.append(nan)
-        else:
-            group = torch.stack([n.float() for n in device_norms[start : start + size]])
-            out.append(torch.linalg.vector_norm(group))
-        start += size
-    return torch.stack(out) if out else torch.zeros(0)
+    """The L2 norm of each consecutive group of `sizes` tensors (NaN for an empty group),
+    in a fixed handful of operators whatever the number of layers: one fused norm per
+    tensor, then one segment sum of their squares."""
+    if not tensors:
+        return torch.full((len(sizes),), float("nan"))
+    owner, empty = _layout(tuple(sizes), tensors[0].device)
+    squares = torch.stack(torch._foreach_norm(tensors)).float().square()
+    per_layer = torch.zeros(len(sizes), device=owner.device).index_add_(0, owner, squares).sqrt()
+    return per_layer if empty is None else per_layer.masked_fill(empty, float("nan"))
+
+
+@functools.lru_cache(maxsize=64)
+def _layout(
+    sizes: tuple[int, ...], device: torch.device
+) -> tuple[torch.Tensor, torch.Tensor | None]:
+    """(the layer of each tensor, which layers have none) on `device`: made once per layout
+    (a stage's), not per sample, so a sample copies nothing from the host to a GPU."""
+    owner = torch.repeat_interleave(torch.arange(len(sizes)), torch.tensor(sizes, dtype=torch.long))
+    empty = torch.tensor([size == 0 for size in sizes]) if 0 in sizes else None
+    return owner.to(device), None if empty is None else empty.to(device)
 
 
 def _floats(values: list[float]) -> list[float | None]:
@@ -61,19 +68,21 @@ class LayerStatsSampler:
             return self.blocks
         return list(get_layers(self.model))
 
+    @torch.no_grad()
     def before_update(self) -> list[float | None]:
         """Grad norm per layer (None for layers without gradients); snapshots trainable weights."""
         stepped: list[list[torch.Tensor]] = [
             [p for p in layer.parameters() if p.requires_grad and p.grad is not None]
             for layer in self.layers()
         ]
-        flat = [p.detach() for group in stepped for p in group]
+        flat = [p for group in stepped for p in group]
         self._stepped = stepped
         self._before = list(torch._foreach_mul(flat, 1.0)) if flat else []
         grads = [p.grad for group in stepped for p in group if p.grad is not None]
         norms = _per_layer_norms(grads, [len(g) for g in stepped])
         return _floats(norms.cpu().tolist()) if len(stepped) else []
 
+    @torch.no_grad()
     def collect(
         self,
         grad_norms: list[float | None],
@@ -83,11 +92,9 @@ class LayerStatsSampler:
         layers = self.layers()
         params = [list(layer.parameters()) for layer in layers]
         trainable = [any(p.requires_grad for p in group) for group in params]
-        weights = _per_layer_norms(
-            [p.detach() for group in params for p in group], [len(g) for g in params]
-        )
+        weights = _per_layer_norms([p for group in params for p in group], [len(g) for g in params])
         stepped = self._stepped or []
-        after = [p.detach() for group in stepped for p in group]
+        after = [p for group in stepped for p in group]
         if stepped and len(stepped) == len(layers) and after:
             deltas = list(torch._foreach_sub(after, self._before))
             updates = _per_layer_norms(deltas, [len(g) for g in stepped])

@@ -83,6 +83,7 @@ def test_the_benchmark_prints_every_stage_against_its_reference(
             "--scale",
             "tiny",
             "--quick",
+            "--bare",
             "--device",
             "cpu",
             "--json",
@@ -111,5 +112,7 @@ def test_the_benchmark_prints_every_stage_against_its_reference(
     family = data["families"]["gpt2"]
     assert family["default_metrics_ms"] > 0 and family["default_metrics_op_cost"] is not None
     assert "default_metrics_cost=" in last
+    assert all(r["bare_ms"] > 0 and r["bare_vs_reference"] > 0 for r in rows)
+    assert "the gap split" in out
     lo, hi = rows[0]["vs_reference_quartiles"]
     assert lo <= rows[0]["vs_reference"] <= hi
