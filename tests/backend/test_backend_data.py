@@ -42,6 +42,23 @@ def test_local_text_directory(text_dir: Path) -> None:
     assert torch.equal(again.train[:], blocks.train[:])
 
 
+def test_batches_walk_each_epochs_shuffle_in_order_across_epoch_ends(text_dir: Path) -> None:
+    """Batch rows, concatenated, are epoch 0's permutation, then epoch 1's, ...: a batch that
+    straddles an epoch's end takes the tail of one shuffle and the head of the next."""
+    spec = DataSpec(source=str(text_dir), tokenizer="train:600", seq_len=32, val_fraction=0.05)
+    blocks = load_blocks(spec, "gpt2", seed=3)
+    n = blocks.train.shape[0]
+    size = 7 if n % 7 else 6  # not a divisor: some batches straddle
+    steps = (3 * n) // size + 1
+    rows = torch.cat([blocks.batch_rows(step, size) for step in range(steps)])
+    epochs = torch.cat([blocks._permutation(e, n) for e in range(len(rows) // n + 1)])
+    assert torch.equal(rows, epochs[: len(rows)])
+    assert any((s * size) // n != (s * size + size - 1) // n for s in range(steps))
+    assert torch.equal(
+        blocks.train_batch(5, size).input_ids, blocks.train[rows[5 * size : 6 * size]]
+    )
+
+
 def test_jsonl_glob_and_gpt2_blocks(tmp_path: Path) -> None:
     lines = _some_lines(2000)
     for i in range(2):

@@ -201,14 +201,25 @@ class TokenBlocks:
 
     def train_batch(self, step: int, batch_size: int) -> Batch:
         """Batch number `step` (0-based) of an endless shuffled pass over the blocks."""
+        return self._make(
+            self.train[self.batch_rows(step, batch_size)], self.seed * 1_000_003 + step
+        )
+
+    def batch_rows(self, step: int, batch_size: int) -> torch.Tensor:
+        """The training rows of batch `step`: positions step·b … step·b + b − 1 of the endless
+        sequence epoch 0's permutation, epoch 1's, … (each epoch its own shuffle)."""
         n = self.train.shape[0]
-        positions = torch.arange(step * batch_size, (step + 1) * batch_size)
+        start = step * batch_size
+        first, last = start // n, (start + batch_size - 1) // n
+        if first == last:  # the usual case, one epoch: a slice of its permutation, no arithmetic
+            return self._permutation(first, n)[start % n : start % n + batch_size]
+        positions = torch.arange(start, start + batch_size)
         epochs, offsets = positions // n, positions % n
         idx = torch.empty(batch_size, dtype=torch.long)
-        for epoch in torch.unique(epochs).tolist():
+        for epoch in range(first, last + 1):
             sel = epochs == epoch
-            idx[sel] = self._permutation(int(epoch), n)[offsets[sel]]
-        return self._make(self.train[idx], self.seed * 1_000_003 + step)
+            idx[sel] = self._permutation(epoch, n)[offsets[sel]]
+        return idx
 
     def val_batches(self, batch_size: int, max_batches: int) -> list[Batch]:
         out = []
