@@ -15,7 +15,7 @@ from repo_paths import TESTS
 from growcockpit.backend.control.reporter import RunReporter
 from growcockpit.backend.data.blocks import load_blocks
 from growcockpit.backend.loop.engine import Trainer
-from growcockpit.backend.loop.step import StepOutcome
+from growcockpit.backend.loop.step_window import StepOutcome
 from growcockpit.plan import loads_plan
 from growcockpit.protocol import (
     CommandRequest,

@@ -29,7 +29,7 @@ from growcockpit.backend.loop.sentinel import (
     spike_facts,
     spike_seen,
 )
-from growcockpit.backend.loop.step import StepWindow
+from growcockpit.backend.loop.step_window import StepWindow
 
 CPU = torch.device("cpu")
 TRUE = torch.tensor(True)

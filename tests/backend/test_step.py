@@ -17,7 +17,7 @@ from repo_paths import REPO, TESTS
 from growcockpit.backend.control.reporter import RunReporter
 from growcockpit.backend.data.blocks import load_blocks
 from growcockpit.backend.device import prepare_device
-from growcockpit.backend.loop import step as step_mod
+from growcockpit.backend.loop import step_window as step_mod
 from growcockpit.backend.loop.engine import Trainer
 from growcockpit.backend.loop.optim import build_optimizer
 from growcockpit.backend.loop.sentinel import SpikeSentinel

@@ -38,7 +38,8 @@ from growcockpit.backend.loop.stage_events import (
     awaiting_advance,
     skipped_hold,
 )
-from growcockpit.backend.loop.step import StepOutcome, StepRunner
+from growcockpit.backend.loop.step import StepRunner
+from growcockpit.backend.loop.step_window import StepOutcome
 from growcockpit.backend.rank_memory import gather_rank_memory
 from growcockpit.backend.state.checkpoint import TrainerPosition
 from growcockpit.backend.state.checkpointing import (

@@ -29,7 +29,8 @@ from growcockpit.backend.distributed import DistContext
 from growcockpit.backend.loop.evaluation import mean_val_loss
 from growcockpit.backend.loop.operators import LevelSnapshot
 from growcockpit.backend.loop.recipes import StageRecipes
-from growcockpit.backend.loop.step import StepHost, StepOutcome, StepRunner
+from growcockpit.backend.loop.step import StepHost, StepRunner
+from growcockpit.backend.loop.step_window import StepOutcome
 from growcockpit.backend.state.checkpoint import TrainerPosition
 from growcockpit.backend.state.checkpointing import CheckpointCadence, TrainState, write_checkpoint
 from growcockpit.plan.operators import operator_label

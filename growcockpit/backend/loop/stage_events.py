@@ -13,7 +13,7 @@ import math
 from dataclasses import dataclass
 
 from growcockpit.backend.loop.sentinel import CEILING_FACTOR, SpikeSeen
-from growcockpit.backend.loop.step import StepOutcome
+from growcockpit.backend.loop.step_window import StepOutcome
 from growcockpit.grow import GrowResult
 from growcockpit.plan.types import Stage
 from growcockpit.protocol.commands import LR_FACTOR_RANGE
