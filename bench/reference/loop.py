@@ -30,13 +30,14 @@ def reference_optimizer(
 
 
 def reference_step(
-    model: ReferenceModel,
+    loss_fn: Callable[[torch.Tensor, torch.Tensor, torch.Tensor | None], torch.Tensor],
     optimizer: torch.optim.Optimizer,
     batches: list[Batch],
     autocast: Callable[[], contextlib.AbstractContextManager[None]],
     grad_clip: float,
 ) -> Callable[[], None]:
-    """A step function cycling through `batches` (already on the device)."""
+    """nanoGPT's step over `loss_fn(ids, labels, picked)`, cycling through `batches` (already
+    on the device): the reference model's loss, or the product's own loss module alone."""
     params = [p for g in optimizer.param_groups for p in g["params"]]
     state = {"i": 0}
 
@@ -44,7 +45,7 @@ def reference_step(
         batch = batches[state["i"] % len(batches)]
         state["i"] += 1
         with autocast():
-            loss = model.loss(batch.input_ids, batch.labels, batch.picked)
+            loss = loss_fn(batch.input_ids, batch.labels, batch.picked)
         loss.backward()  # type: ignore[no-untyped-call]
         if grad_clip > 0:
             torch.nn.utils.clip_grad_norm_(params, grad_clip)

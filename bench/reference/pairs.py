@@ -120,7 +120,7 @@ def reference_twin(
     def amp() -> object:
         return autocast(precision, device)
 
-    return ref, reference_step(ref, optimizer, blocks, amp, plan.optim.grad_clip)  # type: ignore[arg-type]
+    return ref, reference_step(ref.loss, optimizer, blocks, amp, plan.optim.grad_clip)  # type: ignore[arg-type]
 
 
 def bare_step(t: Trainer, batches: int) -> Callable[[], None]:
@@ -130,25 +130,11 @@ def bare_step(t: Trainer, batches: int) -> Callable[[], None]:
     flags, timers, metrics or step event). Set beside the product and the reference, it
     splits their gap into the model's math (bare vs reference) and the step's own work
     (product vs bare)."""
-    optimizer = t.optimizer
-    assert optimizer is not None
-    params = [p for g in optimizer.param_groups for p in g["params"]]
+    assert t.optimizer is not None
     blocks = twin_batches(t, batches)
-    clip = t.plan.optim.grad_clip
-    state = {"i": 0}
-
-    def step() -> None:
-        batch = blocks[state["i"] % len(blocks)]
-        state["i"] += 1
-        with t.steps.autocast():
-            loss = t.train_module(batch.input_ids, batch.labels, batch.picked)
-        loss.backward()
-        if clip > 0:
-            torch.nn.utils.clip_grad_norm_(params, clip)
-        optimizer.step()
-        optimizer.zero_grad(set_to_none=True)
-
-    return step
+    return reference_step(
+        t.train_module, t.optimizer, blocks, t.steps.autocast, t.plan.optim.grad_clip
+    )
 
 
 def tokens_per_step(plan: Plan) -> int:

@@ -34,24 +34,29 @@ def median_ms(t: Timed) -> float:
     return statistics.median(t.chunk_ms) if t.chunk_ms else float("nan")
 
 
+def round_ratios(product: Timed, reference: Timed) -> list[float]:
+    """Each round's reference ms over product ms (the product's speed over the reference's)."""
+    return [r / p for p, r in zip(product.chunk_ms, reference.chunk_ms, strict=True) if p > 0]
+
+
 def vs(product: Timed, reference: Timed) -> float:
     """The product's speed over the reference's: the median over rounds of each round's
     ratio. The two run back to back in every round, so a round's ratio cancels the load
     that round saw (on a shared machine the chunks' own medians drift by tens of %)."""
-    pairs = [r / p for p, r in zip(product.chunk_ms, reference.chunk_ms, strict=True) if p > 0]
+    pairs = round_ratios(product, reference)
     return statistics.median(pairs) if pairs else float("nan")
 
 
 def spread(product: Timed, reference: Timed) -> tuple[float, float]:
     """(lowest, highest) per-round ratio: how far one round can stray from the median
     (a target met by the median but not by most rounds is said to be within the noise)."""
-    pairs = [r / p for p, r in zip(product.chunk_ms, reference.chunk_ms, strict=True) if p > 0]
+    pairs = round_ratios(product, reference)
     return (min(pairs), max(pairs)) if pairs else (float("nan"), float("nan"))
 
 
 def quartiles(product: Timed, reference: Timed) -> tuple[float, float]:
     """The per-round ratios' first and third quartiles (the middle half of the rounds)."""
-    pairs = [r / p for p, r in zip(product.chunk_ms, reference.chunk_ms, strict=True) if p > 0]
+    pairs = round_ratios(product, reference)
     if len(pairs) < 2:
         return spread(product, reference)
     q = statistics.quantiles(pairs, n=4, method="inclusive")

@@ -6,7 +6,8 @@ and routes through generic attention and chunking helpers. A compact loop
 (nanoGPT) does one fused projection instead. GPT-2's block already projects q|k|v
 at once; what its fast forward drops is the Python around the arithmetic (nested
 module calls, keyword deprecation wrappers, config lookups, the attention
-dispatcher), a fixed cost per block that weighs most in small, shallow stages. These forwards do the same
+dispatcher), a fixed cost per block that weighs most in small, shallow stages.
+These forwards do the same
 arithmetic as the HF block they replace: the projections' weights (and biases) are
 concatenated at each call and multiplied once, the result split, and everything
 else (SDPA with the module's scale and dropout, rotary embedding, norms, residuals,
@@ -144,7 +145,7 @@ def gpt2_block_forward(block: nn.Module, hidden_states: torch.Tensor) -> torch.T
         scale=attn.scaling,
         is_causal=q.shape[2] > 1,
     )
-    y = conv1d(y.transpose(1, 2).reshape(*y.shape[:1], y.shape[2], -1).contiguous(), attn.c_proj)
+    y = conv1d(merge_heads(y), attn.c_proj)
     h = F.dropout(y, attn.resid_dropout.p, attn.resid_dropout.training) + hidden_states
     x = F.layer_norm(h, b.ln_2.normalized_shape, b.ln_2.weight, b.ln_2.bias, b.ln_2.eps)
     x = conv1d(mlp.act(conv1d(x, mlp.c_fc)), mlp.c_proj)

@@ -4,9 +4,9 @@ All of a step's tensors go through a handful of fused `torch._foreach_*` calls
 (one norm per tensor, reduced per layer on the device in one segment sum) and
 come to the host in one copy per call, so sampling costs a few kernel launches
 and one sync, never one `.item()` or one `detach()` per tensor (it runs under
-`no_grad`, so parameters go to the fused calls as they are). The update ratio ‖Δθ‖/‖θ‖ is what shows whether a
-stage's layers still learn: the weights that are about to be stepped are
-snapshotted before `optimizer.step()` and compared after it. The sampler keeps
+`no_grad`, so parameters go to the fused calls as they are). The update ratio
+‖Δθ‖/‖θ‖ is what shows whether a stage's layers still learn: the weights that are
+about to be stepped are snapshotted before `optimizer.step()` and compared after it. The sampler keeps
 its own list of those parameters, because `zero_grad(set_to_none=True)` has
 cleared their gradients by the time `collect()` runs.
 """

@@ -168,13 +168,13 @@ class SpikeSentinel:
         self.grad.refill()
 
     def check(
-        self, loss: torch.Tensor, norm: torch.Tensor, finite: torch.Tensor
+        self, loss: torch.Tensor, norm: torch.Tensor, sound: torch.Tensor
     ) -> tuple[SpikeCheck, SpikeCheck]:
         """Both verdicts (loss, gradient norm); the step updates only if both are ok and it
-        is `finite`, and only then do its values join the windows."""
+        is `sound` (finite), and only then do its values join the windows."""
         checks = self.loss.score(loss), self.grad.score(norm)
         both_ok = passed(checks)
-        keep = finite if both_ok is None else finite & both_ok
+        keep = sound if both_ok is None else sound & both_ok
         self.loss.record(loss, keep)
         self.grad.record(norm, keep)
         return checks
@@ -193,7 +193,7 @@ def judge(
     sentinel: SpikeSentinel | None,
     loss: torch.Tensor,
     norm: torch.Tensor,
-    finite: torch.Tensor,
+    sound: torch.Tensor,
     world_size: int = 1,
 ) -> tuple[SpikeCheck, SpikeCheck] | None:
     """The sentinel's verdicts on a step (None while it is off), on the device.
@@ -209,7 +209,7 @@ def judge(
         watched = watched.clone()
         torch.distributed.all_reduce(watched)
         watched = watched / world_size
-    return sentinel.check(watched, scalar(norm), finite)
+    return sentinel.check(watched, scalar(norm), sound)
 
 
 SIGNALS = ("loss", "gradient norm")
@@ -234,10 +234,7 @@ def spike_facts(checks: tuple[SpikeCheck, SpikeCheck]) -> list[torch.Tensor]:
     """A step's verdicts as the tensors the step window keeps per step, untouched: no
     operator runs for them on the device. Which signal fired, and the first spike of a
     window, are worked out on the host from the window's one read (`first_spike`)."""
-    (lok, lvalue, lz, lmedian), (gok, gvalue, gz, gmedian) = (
-        (c.ok, c.value, c.z, c.median) for c in checks
-    )
-    return [lok, gok, lvalue, lz, lmedian, gvalue, gz, gmedian]
+    return [c.ok for c in checks] + [x for c in checks for x in (c.value, c.z, c.median)]
 
 
 def first_spike(facts: list[tuple[int, list[float]]]) -> tuple[int, list[float]] | None:
