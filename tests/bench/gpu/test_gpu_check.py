@@ -5,47 +5,23 @@ from __future__ import annotations
 import contextlib
 import json
 import math
-import os
 import re
-import subprocess
 import sys
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 import pytest
+from gpu_check_fixtures import run_tiny_gpu_check
 from repo_paths import REPO
 
-SCRIPT = REPO / "bench" / "gpu" / "gpu_check.py"
 MSLT_STAGES = ["shallow-3", "grow-6", "grow-9", "grow-12", "all-layers"]
 
 
 @pytest.mark.slow
 def test_gpu_check_tiny_runs_on_cpu(gc_cache: Path, tmp_path: Path) -> None:
-    out_json = tmp_path / "gpu_check.json"
-    env = {
-        **os.environ,
-        "GROWCOCKPIT_CACHE": str(gc_cache),
-        "HF_HUB_OFFLINE": "1",
-        "CUDA_VISIBLE_DEVICES": "",
-        "PYTHONUNBUFFERED": "1",
-    }
-    cmd = [
-        sys.executable,
-        str(SCRIPT),
-        "--tiny",
-        "--steps",
-        "2",
-        "--batch-size",
-        "4",
-        "--device",
-        "cpu",
-        "--budget-s",
-        "50",
-        "--json",
-        str(out_json),
-    ]
-    proc = subprocess.run(cmd, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=120)
+    args = ["--steps", "2", "--batch-size", "4", "--budget-s", "50"]
+    proc, out_json = run_tiny_gpu_check(gc_cache, tmp_path, args, timeout=120)
     output = proc.stdout + proc.stderr
     assert proc.returncode == 0, output
 

@@ -5,15 +5,14 @@ engine builds them (middle stacking, zero init), and `--tiny --plans llama` end 
 from __future__ import annotations
 
 import json
-import os
 import re
-import subprocess
 import sys
 from dataclasses import replace
 from pathlib import Path
 from typing import Any, cast
 
 import pytest
+from gpu_check_fixtures import run_tiny_gpu_check
 from repo_paths import REPO
 
 sys.path[:0] = [str(REPO / "bench" / "gpu"), str(REPO / "bench")]
@@ -140,18 +139,8 @@ def test_llama_stages_are_built_as_the_engine_builds_them() -> None:
 def test_tiny_llama_only_times_every_stage_and_its_full_depth_baseline(
     gc_cache: Path, tmp_path: Path
 ) -> None:
-    out_json = tmp_path / "gpu_check.json"
-    env = {**os.environ, "GROWCOCKPIT_CACHE": str(gc_cache), "CUDA_VISIBLE_DEVICES": ""}
-    cmd = [
-        sys.executable,
-        str(REPO / "bench" / "gpu" / "gpu_check.py"),
-        "--tiny",
-        "--plans",
-        "llama",
-    ]
-    cmd += ["--steps", "2", "--batch-size", "4", "--device", "cpu", "--budget-s", "60"]
-    cmd += ["--json", str(out_json)]
-    proc = subprocess.run(cmd, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=180)
+    args = ["--plans", "llama", "--steps", "2", "--batch-size", "4", "--budget-s", "60"]
+    proc, out_json = run_tiny_gpu_check(gc_cache, tmp_path, args, timeout=180)
     out = proc.stdout + proc.stderr
     assert proc.returncode == 0, out
     assert "Traceback" not in out and "mslt/" not in proc.stdout, out

@@ -7,15 +7,14 @@ from __future__ import annotations
 import argparse
 import json
 import math
-import os
 import re
-import subprocess
 import sys
 import time
 from pathlib import Path
 
 import pytest
 import torch
+from gpu_check_fixtures import run_tiny_gpu_check
 from repo_paths import REPO
 from torch import nn
 
@@ -50,18 +49,8 @@ NUMERIC += ["compiled_tokens_per_s", "compile_s"]
 def test_tiny_compiled_pass_times_every_stage_of_both_families(
     gc_cache: Path, tmp_path: Path
 ) -> None:
-    out_json = tmp_path / "gpu_check.json"
-    env = {**os.environ, "GROWCOCKPIT_CACHE": str(gc_cache), "CUDA_VISIBLE_DEVICES": ""}
-    cmd = [
-        sys.executable,
-        str(REPO / "bench" / "gpu" / "gpu_check.py"),
-        "--tiny",
-        "--device",
-        "cpu",
-    ]
-    cmd += ["--compile", "--compile-backend", "eager", "--steps", "2", "--batch-size", "4"]
-    cmd += ["--json", str(out_json)]
-    proc = subprocess.run(cmd, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300)
+    args = ["--compile", "--compile-backend", "eager", "--steps", "2", "--batch-size", "4"]
+    proc, out_json = run_tiny_gpu_check(gc_cache, tmp_path, args, timeout=300)
     out = proc.stdout + proc.stderr
     assert proc.returncode == 0, out
     assert "Traceback" not in out and "not compiled" not in out, out
