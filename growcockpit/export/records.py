@@ -24,6 +24,7 @@ from growcockpit.protocol.events import (
     Resumed,
     RunFinished,
     RunStarted,
+    Scalars,
     StageStarted,
     Step,
     System,
@@ -65,6 +66,11 @@ def _step(ev: Step, out: dict[str, float]) -> None:
 def _eval(ev: Eval, out: dict[str, float]) -> None:
     _put(out, "loss/val", ev.val_loss)
     _put(out, "loss/val_ppl", ev.val_ppl)
+
+
+def _logged(ev: Scalars, out: dict[str, float]) -> None:
+    for name, value in ev.values.items():
+        _put(out, f"logged/{name}", value)
 
 
 def _layers(ev: LayerStats, out: dict[str, float]) -> None:
@@ -134,6 +140,7 @@ _TEXTS: dict[type[Event], tuple[str, Callable[[Any], str]]] = {
 _SCALARS: dict[type[Event], Callable[[Any, dict[str, float]], None]] = {
     Step: _step,
     Eval: _eval,
+    Scalars: _logged,
     LayerStats: _layers,
     System: _system,
 }

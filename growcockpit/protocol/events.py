@@ -243,6 +243,17 @@ class Eval(Event):
 
 
 @dataclass(kw_only=True)
+class Scalars(Event):
+    """Scalars a tracked loop logged itself (`cockpit.log({...})`): a grad norm, an
+    accuracy; by the name the script gave (at most a few hundred per event)."""
+
+    TYPE: ClassVar[str] = "scalars"
+    step: int = 0
+    stage: int = 0
+    values: dict[str, float] = field(default_factory=dict)
+
+
+@dataclass(kw_only=True)
 class Grow(Event):
     TYPE: ClassVar[str] = "grow"
     step: int = 0

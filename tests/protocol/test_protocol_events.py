@@ -133,6 +133,7 @@ SAMPLES: dict[str, Event] = {
         ],
     ),
     "eval": ev.Eval(seq=6, t=6.0, step=100, stage=1, val_loss=2.0, val_ppl=7.39),
+    "scalars": ev.Scalars(seq=6, t=6.0, step=100, values={"grad_norm": 0.5, "acc": 0.25}),
     "grow": ev.Grow(
         seq=7,
         t=7.0,
