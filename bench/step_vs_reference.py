@@ -43,8 +43,7 @@ import os
 import sys
 import tempfile
 import time
-from collections import Counter
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -68,6 +67,7 @@ from reference.pairs import (  # noqa: E402
     trainer_at,
 )
 from reference.report import Peaks, report, summary  # noqa: E402
+from reference.rows import Row  # noqa: E402
 from reference.scales import SCALES, plan_at  # noqa: E402
 
 from growcockpit.backend.data.blocks import load_blocks  # noqa: E402
@@ -82,21 +82,6 @@ PLANS = {
     "bert": REPO / "sample_plans" / "mslt-bert-base.toml",
     "llama": REPO / "sample_plans" / "llama-smollm-135m.toml",
 }
-
-
-@dataclass
-class Row:
-    """One configuration's product and reference, eager and (optionally) compiled."""
-
-    label: str
-    product: Timed
-    reference: Timed
-    compiled: tuple[Timed, Timed] | None = None
-    product_ops: Counter[str] = field(default_factory=Counter)
-    reference_ops: Counter[str] = field(default_factory=Counter)
-    count_steps: tuple[int, int] = (1, 1)
-    flops: float = 0.0  # model FLOPs of one step (the product's count, plan/flops.py)
-    bare: Timed | None = None  # --bare: the product's model math alone (pairs.bare_step)
 
 
 def product_step(t: Trainer) -> Any:

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-__version__ = "0.1.0"
+from growcockpit._version import __version__
 
 if TYPE_CHECKING:  # the names `__getattr__` hands out, for type checkers
     from growcockpit.tracking import CockpitCallback as CockpitCallback

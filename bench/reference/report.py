@@ -21,7 +21,7 @@ from reference.op_count import top_differences
 from reference.pairs import Timed
 
 if TYPE_CHECKING:
-    from step_vs_reference import Row
+    from reference.rows import Row
 
 
 @dataclass(frozen=True)

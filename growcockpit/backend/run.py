@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, cast
 
 import torch
 
-from growcockpit import __version__
+from growcockpit._version import __version__
 from growcockpit.backend import startup
 from growcockpit.backend.control.liveness import Heartbeat, own_start_time
 from growcockpit.backend.control.reporter import RunReporter
@@ -333,7 +333,7 @@ def _kept_status(data: bytes | None) -> tuple[bytes, str] | None:
 
     try:
         state = json.loads(data).get("state") if data else None
-    except (ValueError, AttributeError):
+    except (ValueError, AttributeError, RecursionError):
         return None
     if data is None or state is None:
         return None
