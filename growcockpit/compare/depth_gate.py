@@ -7,7 +7,10 @@ growing buys. So a growth speedup is claimed only where depth pays: the full-dep
 baseline's final validation loss must beat every fixed-size control (the final
 architecture at fewer layers, one stage, all trained, the same compute) by more than
 the seed spread, or, with one seed per arm, by a stated margin. Where it does not,
-every surface says so in one line and claims nothing.
+every surface says so in one line and claims nothing. Where a control it needs has not
+finished (cut by a timeout, failed, still training), the gate is "undecided", never
+"pays": judging the controls that happen to have ended would let a missing 1-layer run
+turn a loss into a claim.
 
 Pure: final losses in, a typed verdict out; `compare`, the pin, the race and the bench
 all call `depth_gate`.
@@ -22,7 +25,7 @@ from typing import Literal
 
 ONE_SEED_MARGIN = 0.02  # nats: the gap asked for when no arm has two seeds to measure spread
 
-GateStatus = Literal["pays", "does-not-pay"]
+GateStatus = Literal["pays", "does-not-pay", "undecided"]
 
 
 @dataclass(frozen=True)
@@ -50,7 +53,7 @@ class DepthGate:
     status: GateStatus
     baseline: DepthArm
     controls: tuple[DepthArm, ...]
-    best_control: DepthArm
+    best_control: DepthArm | None  # None: undecided with no control finished
     lowest_layers: int
     needed_gap: float  # the seed spread, or the stated margin with one seed
     by_spread: bool  # needed_gap is a measured seed spread (not the margin)
@@ -61,8 +64,14 @@ class DepthGate:
         return self.status == "pays"
 
     @property
-    def gap(self) -> float:
+    def undecided(self) -> bool:
+        return self.status == "undecided"
+
+    @property
+    def gap(self) -> float | None:
         """How far the best control ends above the baseline (negative: below it)."""
+        if self.best_control is None:
+            return None
         return self.best_control.median - self.baseline.median
 
 
@@ -76,11 +85,28 @@ def _needed(baseline: DepthArm, control: DepthArm, margin: float) -> tuple[float
     return margin, False
 
 
+def undecided_text(missing: Sequence[str]) -> str:
+    """The gate's line while a control it needs has not finished."""
+    names = ", ".join(missing)
+    return (
+        f"depth gate undecided: {names} did not finish (cut, failed or still training); "
+        "no growth speedup is claimed"
+    )
+
+
 def depth_gate(
-    baseline: DepthArm, controls: Sequence[DepthArm], margin: float = ONE_SEED_MARGIN
+    baseline: DepthArm,
+    controls: Sequence[DepthArm],
+    margin: float = ONE_SEED_MARGIN,
+    needed: Sequence[int] = (),
+    seeds: int = 0,
 ) -> DepthGate:
-    """The verdict of the module doc. Every control must be shallower than the baseline."""
-    if not controls:
+    """The verdict of the module doc. Every control must be shallower than the baseline.
+
+    `needed`: the control depths the gate must see finished; `seeds`: how many seeds each
+    arm must have (0: any). A needed depth without a finished arm, or an arm (the
+    baseline's included) with fewer seeds than asked, makes the gate "undecided"."""
+    if not controls and not needed:
         raise DepthGateError("the depth gate needs at least one fixed-size control")
     for arm in (baseline, *controls):
         if not arm.final_losses:
@@ -88,6 +114,20 @@ def depth_gate(
     if any(c.layers >= baseline.layers for c in controls):
         raise DepthGateError(f"a control must have fewer layers than the {baseline.layers}")
     ordered = tuple(sorted(controls, key=lambda c: (c.median, c.layers)))
+    have = {c.layers: len(c.final_losses) for c in controls}
+    missing = [f"depth-{d}" for d in sorted(set(needed)) if d not in have]
+    short = [
+        f"depth-{a.layers}" if a is not baseline else "the baseline"
+        for a in (baseline, *ordered)
+        if seeds and len(a.final_losses) < seeds
+    ]
+    if missing or short:
+        absent = missing + [f"{s} (fewer than {seeds} seeds)" for s in short]
+        best_known = ordered[0] if ordered else None
+        return DepthGate(
+            "undecided", baseline, ordered, best_known, baseline.layers, 0.0, False,
+            undecided_text(absent),
+        )  # fmt: skip
     best = ordered[0]
     needs = [(c, *_needed(baseline, c, margin)) for c in ordered]
     pays = all(c.median - baseline.median > need for c, need, _ in needs)

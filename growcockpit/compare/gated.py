@@ -45,6 +45,7 @@ def role(run: RunProgress, target: RunProgress) -> str:
 
 def _best_control(runs: list[RunProgress], target: RunProgress, gate: DepthGate) -> RunProgress:
     """The best control arm's run that ends lowest."""
+    assert gate.best_control is not None  # called where the gate pays
     arm = [
         r
         for r in runs

@@ -46,6 +46,11 @@ class EvalPoint:
     flops: float | None  # None when the run's plan is unknown
     val_loss: float
     tokens: int = 0  # trained so far
+    accuracy: float | None = None  # exact-match accuracy, where the task reports one
+
+    def value(self, metric: str) -> float | None:
+        """The evaluation's value of `metric` ("val_loss" or "accuracy")."""
+        return self.accuracy if metric == "accuracy" else self.val_loss
 
 
 @dataclass(frozen=True, slots=True)
@@ -183,7 +188,11 @@ def fold_events(name: str, events: Iterable[Event]) -> RunProgress:
                 run.train.append(point)
         elif isinstance(ev, Eval) and ev.step in at_step:
             wall, fl, tok = at_step[ev.step]
-            run.evals.append(EvalPoint(ev.step, wall, fl if plan else None, ev.val_loss, tok))
+            acc = getattr(ev, "accuracy", None)  # set by tasks with exact answers
+            acc = float(acc) if isinstance(acc, int | float) and math.isfinite(acc) else None
+            run.evals.append(
+                EvalPoint(ev.step, wall, fl if plan else None, ev.val_loss, tok, acc)
+            )
         elif isinstance(ev, RunFinished):
             run.status = ev.status
     if plan is not None:

@@ -81,3 +81,18 @@ def test_it_pays_only_if_the_baseline_ends_strictly_lowest(
     else:
         assert gate.text.endswith("no growth speedup is claimed")
     assert gate.best_control.median == min(c.median for c in controls)
+
+
+def test_a_gate_missing_a_needed_control_is_undecided_never_pays() -> None:
+    from growcockpit.compare.depth_gate import DepthArm, depth_gate
+
+    # only the half-depth control finished, far above the baseline: it would "pay"
+    alone = depth_gate(DepthArm(8, (3.0,)), [DepthArm(4, (3.5,))])
+    assert alone.pays
+    gate = depth_gate(DepthArm(8, (3.0,)), [DepthArm(4, (3.5,))], needed=[1, 4])
+    assert gate.status == "undecided" and not gate.pays
+    assert gate.text.startswith("depth gate undecided: depth-1 did not finish")
+    none = depth_gate(DepthArm(8, (3.0,)), [], needed=[1, 4])
+    assert none.undecided and none.best_control is None and none.gap is None
+    seeds = depth_gate(DepthArm(8, (3.0, 3.01, 3.0)), [DepthArm(4, (3.5, 3.5))], seeds=3)
+    assert seeds.undecided and "fewer than 3 seeds" in seeds.text
