@@ -1,16 +1,24 @@
 """What a tracked loop can do with a control command, and why it refuses the rest.
 
 A loop growcockpit only watches can stop at a step boundary (pause, stop), change its
-optimizer's learning rates (set_lr) and save itself (checkpoint). It has no plan of
+optimizer's learning rates (set_lr, through an optimizer step hook) and save itself
+(checkpoint). It has no plan of
 stages to advance or edit, and cannot rewind the user's data loader and code to a
 checkpoint, so those commands are refused with the reason and what to do instead.
 """
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Literal
 
-import torch
+from growcockpit.protocol.commands import CommandAck, CommandRequest, lr_scale_problem
+from growcockpit.protocol.events import CommandEvent, Event, Paused, Resumed
+from growcockpit.protocol.pending import PendingCommand
+from growcockpit.tracking.lr_hook import NO_OPTIMIZER
+
+if TYPE_CHECKING:
+    from growcockpit.tracking.lr_hook import LrFactorHook
+    from growcockpit.tracking.run_files import TrackedRunFiles
 
 Honoured = Literal["pause", "resume", "set_lr", "checkpoint", "stop"]
 HONOURED: tuple[Honoured, ...] = ("pause", "resume", "set_lr", "checkpoint", "stop")
@@ -35,21 +43,91 @@ def refusal(command: str) -> str:
     return REFUSALS.get(command, f"unknown command {command!r}")
 
 
-def scale_lr(optimizer: torch.optim.Optimizer, scheduler: Any, factor: float) -> None:
-    """Multiply every group's LR by `factor`, and the schedule's base LRs with it.
+class CommandDesk:
+    """The tracker's side of the control socket: each command answered at a step boundary.
 
-    A torch scheduler recomputes each group's LR from its `base_lrs` at every step, so
-    scaling only the groups would last one step; scaling the bases (and `initial_lr`,
-    from which a rebuilt scheduler starts) makes the schedule go on from the new scale.
-    """
-    scheduler = getattr(scheduler, "scheduler", scheduler)  # accelerate's wrapper holds one
-    for group in optimizer.param_groups:
-        group["lr"] = group["lr"] * factor
-        if "initial_lr" in group:
-            group["initial_lr"] = group["initial_lr"] * factor
-    bases = getattr(scheduler, "base_lrs", None)
-    if isinstance(bases, list):
-        scheduler.base_lrs = [base * factor for base in bases]
-    last = getattr(scheduler, "_last_lr", None)
-    if isinstance(last, list):
-        scheduler._last_lr = [group["lr"] for group in optimizer.param_groups]
+    A mixin of `Tracker`, which owns the state named below; kept apart so the step's
+    bookkeeping and the command rules read separately."""
+
+    files: TrackedRunFiles
+    lr_hook: LrFactorHook
+    step_count: int
+    lr_scale: float
+    paused: bool
+    should_stop: bool
+
+    def emit(self, event: Event) -> Event:
+        raise NotImplementedError
+
+    def checkpoint(self, reason: str) -> tuple[bool, str]:
+        raise NotImplementedError
+
+    def current_lr(self) -> float:
+        raise NotImplementedError
+
+    def handle_commands(self) -> None:
+        """Apply what arrived; while paused, wait here for more (resume or stop)."""
+        for pending in self.files.control.poll():
+            self._answer(pending)
+        while self.paused and not self.should_stop:
+            for pending in self.files.control.wait(0.5):
+                self._answer(pending)
+
+    def _answer(self, pending: PendingCommand) -> None:
+        request = pending.request
+        accepted, reason = self.apply(request)
+        ack = CommandAck(request.id, accepted, reason, self.step_count)
+        pending.reply(ack)
+        self.emit(
+            CommandEvent(
+                id=request.id,
+                command=request.command,
+                args=request.args,
+                accepted=accepted,
+                reason=reason,
+                step=self.step_count,
+            )
+        )
+
+    def apply(self, request: CommandRequest) -> tuple[bool, str]:
+        """(accepted, the reason shown to the user) for one command at this step boundary."""
+        if self.should_stop:
+            return False, "the run is stopping"
+        command = request.command
+        if command not in HONOURED:
+            return False, refusal(command)
+        if command == "pause":
+            if self.paused:
+                return False, "already paused"
+            self.paused = True
+            self.emit(Paused(step=self.step_count, reason="command"))
+            return True, f"paused at step {self.step_count}"
+        if command == "resume":
+            if not self.paused:
+                return False, "not paused"
+            self.paused = False
+            self.emit(Resumed(step=self.step_count))
+            return True, f"resumed at step {self.step_count}"
+        if command == "set_lr":
+            return self.set_lr(float(request.args["factor"]))
+        if command == "checkpoint":
+            return self.checkpoint("command")
+        accepted, saved = self.checkpoint("stop")
+        self.should_stop = True
+        self.paused = False
+        return True, f"stopping: {saved}" if accepted else f"stopping without a checkpoint: {saved}"
+
+    def set_lr(self, factor: float) -> tuple[bool, str]:
+        """Scale the LR from the next optimizer step on, inside the step (lr_hook.py), so a
+        loop that sets its own LR each iteration cannot undo it; refused, with the fix,
+        when there is no torch optimizer to hook."""
+        if not self.lr_hook.hooked:
+            return False, f"set_lr: {NO_OPTIMIZER}"
+        problem = lr_scale_problem(self.lr_scale, factor)
+        if problem:
+            return False, problem
+        self.lr_scale *= factor
+        return True, (
+            f"LR scale now {self.lr_scale:g}: applied inside each optimizer step, whatever "
+            f"your loop sets (lr {self.current_lr():.3g} at the next step)"
+        )

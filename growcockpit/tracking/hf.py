@@ -4,8 +4,8 @@ Built on `Tracker`: at each `on_step_end` the step goes to the run directory and
 commands waiting are applied there. What only the Trainer may do is asked of it
 through its `TrainerControl`: a checkpoint is the Trainer's own (`should_save`: its
 `_save_checkpoint` writes `output_dir/checkpoint-N` with optimizer, scheduler and RNG
-state), stop is `should_training_stop` after that save. `set_lr` scales the optimizer's
-groups and the scheduler's base LRs, so the schedule goes on from the new scale. The
+state), stop is `should_training_stop` after that save. `set_lr` scales the LR inside
+each optimizer step (lr_hook.py), so the schedule goes on at the new scale. The
 step loss is read from the model's own output (a forward hook), since the Trainer
 hands callbacks only its logged averages.
 """
@@ -79,6 +79,7 @@ class LossTap:
 class TrainerTracker(Tracker):
     """A `Tracker` whose checkpoints are the Trainer's own, asked for through its control."""
 
+    api_name = "growcockpit.CockpitCallback (or GrowthCallback)"
     control: TrainerControl | None = None
     output_dir = ""
     save_reason: str | None = None

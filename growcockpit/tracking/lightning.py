@@ -4,8 +4,8 @@ Built on `Tracker` like the Trainer callback: each optimizer step (Lightning's
 `global_step`) goes to the run directory at `on_train_batch_end`, where the commands
 waiting are applied. A checkpoint is Lightning's own (`trainer.save_checkpoint`: model,
 optimizers, schedulers and loops, which `fit(ckpt_path=...)` resumes), stop is
-`trainer.should_stop`, and `set_lr` scales the optimizer's groups and the scheduler's
-base LRs. Validation's `val_loss` (as the module logs it) becomes `eval` events.
+`trainer.should_stop`, and `set_lr` scales the LR inside each optimizer step.
+Validation's `val_loss` (as the module logs it) becomes `eval` events.
 """
 
 from __future__ import annotations
@@ -43,6 +43,10 @@ def _loss_of(outputs: Any) -> torch.Tensor | None:
     return loss.detach() if isinstance(loss, torch.Tensor) else None
 
 
+class LightningTracker(Tracker):
+    api_name = "growcockpit.CockpitLightningCallback"
+
+
 class CockpitLightningCallback(pl.Callback):
     """`Trainer(callbacks=[CockpitLightningCallback("runs/my-run")])`; `tokens` counts a
     batch's tokens (default: `batch_tokens`)."""
@@ -77,7 +81,7 @@ class CockpitLightningCallback(pl.Callback):
             trainer.save_checkpoint(folder / "lightning.ckpt")
 
         self.tracker = self.options.open(
-            Tracker,
+            LightningTracker,
             pl_module,
             trainer.optimizers[0],
             {"max_steps": trainer.max_steps, "max_epochs": trainer.max_epochs},

@@ -24,12 +24,35 @@ from growcockpit.protocol.control import ControlError, ControlServer
 from growcockpit.protocol.eventlog import EventLog
 from growcockpit.protocol.events import Event, RunFinished
 from growcockpit.protocol.run_safety import check_run_dir
-from growcockpit.protocol.rundir import RunPaths, RunStatus, write_status
+from growcockpit.protocol.rundir import (
+    RunDirError,
+    RunPaths,
+    RunStatus,
+    pid_alive,
+    read_status,
+    write_status,
+)
 from growcockpit.protocol.safe_fs import DIR_MODE, UnsafePath
+
+FINISHED = ("completed", "stopped", "crashed")
 
 
 class TrackError(Exception):
     """A tracked run cannot start; the message names the place and the fix."""
+
+
+def live_problem(root: Path) -> None:
+    """A TrackError when the run in `root` is still live (another process writes it)."""
+    try:
+        status = read_status(root)
+    except RunDirError:
+        return  # no readable status: nothing is writing it
+    live = status.state not in FINISHED and status.pid and pid_alive(status.pid)
+    if live and status.pid != os.getpid():
+        raise TrackError(
+            f"{root}: its run is live (process {status.pid}); stop it first "
+            f"(growcockpit ctl {root} stop), then resume with start_step=N"
+        )
 
 
 class TrackedRunFiles:
@@ -42,14 +65,18 @@ class TrackedRunFiles:
         total_steps: int,
         system_every_s: float,
         device: torch.device,
+        resume: bool = False,
     ) -> None:
         self.paths = RunPaths(Path(run_dir))
         root = self.paths.root
-        if os.path.lexists(self.paths.events):
+        self.resumed = os.path.lexists(self.paths.events)
+        if self.resumed and not resume:
             raise TrackError(
                 f"{root}: already holds a run (events.jsonl); pass a new directory, "
-                "e.g. runs/<name>-2, so no history is mixed"
+                "e.g. runs/<name>-2, so no history is mixed, or start_step=N to resume it"
             )
+        if self.resumed:
+            live_problem(root)
         try:
             root.mkdir(mode=DIR_MODE, parents=True, exist_ok=True)
             check_run_dir(root, writing=True)

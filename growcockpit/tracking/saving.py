@@ -12,7 +12,7 @@ from torch import nn
 SaveFn = Callable[[Path], object]
 
 
-def default_save(model: nn.Module, optimizer: torch.optim.Optimizer) -> SaveFn:
+def default_save(model: nn.Module, optimizer: torch.optim.Optimizer | None) -> SaveFn:
     """`save_pretrained` for a transformers model (`from_pretrained` loads it), else the
     model's state dict in `model.pt`; the optimizer's state dict in `optimizer.pt`."""
 
@@ -22,6 +22,7 @@ def default_save(model: nn.Module, optimizer: torch.optim.Optimizer) -> SaveFn:
             pretrained(str(folder))
         else:
             torch.save(model.state_dict(), folder / "model.pt")
-        torch.save(optimizer.state_dict(), folder / "optimizer.pt")
+        if optimizer is not None:
+            torch.save(optimizer.state_dict(), folder / "optimizer.pt")
 
     return save

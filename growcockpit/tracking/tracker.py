@@ -1,23 +1,22 @@
 """`growcockpit.track`: watch and steer a training loop that growcockpit does not run.
 
 The loop stays the user's; at each `step()` the tracker writes the step to the run
-directory, hands over the per-layer statistics its hooks gathered, and applies the
-commands that arrived on the control socket (pause blocks right there). The run
+directory, hands over the per-layer statistics its hooks gathered, judges the loss (the
+engine's NaN / spike guard) and applies the commands that arrived on the control socket
+(pause blocks right there). The LR scale lives in an optimizer step hook, so a loop that
+sets its own LR every iteration still trains at the scale the cockpit set. The run
 directory is the one the backend writes, so every growcockpit tool reads it unchanged.
 """
 
 from __future__ import annotations
 
 import atexit
-import json
 import math
 import os
-import platform
-import socket
+import sys
 import time
 import traceback
 from collections.abc import Mapping, Sequence
-from importlib import metadata
 from pathlib import Path
 from types import TracebackType
 from typing import Any
@@ -25,92 +24,57 @@ from typing import Any
 import torch
 from torch import nn
 
-from growcockpit.families import FAMILY_SPECS
 from growcockpit.grow.model_parts import get_layers
 from growcockpit.plan.types import MetricsSpec
-from growcockpit.protocol.commands import CommandAck, CommandRequest, lr_scale_problem
 from growcockpit.protocol.events import (
     Checkpoint,
-    CommandEvent,
     Error,
+    Eval,
     Event,
     LayerStats,
     Paused,
-    Resumed,
+    RolledBack,
     RunFinished,
     RunStarted,
+    Scalars,
     StageStarted,
     Step,
     WarningEvent,
 )
-from growcockpit.protocol.pending import PendingCommand
-from growcockpit.protocol.run_notes import RunNotes, note_problem, parse_tags, write_notes
+from growcockpit.protocol.run_notes import write_notes
 from growcockpit.protocol.safe_fs import DIR_MODE
-from growcockpit.tracking.commands import HONOURED, refusal, scale_lr
+from growcockpit.tracking.commands import CommandDesk
+from growcockpit.tracking.console import ConsoleCopy, copy_console
+from growcockpit.tracking.guard import LossGuard, advice
 from growcockpit.tracking.layer_probe import LayerProbe
+from growcockpit.tracking.lr_hook import LrFactorHook
 from growcockpit.tracking.run_files import TrackedRunFiles, TrackError
+from growcockpit.tracking.run_info import (
+    family_model,
+    plain_config,
+    run_notes,
+    tokens_at,
+    versions,
+)
 from growcockpit.tracking.saving import SaveFn, default_save
+from growcockpit.tracking.scalars import check_scalars, perplexity
 
 PLAIN_LOOP = "PyTorch loop"
 
 
-def family_model(model: nn.Module) -> nn.Module | None:
-    """The GPT-2, BERT or Llama model in `model` (itself, or one it wraps: a LightningModule,
-    a user's own module holding one), else None."""
-    for module in model.modules():
-        if str(getattr(getattr(module, "config", None), "model_type", "")) in FAMILY_SPECS:
-            return module
-    return None
-
-
-def _plain_config(config: Mapping[str, Any] | None) -> dict[str, Any]:
-    """The user's config as JSON can hold it (anything else as its text)."""
-    if not config:
-        return {}
-    loaded = json.loads(json.dumps(dict(config), default=str))
-    return loaded if isinstance(loaded, dict) else {}
-
-
-def _notes(root: Path, note: str, tags: Sequence[str]) -> RunNotes:
-    problem = note_problem(note)
-    try:
-        parsed = parse_tags(",".join(tags))
-    except ValueError as exc:
-        problem = str(exc)
-    if problem:
-        raise TrackError(f"{root}: note/tags: {problem}")
-    return RunNotes(note, parsed)
-
-
-def _versions() -> dict[str, str]:
-    """As the backend reports them (growcockpit's from the installed metadata: the package
-    root imports this module lazily, so this module does not import the root)."""
-    import transformers
-
-    try:
-        own = metadata.version("growcockpit")
-    except metadata.PackageNotFoundError:
-        own = "unknown"
-    return {
-        "growcockpit": own,
-        "torch": torch.__version__,
-        "transformers": transformers.__version__,
-        "python": platform.python_version(),
-        "host": socket.gethostname(),
-    }
-
-
-class Tracker:
+class Tracker(CommandDesk):
     """A tracked run. `step()` after each optimizer step; `close()` (or `with`) at the end.
 
     `step()` returns False once `stop` was accepted: end the loop then.
     """
 
+    api_name = "growcockpit.track"  # where the user passes options (a callback: its class)
+
     def __init__(
         self,
         run_dir: str | os.PathLike[str],
         model: nn.Module,
-        optimizer: torch.optim.Optimizer,
+        optimizer: torch.optim.Optimizer | None = None,
         *,
         config: Mapping[str, Any] | None = None,
         name: str | None = None,
@@ -123,6 +87,10 @@ class Tracker:
         plan: Mapping[str, Any] | None = None,
         note: str = "",
         tags: Sequence[str] = (),
+        start_step: int | None = None,
+        resumed_from: str | None = None,
+        guard: bool = True,
+        console: bool = True,
     ) -> None:
         self.model = model
         self.optimizer = optimizer
@@ -131,43 +99,64 @@ class Tracker:
         self.metrics = metrics or MetricsSpec()
         root = Path(run_dir)
         self.name = name or root.name
-        self.step_count = 0
+        if start_step is not None and (isinstance(start_step, bool) or start_step < 0):
+            raise TrackError(
+                f"{root}: start_step={start_step!r}: pass the steps already done (≥ 0)"
+            )
+        self.step_count = start_step or 0
         self.stage = 0
         self.tokens = 0
         self.lr_scale = 1.0
+        self.schedule_factor = 1.0  # a GrowthCallback's re-warm-up, on top of the scale
         self.paused = False
         self.should_stop = False
+        self.last_checkpoint: int | None = None
+        self._warned: set[str] = set()
         host = family_model(model)
         if layers is not None:
             blocks: list[nn.Module] | None = list(layers)
         else:
             blocks = list(get_layers(host)) if host is not None else None
         device = next((p.device for p in model.parameters()), torch.device("cpu"))
-        notes = _notes(root, note, tags)  # checked before anything is written
+        notes = run_notes(root, note, tags)  # checked before anything is written
         self.files = TrackedRunFiles(
-            root, self.name, total_steps, self.metrics.system_every_s, device
+            root,
+            self.name,
+            total_steps,
+            self.metrics.system_every_s,
+            device,
+            resume=start_step is not None,
         )
+        self.lr_hook = LrFactorHook(optimizer, lambda: self.lr_scale * self.schedule_factor)
+        self.guard = LossGuard(self.metrics.spike_window, self.metrics.spike_z) if guard else None
+        self._cut_at: int | None = None  # a resume: cut the plots before the first new step
         if notes:  # the run's notes.json, as `growcockpit note` / `tag` write it
             write_notes(root, notes)
         plan_dict = dict(plan) if plan is not None else self._plan(blocks, total_steps)
+        resumed = self.files.resumed or bool(start_step)
         self.emit(
             RunStarted(
                 run_id=root.name,
                 plan=plan_dict,
                 device=str(device),
                 pid=os.getpid(),
-                versions=_versions(),
+                versions=versions(),
+                resumed_from=(resumed_from or f"step {self.step_count}") if resumed else None,
                 trainer=trainer,
-                config=_plain_config(config),
+                config=plain_config(config),
             )
         )
+        if self.files.resumed:
+            self.tokens = tokens_at(self.files.paths.events, self.step_count)
+            self._cut_at = self.step_count
+        self.console: ConsoleCopy | None = copy_console(self.files.paths.log) if console else None
         self.probe: LayerProbe | None = None
         if blocks is None:
             self.warn(
                 f"per-layer stats off: {type(model).__name__} is not a GPT-2, BERT or Llama "
-                "model; pass layers=[...] (its blocks) to growcockpit.track"
+                f"model; pass layers=[...] (its blocks) to {self.api_name}"
             )
-        else:
+        elif optimizer is not None:
             self.probe = LayerProbe(
                 host if layers is None and host is not None else model,
                 optimizer,
@@ -176,8 +165,8 @@ class Tracker:
                 self.metrics.every_steps,
                 self.metrics.timing_every_steps,
             )
-            self.probe.arm(1)
-        if plan is None:
+            self.probe.arm(self.step_count + 1)
+        if plan is None and not self.files.resumed:
             self.emit(self._stage_started(blocks, total_steps))
         self.files.start_sampler()
         atexit.register(self._at_exit)
@@ -217,27 +206,48 @@ class Tracker:
     def warn(self, message: str) -> None:
         self.emit(WarningEvent(message=message, step=self.step_count))
 
+    def tell(self, message: str, once: str | None = None) -> None:
+        """One line to the script's stderr and the run's events (once per `once` key)."""
+        if once is not None:
+            if once in self._warned:
+                return
+            self._warned.add(once)
+        print(f"growcockpit: {message}", file=sys.stderr, flush=True)
+        self.warn(message)
+
     def current_lr(self) -> float:
-        groups = self.optimizer.param_groups
-        return float(groups[0]["lr"]) if groups else 0.0
+        """The LR the optimizer uses at its next step (the cockpit's scale included)."""
+        return self.lr_hook.current()
 
     # ---- the loop's side ------------------------------------------------------------
-    def step(self, loss: float | torch.Tensor | None = None, tokens: int = 0) -> bool:
+    def step(
+        self,
+        loss: float | torch.Tensor | None = None,
+        tokens: int = 0,
+        *,
+        step: int | None = None,
+    ) -> bool:
         """Record the step just taken and apply the commands waiting; False: stop now.
 
-        `loss` may be a tensor (read once here); `tokens`: how many the step trained on.
-        Blocks while the run is paused."""
+        `loss` may be a tensor (read once here); `tokens`: how many the step trained on;
+        `step`: your loop's own number for it (default: one more than the last).
+        Blocks while the run is paused, and pauses on a non-finite or spiking loss."""
         now = time.perf_counter()
         elapsed, self._last = now - self._last, now
-        self.step_count += 1
+        self.step_count = self.step_count + 1 if step is None else int(step)
+        if self._cut_at is not None:  # a resumed loop: what the old run did past here goes
+            cut, self._cut_at = min(self._cut_at, self.step_count - 1), None
+            self.emit(RolledBack(step=cut, stage=self.stage, tokens=self.tokens))
         self.tokens += int(tokens)
         value = float(loss.detach().float()) if isinstance(loss, torch.Tensor) else loss
+        used = self.lr_hook.used
+        self.lr_hook.used = None
         self.emit(
             Step(
                 step=self.step_count,
                 stage=self.stage,
                 loss=math.nan if value is None else float(value),
-                lr=self.current_lr(),
+                lr=used if used is not None else self.current_lr(),
                 tokens=self.tokens,
                 tokens_per_s=tokens / elapsed if elapsed > 0 else 0.0,
                 step_ms=elapsed * 1e3,
@@ -247,71 +257,77 @@ class Tracker:
             stats = self.probe.take()
             if stats is not None:
                 self.emit(LayerStats(step=self.step_count, stage=self.stage, layers=stats))
+        if self.guard is not None and not self.should_stop:
+            self._judge(None if value is None else float(value))
         self.handle_commands()
         if self.probe is not None:
             self.probe.arm(self.step_count + 1)
         self._last = time.perf_counter()  # a pause is not step time
         return not self.should_stop
 
-    def handle_commands(self) -> None:
-        """Apply what arrived; while paused, wait here for more (resume or stop)."""
-        for pending in self.files.control.poll():
-            self._answer(pending)
-        while self.paused and not self.should_stop:
-            for pending in self.files.control.wait(0.5):
-                self._answer(pending)
-
-    def _answer(self, pending: PendingCommand) -> None:
-        request = pending.request
-        accepted, reason = self.apply(request)
-        ack = CommandAck(request.id, accepted, reason, self.step_count)
-        pending.reply(ack)
-        self.emit(
-            CommandEvent(
-                id=request.id,
-                command=request.command,
-                args=request.args,
-                accepted=accepted,
-                reason=reason,
-                step=self.step_count,
-            )
+    def _judge(self, loss: float | None) -> None:
+        """The engine's guard: a non-finite or spiking loss pauses the loop right here."""
+        assert self.guard is not None
+        bad = self.guard.check(loss, self.step_count)
+        if bad is None or self.paused:
+            return
+        reason, what = bad
+        run = str(self.files.paths.root)
+        message = f"{what}: paused; {advice(run, self.last_checkpoint)}"
+        self.emit(Error(message=message, step=self.step_count))
+        self.paused = True
+        self.emit(Paused(step=self.step_count, reason=reason))
+        print(
+            f"growcockpit: {message} (track(..., guard=False) turns this guard off)",
+            file=sys.stderr,
+            flush=True,
         )
 
-    def apply(self, request: CommandRequest) -> tuple[bool, str]:
-        """(accepted, the reason shown to the user) for one command at this step boundary."""
-        if self.should_stop:
-            return False, "the run is stopping"
-        command = request.command
-        if command not in HONOURED:
-            return False, refusal(command)
-        if command == "pause":
-            if self.paused:
-                return False, "already paused"
-            self.paused = True
-            self.emit(Paused(step=self.step_count, reason="command"))
-            return True, f"paused at step {self.step_count}"
-        if command == "resume":
-            if not self.paused:
-                return False, "not paused"
-            self.paused = False
-            self.emit(Resumed(step=self.step_count))
-            return True, f"resumed at step {self.step_count}"
-        if command == "set_lr":
-            return self.set_lr(float(request.args["factor"]))
-        if command == "checkpoint":
-            return self.checkpoint("command")
-        accepted, saved = self.checkpoint("stop")
-        self.should_stop = True
-        self.paused = False
-        return True, f"stopping: {saved}" if accepted else f"stopping without a checkpoint: {saved}"
+    def log(self, metrics: Mapping[str, Any], step: int | None = None) -> None:
+        """Any scalars of yours at `step` (default: the last step): `log({"grad_norm": g})`.
 
-    def set_lr(self, factor: float) -> tuple[bool, str]:
-        problem = lr_scale_problem(self.lr_scale, factor)
-        if problem:
-            return False, problem
-        scale_lr(self.optimizer, self.scheduler, factor)
-        self.lr_scale *= factor
-        return True, f"LR scale now {self.lr_scale:g} (lr {self.current_lr():.3g})"
+        A validation loss (`val/loss`, `val_loss`, `eval/loss`, `eval_loss`) becomes an
+        `eval` event, as growcockpit's own evaluations. A bad value is dropped with one
+        warning line; this never raises."""
+        try:
+            checked = check_scalars(metrics, "cockpit.log")
+            self._logged(checked.values, checked.val_loss, checked.problems, step)
+        except Exception as exc:  # the user's script must not die of a metric
+            self.tell(f"cockpit.log: not logged: {type(exc).__name__}: {exc}", once=repr(exc))
+
+    def eval(self, val_loss: Any = None, step: int | None = None, **metrics: Any) -> None:
+        """An evaluation at `step` (default: the last step): `eval(val_loss=2.1, accuracy=.6)`.
+
+        The loss becomes an `eval` event (compare, the pin, the `v` plots, export); the
+        other values are logged as `val/<name>`. Never raises."""
+        try:
+            named = {k if "/" in k else f"val/{k}": v for k, v in metrics.items()}
+            checked = check_scalars(named, "cockpit.eval")
+            loss = None
+            if val_loss is not None:
+                loss_checked = check_scalars({"val_loss": val_loss}, "cockpit.eval")
+                checked.problems.extend(loss_checked.problems)
+                loss = loss_checked.val_loss
+            self._logged(checked.values, loss, checked.problems, step)
+        except Exception as exc:
+            self.tell(f"cockpit.eval: not logged: {type(exc).__name__}: {exc}", once=repr(exc))
+
+    def _logged(
+        self,
+        values: dict[str, float],
+        val_loss: float | None,
+        problems: list[str],
+        step: int | None,
+    ) -> None:
+        for problem in problems:
+            self.tell(problem, once=problem)
+        at = self.step_count if step is None else int(step)
+        if val_loss is not None:
+            self.emit(
+                Eval(step=at, stage=self.stage, val_loss=val_loss, val_ppl=perplexity(val_loss))
+            )
+        if values:
+            self.emit(Scalars(step=at, stage=self.stage, values=values))
 
     def checkpoint(self, reason: str) -> tuple[bool, str]:
         """Save through the save function into checkpoints/step-N/; (written, what happened)."""
@@ -322,6 +338,7 @@ class Tracker:
         except Exception as exc:  # the user's save function: reported, the loop goes on
             self.warn(f"checkpoint failed: {type(exc).__name__}: {exc}")
             return False, f"checkpoint failed: {type(exc).__name__}: {exc}"
+        self.last_checkpoint = self.step_count
         self.emit(Checkpoint(step=self.step_count, path=str(folder), reason=reason))
         return True, f"checkpoint written: {folder}"
 
@@ -333,8 +350,11 @@ class Tracker:
         atexit.unregister(self._at_exit)
         if self.probe is not None:
             self.probe.close()
+        self.lr_hook.close()
         final = status or ("stopped" if self.should_stop else "completed")
         self.files.close(RunFinished(status=final, step=self.step_count, message=message))
+        if self.console is not None:
+            self.console.close()
 
     def _at_exit(self) -> None:
         """The interpreter ends with the run still open: an exception ended the loop (the
@@ -369,18 +389,22 @@ class Tracker:
 def track(
     run_dir: str | os.PathLike[str],
     model: nn.Module,
-    optimizer: torch.optim.Optimizer,
+    optimizer: torch.optim.Optimizer | None = None,
     config: Mapping[str, Any] | None = None,
     **options: Any,
 ) -> Tracker:
-    """Track a training loop in `run_dir` (created; it must not hold a run already).
+    """Track a training loop in `run_dir` (created; it must not hold a run already, unless
+    `start_step` resumes it).
 
     Options: `name` (shown in the cockpit; the directory's name by default), `layers`
-    (the model's blocks, for a model of no registered family), `scheduler` (so `set_lr`
-    scales the schedule too), `save` (a function writing a checkpoint into the directory
-    it gets), `total_steps` (for the progress bar), `metrics` (a `MetricsSpec` cadence),
-    `note` and `tags` (the run's note and tags, as `growcockpit note` / `tag` set them).
-    Raises TrackError (one line) when the directory cannot hold the run.
+    (the model's blocks, for a model of no registered family), `save` (a function writing
+    a checkpoint into the directory it gets), `total_steps` (for the progress bar),
+    `metrics` (a `MetricsSpec` cadence and spike limits), `note` and `tags` (the run's
+    note and tags), `start_step` (the steps already done: a resumed loop appends to its
+    run directory), `resumed_from` (what it resumed, in words), `guard` (False: no pause
+    on a NaN or spiking loss), `console` (False: the script's output is not copied into
+    the run's backend.log). Raises TrackError (one line) when the directory cannot hold
+    the run.
     """
     return Tracker(run_dir, model, optimizer, config=config, **options)
 

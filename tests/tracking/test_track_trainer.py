@@ -48,9 +48,10 @@ def test_ctl_steers_a_trainer_run(tmp_path: Path) -> None:
     assert ctl(run, "advance").returncode != 0
     assert ctl(run, "resume").returncode == 0
     wait_events(run, lambda evs: of_type(evs, Step)[-1].step > held + 3, timeout=60)
-    # the linear schedule goes on from half its scale
+    # the linear schedule goes on at half its scale: each step event's lr is the one its
+    # update used (global step s trains at the schedule's value before its s-th step)
     for ev in of_type(read_all(run / "events.jsonl"), Step)[held:]:
-        unscaled = 1e-3 * (MAX_STEPS - ev.step) / MAX_STEPS
+        unscaled = 1e-3 * (MAX_STEPS - (ev.step - 1)) / MAX_STEPS
         assert ev.lr == pytest.approx(0.5 * unscaled, rel=1e-4), ev.step
     saved = of_type(read_all(run / "events.jsonl"), Checkpoint)
     assert [c.reason for c in saved] == ["command"]
