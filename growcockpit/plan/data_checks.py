@@ -9,19 +9,26 @@ first: a plan with a wrong source and a wrong tokenizer says both.
 from __future__ import annotations
 
 import codecs
+import difflib
 import json
 import os
 from pathlib import Path
 
 from growcockpit.plan.data_source import (
+    MAX_SAVED_JSON_BYTES,
     PEEK_BYTES,
+    SAVE_AGAIN,
     WORKS,
     SourceFiles,
     SourceProblem,
+    missing_path,
+    nearest_name,
     resolve_source,
 )
+from growcockpit.plan.shard_footers import footer_problem
 from growcockpit.plan.source_files import SourceFileError, read_json
 from growcockpit.plan.types import DataSpec
+from growcockpit.protocol import safe_json
 
 Problem = tuple[str, str]
 _ARROW_MAGIC = (b"ARROW1", b"\xff\xff\xff\xff")
@@ -73,10 +80,11 @@ def _json_problem(path: str, head: bytes, spec: DataSpec, where: str) -> str | N
     first = text.lstrip().split("\n", 1)[0]
     if len(first) >= len(text) - 1 and len(head) == PEEK_BYTES:
         return None  # a first record longer than the peek: checked when read
+    one_per_line = "write one object per line (JSONL)"
     try:
-        record = json.loads(first)
-    except ValueError:
-        return f"{where}: {Path(path).name} line 1 is not a JSON object; write one object per line (JSONL)"
+        record = safe_json.loads(first, f"{Path(path).name} line 1", one_per_line)
+    except safe_json.JsonFileError as exc:
+        return f"{where}: {exc}"
     if not isinstance(record, dict):
         return f"{where}: {Path(path).name} line 1 is not a JSON object; write one object per line (JSONL)"
     return _columns_problem(record, spec, where)
@@ -87,16 +95,16 @@ def _arrow_problem(path: str, head: bytes, spec: DataSpec, where: str) -> str | 
         return f"{where}: {Path(path).name} is not an Arrow file; write it with ds.save_to_disk(...) or ds.to_parquet(...)"
     saved = Path(path).parent / "dataset_info.json"
     info: object = None
-    if saved.is_file():
+    if os.path.lexists(saved):
         try:
-            info = json.loads(saved.read_text(encoding="utf-8")[: 1 << 20])
-        except (OSError, UnicodeDecodeError, ValueError):
-            info = None
+            info = safe_json.read_json(saved, SAVE_AGAIN, MAX_SAVED_JSON_BYTES)
+        except safe_json.JsonFileError as exc:
+            return f"{where}: {exc}"
     elif (at := head.find(_HF_FEATURES)) >= 0:  # the schema metadata `datasets` writes
         try:
             info, _ = json.JSONDecoder().raw_decode(head[at:].decode("utf-8", errors="replace"))
             info = info.get("info") if isinstance(info, dict) else None
-        except ValueError:
+        except (ValueError, RecursionError):
             info = None
     features = info.get("features") if isinstance(info, dict) else None
     return _columns_problem(features, spec, where) if isinstance(features, dict) else None
@@ -144,6 +152,10 @@ def source_problems(spec: DataSpec) -> list[Problem]:
     if found.kind == "hub":
         if hub_cached(spec.source, "dataset") or datasets_cached(spec.source):
             return []
+        if nearest_name(Path(spec.source).expanduser()):  # a typo of a file that is there
+            return [
+                ("data.source", _reason(str(missing_path(spec.source, Path(spec.source))), spec))
+            ]
         return [
             (
                 "data.source",
@@ -152,7 +164,7 @@ def source_problems(spec: DataSpec) -> list[Problem]:
                 "or save it with ds.save_to_disk('DIR') and give DIR",
             )
         ]
-    problem = peek_problem(found, spec)
+    problem = footer_problem(found) or peek_problem(found, spec)
     key = "data.text_column" if problem and "column" in problem else "data.source"
     return [(key, _reason(problem, spec))] if problem else []
 
@@ -218,10 +230,25 @@ def tokenizer_problems(spec: DataSpec) -> list[Problem]:
         problem = f'{name!r}: no such file or directory; fix the path, or use "train:8000"'
     elif hub_cached(name, "model", ("tokenizer.json", "tokenizer_config.json")):
         problem = None
+    elif near := _tokenizer_typo(name):
+        problem = f"{name!r} is not a tokenizer; did you mean {near!r}?"
     else:
         problem = (
-            f"{name!r} is not a local directory nor a tokenizer in the local Hugging Face cache "
-            f"({hub_cache()}); download it once (`hf download {name}`), or save it with "
+            f"{name!r} is not a local directory nor a tokenizer in the local Hugging Face cache; "
+            f"download it once (`hf download {name}`), or save it with "
             'tok.save_pretrained(DIR) and give DIR, or use "train:8000"'
         )
     return [("data.tokenizer", problem)] if problem else []
+
+
+def _tokenizer_typo(name: str) -> str | None:
+    """The spelling `name` was likely meant as: `train:N` for `trian:N`, or a directory next to it."""
+    prefix, colon, rest = name.partition(":")
+    if (
+        colon
+        and prefix != "train"
+        and difflib.get_close_matches(prefix.lower(), ["train"], cutoff=0.6)
+    ):
+        return f"train:{rest.strip()}"
+    near = nearest_name(Path(name).expanduser())
+    return near if near and Path(near).expanduser().is_dir() else None

@@ -18,13 +18,16 @@ a plan stays well under a second.
 
 from __future__ import annotations
 
+import difflib
 import glob
 import importlib.util
-import json
 import os
+import stat
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
+
+from growcockpit.protocol import safe_json
 
 SourceKind = Literal["text", "json", "parquet", "arrow", "hub"]
 
@@ -93,14 +96,27 @@ def builtin_files() -> list[str]:
     return files
 
 
+SAVE_AGAIN = "save the dataset again with ds.save_to_disk(...)"
+MAX_SAVED_JSON_BYTES = 16 << 20  # state.json / dataset_info.json are a few KB
+
+
 def _read_json(path: Path, source: str) -> object:
+    """A save_to_disk JSON file through the guarded reader: a FIFO, a huge or deep file is one line."""
     try:
-        return json.loads(path.read_text(encoding="utf-8")[: 1 << 20])
-    except (OSError, UnicodeDecodeError, ValueError) as exc:
-        raise SourceProblem(
-            f"data.source = {source!r}: {path.name} is unreadable ({str(exc)[:60]}); "
-            "save the dataset again with ds.save_to_disk(...)"
-        ) from None
+        return safe_json.read_json(path, SAVE_AGAIN, MAX_SAVED_JSON_BYTES)
+    except safe_json.JsonFileError as exc:
+        raise SourceProblem(f"data.source = {source!r}: {exc}") from None
+
+
+def not_regular(path: str | Path) -> bool:
+    """Whether `path` exists as something other than a regular file (a FIFO, a device, a socket).
+
+    Checked with `stat` so nothing is ever opened: `open()` on a FIFO blocks.
+    """
+    try:
+        return not stat.S_ISREG(os.stat(path).st_mode)
+    except OSError:
+        return False
 
 
 def _split_files(split_dir: Path, source: str) -> tuple[str, ...]:
@@ -109,6 +125,11 @@ def _split_files(split_dir: Path, source: str) -> tuple[str, ...]:
     entries = state.get("_data_files") if isinstance(state, dict) else None
     names = [e.get("filename") for e in entries or [] if isinstance(e, dict)]
     files = tuple(str(split_dir / n) for n in names if isinstance(n, str) and "/" not in n)
+    special = [f for f in files if not_regular(f)]
+    if special:
+        raise SourceProblem(
+            f"data.source = {source!r}: {special[0]} is not a regular file; {SAVE_AGAIN}"
+        )
     missing = [f for f in files if not os.path.isfile(f)]
     if not files or missing:
         what = f"{Path(missing[0]).name} is missing" if missing else "state.json lists no files"
@@ -120,7 +141,7 @@ def _split_files(split_dir: Path, source: str) -> tuple[str, ...]:
 
 def saved_splits(root: Path, source: str) -> SourceFiles | None:
     """A `save_to_disk` directory's train (and validation) files; None when `root` is not one."""
-    if (root / "dataset_dict.json").is_file():
+    if os.path.lexists(root / "dataset_dict.json"):
         info = _read_json(root / "dataset_dict.json", source)
         splits = info.get("splits") if isinstance(info, dict) else None
         names = [s for s in splits or [] if isinstance(s, str)]
@@ -135,9 +156,34 @@ def saved_splits(root: Path, source: str) -> SourceFiles | None:
             )
         val = _split_files(root / VALIDATION_SPLIT, source) if VALIDATION_SPLIT in names else ()
         return SourceFiles("arrow", _split_files(root / train, source), val, "save_to_disk")
-    if (root / "state.json").is_file():
+    if os.path.lexists(root / "state.json"):
         return SourceFiles("arrow", _split_files(root, source), (), "save_to_disk")
     return None
+
+
+RELATIVE = "relative paths are read from the directory you launch in"
+
+
+def nearest_name(path: Path) -> str | None:
+    """The name next to `path` closest to its own (a typo: `own.jsnl` for `own.jsonl`)."""
+    parent = path.parent
+    try:
+        with os.scandir(parent) as entries:
+            names = [e.name for _, e in zip(range(10_000), entries, strict=False)]
+    except OSError:
+        return None
+    near = difflib.get_close_matches(path.name, names, n=1, cutoff=0.75)
+    return str(parent / near[0]) if near and str(parent) != "." else (near[0] if near else None)
+
+
+def missing_path(source: str, path: Path) -> SourceProblem:
+    """`source` names no file: say where it was looked for, and the nearest name that exists."""
+    near = nearest_name(path)
+    hint = f"; did you mean {near!r}?" if near else "; fix the path in the plan"
+    return SourceProblem(
+        f"data.source = {source!r}: no such file or directory: looked for {os.path.abspath(path)} "
+        f"({RELATIVE}){hint}"
+    )
 
 
 def _refusal(source: str, suffix: str) -> SourceProblem:
@@ -169,14 +215,16 @@ def resolve_source(source: str) -> SourceFiles:
         files = sorted(
             f for f in glob.glob(os.path.expanduser(source), recursive=True) if os.path.isfile(f)
         )
+    elif not_regular(path):
+        raise SourceProblem(
+            f"data.source = {source!r}: {path} is not a regular file; give the data file itself"
+        )
     elif path.is_file():
         if path.suffix in REFUSED:
             raise _refusal(source, path.suffix)
         files = [str(path)]
     elif _is_path(source, path):
-        raise SourceProblem(
-            f"data.source = {source!r}: no such file or directory; fix the path in the plan"
-        )
+        raise missing_path(source, path)
     else:
         return SourceFiles("hub", (), (), "hub")
     if not files:

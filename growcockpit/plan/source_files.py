@@ -11,17 +11,17 @@ run directory exists.
 
 from __future__ import annotations
 
-import json
 import os
 import re
 import stat
 import struct
 from pathlib import Path
 
+from growcockpit.protocol import safe_json
 from growcockpit.protocol.safe_text import quoted
 
 MAX_JSON_BYTES = 64 << 20  # a large tokenizer.json is ~20 MB
-MAX_JSON_DEPTH = 64  # tokenizer.json nests ~6 deep, config.json ~3
+MAX_JSON_DEPTH = safe_json.MAX_JSON_DEPTH  # tokenizer.json nests ~6 deep, config.json ~3
 MAX_HEADER_BYTES = 100 << 20  # safetensors' own limit
 JSON_FILES = (
     "config.json",
@@ -69,26 +69,19 @@ def json_depth(text: str) -> int:
 
 
 def loads_bounded(text: str, where: str) -> object:
-    """`json.loads`, after the nesting depth is known to be within MAX_JSON_DEPTH."""
-    depth = json_depth(text)
-    if depth > MAX_JSON_DEPTH:
-        raise SourceFileError(
-            f"{where}: JSON nested {depth:,} deep; at most {MAX_JSON_DEPTH} (MAX_JSON_DEPTH)"
-        )
+    """`json.loads` through the guarded reader (depth within MAX_JSON_DEPTH, one-line errors)."""
     try:
-        return json.loads(text)
-    except (json.JSONDecodeError, RecursionError) as exc:
-        raise SourceFileError(f"{where}: not valid JSON ({str(exc)[:80]})") from None
+        return safe_json.loads(text, where, "the file is damaged or not the one expected")
+    except safe_json.JsonFileError as exc:
+        raise SourceFileError(str(exc)) from None
 
 
 def read_json(path: Path) -> object:
-    """A JSON file of the source, size and depth bounded."""
-    _regular_size(path, MAX_JSON_BYTES)
+    """A JSON file of the source through the guarded reader: regular, size and depth bounded."""
     try:
-        text = path.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as exc:
-        raise SourceFileError(f"{path}: unreadable ({exc})") from None
-    return loads_bounded(text, str(path))
+        return safe_json.read_json(path, "copy or download the source again", MAX_JSON_BYTES)
+    except safe_json.JsonFileError as exc:
+        raise SourceFileError(str(exc)) from None
 
 
 def check_safetensors(path: Path) -> dict[str, tuple[str, list[int]]]:

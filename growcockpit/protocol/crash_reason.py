@@ -33,7 +33,7 @@ def _tail(path: Path) -> list[str]:
 def _event_reason(line: str) -> str | None:
     try:
         event = json.loads(line)
-    except ValueError:
+    except (ValueError, RecursionError):  # a hostile line is skipped, never a traceback
         return None
     if not isinstance(event, dict):
         return None

@@ -148,7 +148,10 @@ def encode_event(event: Event) -> str:
 
 def decode_event(line: str | bytes) -> Event:
     """Decode one JSON line (str or UTF-8 bytes); raises ValueError when malformed."""
-    data = json.loads(line)
+    try:
+        data = json.loads(line)
+    except RecursionError:  # a hostile line: its callers skip ValueErrors
+        raise ValueError("event line is nested too deeply") from None
     if not isinstance(data, dict):
         raise ValueError("event line is not a JSON object")
     marks = ('NaN"', 'Infinity"') if isinstance(line, str) else (b'NaN"', b'Infinity"')

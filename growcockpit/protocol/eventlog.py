@@ -153,7 +153,7 @@ def _seq_of(line: bytes) -> int | None:
         return None
     try:
         data = json.loads(line)
-    except ValueError:
+    except (ValueError, RecursionError):  # a hostile line is skipped, never a traceback
         return None
     if not isinstance(data, dict):
         return None

@@ -8,7 +8,6 @@ another SSH session without the backend noticing.
 from __future__ import annotations
 
 import errno
-import json
 import os
 import re
 import stat
@@ -16,7 +15,7 @@ import time
 from dataclasses import asdict, dataclass, fields
 from pathlib import Path
 
-from . import finite_json
+from . import finite_json, safe_json
 from .safe_fs import DIR_MODE, MAX_STATUS_BYTES, UnsafePath, read_bytes, write_atomic
 from .safe_fs import RunDirError as RunDirError  # re-exported: its home was here
 from .safe_text import quoted
@@ -289,9 +288,12 @@ def read_status(run_dir: Path) -> RunStatus:
         )
     damaged = "; events.jsonl still holds the history (the file is rewritten while the run is live)"
     try:
-        data = json.loads(read_bytes(paths.status, MAX_STATUS_BYTES).decode("utf-8"))
+        text = read_bytes(paths.status, MAX_STATUS_BYTES).decode("utf-8")
+        data = safe_json.loads(text, str(paths.status), damaged.removeprefix("; "))
     except UnsafePath:
         raise
+    except safe_json.JsonFileError as exc:
+        raise RunDirError(str(exc)) from None
     except OSError as exc:
         raise RunDirError(f"{paths.status}: unreadable ({exc.strerror or exc}){damaged}") from None
     except UnicodeDecodeError:

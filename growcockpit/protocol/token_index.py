@@ -15,6 +15,8 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
+from growcockpit.protocol import safe_json
+
 
 def cache_root() -> Path:
     root = os.environ.get("GROWCOCKPIT_CACHE")
@@ -63,7 +65,9 @@ def write_record(path: Path, record: CacheRecord) -> None:
 
 def read_record(path: Path) -> CacheRecord | None:
     try:
-        data = json.loads(path.read_text())
+        data = safe_json.read_json(path, "it is rebuilt on the next launch", 64 << 20)
+        if not isinstance(data, dict):
+            return None
         files = [(str(f), int(s), int(m)) for f, s, m in data["files"]]
         return CacheRecord(files, int(data["tokens"]), float(data["seconds"]))
     except (OSError, ValueError, KeyError, TypeError):

@@ -88,7 +88,7 @@ class ControllerLock:
             return None
         try:
             data = json.loads(safe_fs.read_bytes(self.path, 4096) or b"{}")
-        except (OSError, ValueError, safe_fs.UnsafePath):
+        except (OSError, ValueError, RecursionError, safe_fs.UnsafePath):
             return Holder()
         if not isinstance(data, dict):
             return Holder()

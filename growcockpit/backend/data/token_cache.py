@@ -24,6 +24,7 @@ from transformers import PreTrainedTokenizerBase
 
 from growcockpit.backend.data.corpus import Corpus, iter_line_batches
 from growcockpit.plan.families import family_facts
+from growcockpit.protocol import safe_json
 from growcockpit.protocol.token_index import cache_root
 
 CACHE_VERSION = "v4"  # v4: the separator id is part of the key
@@ -72,8 +73,8 @@ def shard_dir(corpus: Corpus, tokenizer: PreTrainedTokenizerBase, family: str) -
 def cached_shard(root: Path) -> TokenShard | None:
     """The shard in `root`, or None when it is not there (or not complete)."""
     try:
-        meta = json.loads((root / META).read_text())
-        shard = TokenShard(root, str(meta["dtype"]), int(meta["count"]))
+        meta = safe_json.read_object(root / META, "it is rebuilt on the next launch", 1 << 20)
+        shard = TokenShard(root, str(meta["dtype"]), int(str(meta["count"])))
     except (OSError, ValueError, KeyError, TypeError):
         return None
     expected = shard.count * np.dtype(shard.dtype).itemsize
