@@ -46,11 +46,14 @@ for _folder in (BENCH, BENCH / "ttl"):
 
 from common import METHODS, MSLT_VARIANTS, TTL_SIZES, Size, method_plan  # noqa: E402
 from corpus import CorpusError, text_path  # noqa: E402
+from ttl_args import BUDGET_METHODS, parse_args  # noqa: E402
+from ttl_claims import bench_claims, claim_lines, claimed_items, claims_json  # noqa: E402
 from ttl_flops import print_flops, speedups_by_method  # noqa: E402
 from ttl_gate import against_control, bench_gate, control_methods, gate_report, gated_items  # noqa: E402
 from ttl_plans import Budget, MethodError, budget_plan, method_label, stages_summary  # noqa: E402
 from ttl_report import markdown, plot, report_family  # noqa: E402
 from ttl_runs import Job, analyse, completed, first_reach, run_jobs  # noqa: E402
+from ttl_short import first_seed, short_controls, short_schedule  # noqa: E402
 from ttl_sweep import (  # noqa: E402
     BaselineLR,
     expand,
@@ -61,19 +64,11 @@ from ttl_sweep import (  # noqa: E402
     tuned_baseline,
 )
 
+from growcockpit.compare.depth_gate import control_depths  # noqa: E402
 from growcockpit.plan import estimate_cost  # noqa: E402
 from growcockpit.plan.types import Plan  # noqa: E402
 
-__all__ = ["eval_every", "first_reach", "main"]
-BUDGET_METHODS = (
-    "baseline",
-    "baseline-0.5x",
-    "baseline-0.75x",
-    "mslt-paper",
-    "mslt-longshallow-emb",
-    "vcycle",
-    "gong",
-)
+__all__ = ["BUDGET_METHODS", "eval_every", "first_reach", "main", "parse_args"]
 
 
 def eval_every(steps: int, target: int) -> int:
@@ -81,89 +76,6 @@ def eval_every(steps: int, target: int) -> int:
     want = max(1, steps // target)
     divisors = [d for d in range(1, steps + 1) if steps % d == 0]
     return min(divisors, key=lambda d: (abs(d - want), d))
-
-
-def parse_args(argv: list[str] | None) -> argparse.Namespace:
-    ap = argparse.ArgumentParser(description=(__doc__ or "").split("\n\n")[0])
-    ap.add_argument(
-        "--family",
-        choices=("gpt2", "bert", "llama", "both", "all"),
-        default="both",
-        help="both = gpt2 and bert; all = every family",
-    )
-    ap.add_argument("--scale", choices=sorted(TTL_SIZES), default="cpu")
-    ap.add_argument(
-        "--quick", action="store_true", help="= --scale quick (tiny, < 1 min per family)"
-    )
-    ap.add_argument(
-        "--same-steps",
-        action="store_true",
-        help="every method trains the baseline's step count (not its budget)",
-    )
-    ap.add_argument(
-        "--methods",
-        help="comma list. Budget mode (default: " + ",".join(BUDGET_METHODS) + "): baseline, "
-        "baseline-<f>x, gong, vcycle, mslt-<variant>, plan:<file or sample plan>. "
-        "--same-steps (default: " + ",".join(METHODS) + "): those four, MSLT variants via --mslt",
-    )
-    ap.add_argument(
-        "--no-depth-controls",
-        action="store_true",
-        help="leave out the fixed-size controls (depth-1 and half depth, run by default in "
-        "budget mode) that the depth gate compares the baseline with",
-    )
-    ap.add_argument(
-        "--mslt",
-        default="paper",
-        help=f"--same-steps: MSLT variant(s), comma list; of {', '.join(MSLT_VARIANTS)}",
-    )
-    ap.add_argument("--seeds", default="0", help="comma list of seeds (init and data order)")
-    ap.add_argument(
-        "--budget", type=int, help="baseline steps of the budget (default: the scale's)"
-    )
-    ap.add_argument("--steps", type=int, help="= --budget (the baseline's steps)")
-    ap.add_argument("--lr", type=float, help="peak LR (default: the scale's, per family)")
-    ap.add_argument(
-        "--lrs",
-        help="comma list of peak LRs: every method at each, compared at its best (ttl_sweep.py)",
-    )
-    ap.add_argument(
-        "--baseline-schedules",
-        default="linear",
-        help="comma list of linear, wsd: the baseline trains with each (at every --lrs LR) "
-        "and the best by median final val loss is the target (default: linear)",
-    )
-    ap.add_argument("--layers", type=int, help="final depth (default: the scale's)")
-    ap.add_argument("--hidden", type=int, help="width (default: the scale's)")
-    ap.add_argument("--heads", type=int, help="attention heads (default: the scale's)")
-    ap.add_argument("--batch", type=int, help="batch size in sequences (default: the scale's)")
-    ap.add_argument("--vocab", type=int, help="trained tokenizer's vocab (default: the scale's)")
-    ap.add_argument(
-        "--eval-batches", type=int, help="validation batches per evaluation (default: the scale's)"
-    )
-    ap.add_argument("--dropout", type=float, help="dropout (default: the scale's; 0 allowed)")
-    ap.add_argument(
-        "--corpus", type=Path, help="a .txt or .txt.xz to train on (bench/ttl/corpus.py builds one)"
-    )
-    ap.add_argument("--evals", type=int, help="evaluations of the baseline (about; 40 / 20)")
-    ap.add_argument("--device", help="passed to growcockpit train (default: cuda if available)")
-    ap.add_argument("--threads", type=int, help="OMP_NUM_THREADS for the runs")
-    ap.add_argument("--parallel", type=int, default=1, help="runs at a time (default 1)")
-    ap.add_argument("--runs-dir", type=Path, help="keep (and reuse) the runs here (default: temp)")
-    ap.add_argument(
-        "--reuse-only",
-        action="store_true",
-        help="train nothing: report the finished runs in --runs-dir, leave the rest out",
-    )
-    ap.add_argument("--timeout-s", type=float, default=3600.0, help="per run")
-    ap.add_argument("--json", type=Path, help="write the results here")
-    ap.add_argument("--plot", action="store_true", help="print loss vs time and vs FLOPs plots")
-    ap.add_argument("--plot-x", choices=("wall_s", "flops", "both"), default="both")
-    ap.add_argument("--replot", type=Path, metavar="JSON", help="only plot a previous --json")
-    ap.add_argument(
-        "--markdown", action="store_true", help="with --replot: Markdown tables instead"
-    )
-    return ap.parse_args(argv)
 
 
 def family_size(args: argparse.Namespace, scale: str, family: str) -> Size:
@@ -224,16 +136,23 @@ def method_plans(args: argparse.Namespace, size: Size, seed: int) -> list[tuple[
         if not args.no_depth_controls:
             methods += [m for m in control_methods(size.layers) if m not in methods]
         budget = Budget(size.steps, size.eval_every)
+        schedule = short_schedule(args)
         out = [
             (
                 method_label(m),
                 # `--baseline-schedules wsd` alone: the baseline trains with WSD only
                 budget_plan(
-                    "baseline-wsd" if m == "baseline" and wsd_only(args) else m, size, seed, budget
+                    "baseline-wsd" if m == "baseline" and wsd_only(args) else m,
+                    size,
+                    seed,
+                    budget,
+                    schedule,
                 ),
             )
             for m in methods
         ]
+        if not args.no_short_controls:
+            out += short_controls(out, size, seed, budget, schedule, seed == first_seed(args))
     return sorted(out, key=lambda lp: lp[0] != "baseline")
 
 
@@ -274,6 +193,15 @@ def main(argv: list[str] | None = None) -> int:
         args.family, [args.family]
     )
     seeds = [int(s) for s in args.seeds.split(",")]
+    if args.target_accuracy is not None:
+        args.metric, args.target = "accuracy", args.target_accuracy
+    if args.metric == "accuracy" and args.target is not None and not 0 < args.target <= 1:
+        print(
+            f"time_to_loss: --target {args.target:g}: an accuracy target is in (0, 1] "
+            "(0.95 for 95 %)",
+            file=sys.stderr,
+        )
+        return 2
     try:
         lrs = parse_lrs(args.lrs) if args.lrs else None
     except ValueError as exc:
@@ -372,19 +300,33 @@ def main(argv: list[str] | None = None) -> int:
                 if lrs
                 else None,
             )
-            gate = bench_gate(runs, size.layers)
+            depth_needed = () if args.no_depth_controls else tuple(control_depths(size.layers))
+            gate = bench_gate(runs, size.layers, depth_needed)
             vs_control = (
                 against_control(runs, f"depth-{gate.best_control.layers}", first_reach)
                 if gate is not None and gate.pays
                 else {}
             )
             print("\n".join(gate_report(family, gate, vs_control)))
-            items = gated_items(items, gate, family)
+            asked = {m for _, vps in per_seed for v, _ in vps for m in [v.label]}
+            needed = tuple(
+                sorted(
+                    m
+                    for m in asked
+                    if m.startswith(("full@", "depth-"))
+                    or m != "baseline"
+                    and m.startswith("baseline")
+                )
+            )
+            claims = bench_claims(runs, gate, args.metric, args.target, needed)
+            print("\n".join(claim_lines(family, claims)))
+            items = claimed_items(gated_items(items, gate, family), claims, family)
             data["families"][family] = {
                 "depth_gate": None
                 if gate is None
                 else {**dataclasses.asdict(gate), "pays": gate.pays},
                 "vs_best_control": vs_control,
+                "claims": claims_json(claims),
                 "size": dataclasses.asdict(size),
                 "budget_baseline_steps": None if args.same_steps else size.steps,
                 "runs": runs,

@@ -15,7 +15,7 @@ import re
 import statistics
 from typing import Any
 
-from ttl_plans import DEPTH
+from ttl_plans import DEPTH, FULL_AT
 
 from growcockpit.compare.depth_gate import (
     DepthArm,
@@ -35,11 +35,15 @@ def control_methods(layers: int) -> list[str]:
 
 def is_reference(method: str) -> bool:
     """A baseline or a fixed-size control: a row that is no growth recipe."""
-    return bool(BASELINES.match(method) or DEPTH.match(method))
+    return bool(BASELINES.match(method) or DEPTH.match(method) or FULL_AT.match(method))
 
 
-def bench_gate(runs: list[dict[str, dict[str, Any]]], layers: int) -> DepthGate | None:
-    """The gate over the seeds' final validation losses (None without a control run)."""
+def bench_gate(
+    runs: list[dict[str, dict[str, Any]]], layers: int, needed: tuple[int, ...] = ()
+) -> DepthGate | None:
+    """The gate over the seeds' final validation losses. `needed`: the control depths the
+    bench asked for; one that did not finish on every seed makes the gate undecided (never
+    "pays"). None only without a finished baseline, or with no control asked for or run."""
     base: list[float] = []
     arms: dict[int, list[float]] = {}
     for run in runs:
@@ -51,10 +55,10 @@ def bench_gate(runs: list[dict[str, dict[str, Any]]], layers: int) -> DepthGate 
                 base.append(final)
             elif (m := DEPTH.match(method)) and int(m.group(1)) < layers:
                 arms.setdefault(int(m.group(1)), []).append(final)
-    if not base or not arms:
+    if not base or not (arms or needed):
         return None
     controls = [DepthArm(d, tuple(v)) for d, v in sorted(arms.items())]
-    return depth_gate(DepthArm(layers, tuple(base)), controls)
+    return depth_gate(DepthArm(layers, tuple(base)), controls, needed=needed, seeds=len(runs))
 
 
 def against_control(
@@ -86,6 +90,8 @@ def gate_report(
     if gate is None:
         return [f"== {family}: depth gate not applied (no fixed-size control ran)"]
     lines = [f"== {family}: {gate.text}"]
+    if gate.best_control is None:
+        return lines
     arms = [gate.baseline, *gate.controls]
     lines.append(
         "   final val loss, median (min–max) over seeds: "
@@ -95,6 +101,7 @@ def gate_report(
         )
     )
     for method, row in vs_control.items():
+        assert gate.best_control is not None
         lines.append(
             f"   {method:<28} to depth-{gate.best_control.layers}'s final loss: "
             f"{row['wall']:.2f}x wall, {row['flops']:.2f}x FLOPs (median)"
@@ -105,13 +112,12 @@ def gate_report(
 def gated_items(items: list[str], gate: DepthGate | None, family: str) -> list[str]:
     """The last line's items with the gate: `<family>.depth_gate=pays|does_not_pay` and the
     best fixed depth first; where depth does not pay, each growth method's speedup reads
-    `unclaimed(<measured>)`."""
+    `unclaimed(<measured>)` (undecided: `depth_gate=undecided`, the same marks)."""
     if gate is None:
         return items
-    head = [
-        f"{family}.depth_gate={'pays' if gate.pays else 'does_not_pay'}",
-        f"{family}.best_fixed_depth={gate.lowest_layers}",
-    ]
+    head = [f"{family}.depth_gate={gate.status.replace('-', '_')}"]
+    if not gate.undecided:
+        head.append(f"{family}.best_fixed_depth={gate.lowest_layers}")
     if gate.pays:
         return head + items
     out = []
@@ -120,7 +126,7 @@ def gated_items(items: list[str], gate: DepthGate | None, family: str) -> list[s
         for part in item.split(" "):
             key, _, value = part.partition("=")
             method = key.split(".", 1)[-1]
-            growth = not (method.startswith("baseline") or method.startswith("depth_"))
+            growth = not method.startswith(("baseline", "depth_", "full_"))
             speed = "_speedup" in key
             parts.append(f"{key}=unclaimed({value})" if growth and speed else part)
         out.append(" ".join(parts))

@@ -8,6 +8,13 @@ tokens instead of stopping early. The shorter baselines (0.5×,
 0.75× of N) show what simply training the full model for less buys; each has
 its own LR schedule (warm-up and linear decay over its own steps).
 
+The full-depth short-schedule controls `full@0.5`, `full@0.25` (any fraction of the
+budget) train the baseline's model for that share of its steps with the baseline's
+schedule family completed over them (a WSD decay at their own end) and the baseline's
+warm-up kept: the full model's envelope (growcockpit/compare/envelope.py) takes the
+least cost over them and the long baseline, so growth is measured against the full
+model's best, not against a long curve whose LR has not decayed yet.
+
 Methods are named `baseline`, `baseline-0.5x` (any fraction), `baseline-wsd`, the
 late single expansion `late[-<share>][-copy][-carry]`, the fixed-depth controls `depth-<K>`
 (the final model at K layers for the whole budget: `depth-1`, half depth, …), one of
@@ -57,6 +64,7 @@ BASELINE_FRACTION = re.compile(r"^baseline-(\d*\.?\d+)x$")
 # identity blocks; `-carry` keeps the one layer's AdamW state for its copies
 LATE = re.compile(r"^late(?:-(0?\.\d+))?(-copy)?(-carry)?$")
 DEPTH = re.compile(r"^depth-(\d+)$")  # a fixed-depth control: K layers for the whole budget
+FULL_AT = re.compile(r"^full@(\d*\.?\d+)$")  # the full model for a share of the budget
 
 
 class MethodError(ValueError):
@@ -146,9 +154,40 @@ def _check_same_model(plan: Plan, base: Plan, label: str) -> None:
 LOG_EVERY = 10  # step events every 10 steps: one device→host read per 10 steps on a GPU
 
 
-def budget_plan(method: str, size: Size, seed: int, budget: Budget) -> Plan:
-    """The plan `method` trains under `budget` (module doc); MethodError if unknown or unfit."""
+def budget_plan(
+    method: str, size: Size, seed: int, budget: Budget, schedule: str = "linear"
+) -> Plan:
+    """The plan `method` trains under `budget` (module doc); MethodError if unknown or unfit.
+    `schedule`: the baseline's schedule family, which a `full@<f>` control completes."""
+    full = FULL_AT.match(method)
+    if full:
+        return with_step_log(full_at_plan(size, seed, budget, float(full.group(1)), schedule))
     return with_step_log(_method_plan(method, size, seed, budget))
+
+
+def full_at_plan(size: Size, seed: int, budget: Budget, fraction: float, schedule: str) -> Plan:
+    """A short-schedule control: the baseline's model for `fraction` of its steps (rounded
+    down to the evaluation interval), the schedule family completed over them (WSD decays
+    at its own end), the baseline's warm-up kept."""
+    if not 0 < fraction < 1:
+        raise MethodError(f"full@{fraction:g}: the share of the budget must be in (0, 1)")
+    steps = int(budget.baseline_steps * fraction)
+    steps -= steps % budget.eval_every
+    if steps < budget.eval_every:
+        raise MethodError(
+            f"full@{fraction:g}: {steps} steps leave no evaluation (every {budget.eval_every}); "
+            "raise --budget or --evals"
+        )
+    size = replace(size, steps=budget.baseline_steps, eval_every=budget.eval_every)
+    base = plan_for(size, f"bench-{size.family}-baseline", baseline_stages(size), seed)
+    short = replace(size, steps=steps)
+    plan = plan_for(short, f"bench-{size.family}-full-{fraction:g}", baseline_stages(short), seed)
+    optim = replace(plan.optim, schedule=schedule, warmup_steps=base.optim.warmup_steps)
+    if optim.warmup_steps >= steps:
+        optim = replace(optim, warmup_steps=max(1, steps // 2))
+    plan = replace(plan, optim=optim)
+    validate_plan(plan, source=f"full@{fraction:g}")
+    return plan
 
 
 def with_step_log(plan: Plan) -> Plan:

@@ -212,8 +212,9 @@ def curve(run_dir: Path) -> dict[str, Any]:
     """The run's evaluations on the product's step clock (module doc), as the bench's JSON
     stores them; per-stage step medians."""
     run = load_progress(run_dir)
-    points = [
+    points: list[dict[str, Any]] = [
         {"step": p.step, "wall_s": p.wall_s, "flops": p.flops or 0.0, "val_loss": p.val_loss}
+        | ({} if p.accuracy is None else {"accuracy": p.accuracy})
         for p in run.evals
     ]
     status = run.status if run.status != "running" else "missing"  # no run_finished yet

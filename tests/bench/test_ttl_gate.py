@@ -73,8 +73,10 @@ def test_the_bench_runs_depth_one_and_half_depth_by_default() -> None:
     args = time_to_loss.parse_args(["--methods", "baseline,late"])
     size = time_to_loss.family_size(args, "cpu", "gpt2")
     labels = [label for label, _ in time_to_loss.method_plans(args, size, 0)]
-    assert labels == ["baseline", "late", "depth-1", "depth-4"]
-    off = time_to_loss.parse_args(["--methods", "baseline,late", "--no-depth-controls"])
+    assert labels == ["baseline", "late", "depth-1", "depth-4", "full@0.5", "full@0.25"]
+    off = time_to_loss.parse_args(
+        ["--methods", "baseline,late", "--no-depth-controls", "--no-short-controls"]
+    )
     assert [lb for lb, _ in time_to_loss.method_plans(off, size, 0)] == ["baseline", "late"]
 
 

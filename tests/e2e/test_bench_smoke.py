@@ -211,8 +211,13 @@ def test_time_to_loss_quick_budget(gc_cache: Path, tmp_path: Path) -> None:
     run = fam["runs"][0]
     # the fixed-size controls run by default: depth 1 and half depth (the depth gate's arms)
     assert list(run) == [
-        "baseline", "baseline-0.5x", "mslt-longshallow-emb", "vcycle", "depth-1", "depth-2"
+        "baseline", "baseline-0.5x", "mslt-longshallow-emb", "vcycle", "depth-1", "depth-2",
+        "full@0.5", "full@0.25",
     ]  # fmt: skip
+    # the full model on shorter schedules runs by default; each growth method gets a claim
+    assert run["full@0.5"]["steps"] == 12 and run["full@0.25"]["steps"] == 6
+    assert set(fam["claims"]) == {"mslt-longshallow-emb", "vcycle"}
+    assert re.search(r"gpt2\.vcycle_claim=(claimed|unclaimed|undecided)", last)
     assert run["depth-1"]["steps"] > run["depth-2"]["steps"] > 24
     assert re.search(r"gpt2\.depth_gate=(pays|does_not_pay) gpt2\.best_fixed_depth=[124] ", last)
     gate = fam["depth_gate"]
