@@ -147,7 +147,6 @@ class Tracker(CommandDesk):
             )
         )
         if self.files.resumed:
-            self.tokens = tokens_at(self.files.paths.events, self.step_count)
             self._cut_at = self.step_count
         self.console: ConsoleCopy | None = copy_console(self.files.paths.log) if console else None
         self.probe: LayerProbe | None = None
@@ -237,6 +236,7 @@ class Tracker(CommandDesk):
         self.step_count = self.step_count + 1 if step is None else int(step)
         if self._cut_at is not None:  # a resumed loop: what the old run did past here goes
             cut, self._cut_at = min(self._cut_at, self.step_count - 1), None
+            self.tokens = tokens_at(self.files.paths.events, cut)
             self.emit(RolledBack(step=cut, stage=self.stage, tokens=self.tokens))
         self.tokens += int(tokens)
         value = float(loss.detach().float()) if isinstance(loss, torch.Tensor) else loss
