@@ -65,7 +65,8 @@ class NanoLoop(threading.Thread):
     def run(self) -> None:
         try:
             with self.cockpit:
-                for self.it in range(self.max_iters):
+                for it in range(self.max_iters):
+                    self.it = it
                     for group in self.opt.param_groups:
                         group["lr"] = get_lr(self.it)
                     ids = batch()
@@ -341,7 +342,8 @@ class GuardLoop(threading.Thread):
     def run(self) -> None:
         try:
             with self.cockpit:
-                for self.it in range(1, 10_000):
+                for it in range(1, 10_000):
+                    self.it = it
                     loss = math.nan if self.it == self.bad else 1.0 + 0.01 * (self.it % 3)
                     if not self.cockpit.step(loss=loss):
                         break
