@@ -5,7 +5,8 @@ spends seconds importing torch and preparing data before it writes `events.jsonl
 Attaching in that window used to fail with "events.jsonl: missing". A directory with
 a `backend.log` or a "starting" `status.json` is a starting run: its start-up output
 is echoed until the event log appears, and a backend that dies first is reported with
-the last line of its log.
+the last line of its log. A directory that does not exist yet (a tracked script that has
+not reached `growcockpit.track()`) is waited for too, when its parent exists.
 """
 
 from __future__ import annotations
@@ -67,9 +68,45 @@ def _dead_reason(paths: RunPaths, echo: _LogEcho, waited: float) -> str | None:
     return None
 
 
-def wait_for_start(run_dir: Path, out: TextIO | None = None, timeout: float = START_WAIT_S) -> None:
-    """Return once `run_dir` has an event log; a UserError if its backend dies first."""
+def wait_for_dir(run_dir: Path, out: TextIO, timeout: float = START_WAIT_S) -> None:
+    """A run directory that does not exist yet: a tracked script creates it when it reaches
+    `growcockpit.track()`, often tens of seconds after it was started (imports, data), so
+    `attach` waits for it, saying so; Ctrl-C leaves (exit 130)."""
+    root = Path(run_dir)
+    if root.exists() or not root.parent.is_dir():
+        return
+    print(
+        f"{root}: no run here yet; waiting for it to appear (a script creates it when it "
+        "reaches growcockpit.track(); Ctrl-C leaves)…",
+        file=out,
+        flush=True,
+    )
+    started = time.monotonic()
+    while not root.exists():
+        if time.monotonic() - started > timeout:
+            raise UserError(
+                f"{root}: still no run after {timeout:.0f} s; check the path "
+                "(`ls runs/`) and that your script calls growcockpit.track()"
+            )
+        time.sleep(POLL_S)
+    while not (RunPaths(root).status.exists() or RunPaths(root).events.exists()):
+        if time.monotonic() - started > timeout:
+            return  # a directory that never became a run: the usual check says so
+        time.sleep(POLL_S)
+
+
+def wait_for_start(
+    run_dir: Path,
+    out: TextIO | None = None,
+    timeout: float = START_WAIT_S,
+    missing: bool = False,
+) -> None:
+    """Return once `run_dir` has an event log; a UserError if its backend dies first.
+    `missing`: wait for a directory that does not exist yet, too (`attach --wait`, and at a
+    terminal; a script gets "no such run directory" at once)."""
     out = sys.stderr if out is None else out
+    if missing:
+        wait_for_dir(run_dir, out, timeout)
     paths = RunPaths(run_dir)
     if not paths.root.is_dir() or not is_starting(paths):
         return

@@ -33,6 +33,11 @@ def build_cockpit_parser() -> argparse.ArgumentParser:
 def add_parsers(sub: Subparsers) -> None:
     a = sub.add_parser("attach", help="open the cockpit on an existing run")
     a.add_argument("run_dir", type=Path)
+    a.add_argument(
+        "--wait",
+        action="store_true",
+        help="wait for a run directory that does not exist yet (default at a terminal)",
+    )
     a.set_defaults(func=cmd_attach)
 
     sv = sub.add_parser(
@@ -93,7 +98,8 @@ def check_run_dir(run_dir: Path) -> Path:
 def cmd_attach(args: argparse.Namespace) -> int:
     from growcockpit.cli.attach_wait import wait_for_start
 
-    wait_for_start(args.run_dir)  # right after `train --detach`: no event log yet
+    # right after `train --detach`: no event log yet; before a script's track(): no directory
+    wait_for_start(args.run_dir, missing=args.wait or sys.stderr.isatty())
     root = check_run_dir(args.run_dir)
     from growcockpit.ui import GrowCockpitApp
 
