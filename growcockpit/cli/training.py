@@ -95,9 +95,11 @@ def cmd_train(args: argparse.Namespace) -> int:
         )
     prefix = torchrun_prefix(args)
     from growcockpit.backend.data.corpus import DataError, resolve_corpus
+    from growcockpit.plan.task_source import is_task_source
 
     try:
-        resolve_corpus(plan.data.source)
+        if not is_task_source(plan.data.source):  # a generated task reads no files
+            resolve_corpus(plan.data.source)
     except DataError as exc:
         raise UserError(f"{plan_path}: {exc}") from None
     if plan.model.init_from is not None:  # a source whose tensors lie: before any directory

@@ -57,6 +57,7 @@ from dataclasses import dataclass, field
 
 from growcockpit.plan.families import FAMILY_FACTS, family_facts
 from growcockpit.plan.shapes import resolve_shapes
+from growcockpit.plan.task_source import is_task_source, task_vocab_size
 from growcockpit.plan.types import ModelSpec, Plan
 
 
@@ -93,6 +94,8 @@ class PlanCost:
 def vocab_size(plan: Plan) -> int:
     """Vocabulary size: N of data.tokenizer = "train:N", else a guess from the
     tokenizer name, else the family's (BERT 30522, GPT-2 50257)."""
+    if is_task_source(plan.data.source):
+        return task_vocab_size(plan.data)
     tokenizer = plan.data.tokenizer.strip()
     if tokenizer.startswith("train:"):
         n = tokenizer.split(":", 1)[1]

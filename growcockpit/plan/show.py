@@ -11,6 +11,7 @@ from growcockpit.plan.families import FAMILIES, family_facts
 from growcockpit.plan.init_from import tokenizer_used
 from growcockpit.plan.operators import operator_label
 from growcockpit.plan.shapes import resolve_shapes
+from growcockpit.plan.task_source import is_task_source, task_vocab_size
 from growcockpit.plan.types import Plan, Stage
 from growcockpit.protocol.wording import counted
 
@@ -137,7 +138,12 @@ def format_plan(plan: Plan, cost: PlanCost | None = None) -> str:
         f"{counted(m.num_heads, 'head')}, "
         f"FFN {m.intermediate_size}, max_seq_len {m.max_seq_len}, dropout {m.dropout:g}",
         *_model_extras(plan),
-        f"data:  {d.source}{_column(plan)}, tokenizer {_tokenizer(plan)}, seq_len {d.seq_len}, val_fraction {d.val_fraction:g}"
+        (
+            f"data:  {d.source} (k = {d.hops} hops, alphabet {d.alphabet}), fixed vocabulary "
+            f"{task_vocab_size(d)}, seq_len {d.seq_len}, generated from the seed"
+            if is_task_source(d.source)
+            else f"data:  {d.source}{_column(plan)}, tokenizer {_tokenizer(plan)}, seq_len {d.seq_len}, val_fraction {d.val_fraction:g}"
+        )
         + (
             f", mlm_probability {d.mlm_probability:g}"
             if family_facts(m.family).objective == "masked"

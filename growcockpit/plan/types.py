@@ -87,6 +87,8 @@ class DataSpec:
     is the field that holds the text in Arrow, Parquet and JSONL records.
     `tokenizer` is "train:<vocab>" (trained on the corpus and cached), a local
     tokenizer directory/file, or a hub id in the local cache.
+    `source = "task:hops"` generates k-hop induction sequences instead of reading text
+    (`hops` = k, `alphabet` symbols, a fixed vocabulary; docs/hops.md).
     """
 
     source: str = "builtin"
@@ -95,6 +97,8 @@ class DataSpec:
     seq_len: int = 128  # left out of a plan file: min(128, model.max_seq_len) (load.py)
     val_fraction: float = 0.01
     mlm_probability: float = 0.15
+    hops: int = 4  # source = "task:hops": k, the hops each label takes (plan/task_source.py)
+    alphabet: int = 4  # source = "task:hops": the symbols a sequence is drawn from
 
 
 @dataclass

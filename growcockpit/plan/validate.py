@@ -27,6 +27,7 @@ from growcockpit.plan.probe import probe_problems
 from growcockpit.plan.recipe_checks import recipe_problems
 from growcockpit.plan.samples import samples_problems
 from growcockpit.plan.shapes import walk_shapes
+from growcockpit.plan.task_source import is_task_source, task_problems
 from growcockpit.plan.types import (
     ADVANCES,
     COMPILE_BACKENDS,
@@ -122,7 +123,12 @@ def _check_sections(plan: Plan, c: _Checks) -> None:
     c.fraction("model.dropout", m.dropout)
 
     d = plan.data
-    for key, problem in source_problems(d) + tokenizer_problems(d):
+    data_problems = (
+        task_problems(d, m.family)
+        if is_task_source(d.source)
+        else source_problems(d) + tokenizer_problems(d)
+    )
+    for key, problem in data_problems:
         c.add(key, problem)
     c.positive("data.seq_len", d.seq_len)
     if d.seq_len >= 1 and m.max_seq_len >= 1 and d.seq_len > m.max_seq_len:

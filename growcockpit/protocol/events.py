@@ -240,6 +240,9 @@ class Eval(Event):
     stage: int = 0
     val_loss: float = 0.0
     val_ppl: float = 0.0
+    # exact-match accuracy: the fraction of labelled validation positions whose argmax is the
+    # label (None from writers before it existed; readers ignore fields they do not know)
+    accuracy: float | None = None
 
 
 @dataclass(kw_only=True)

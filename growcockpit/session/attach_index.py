@@ -37,12 +37,13 @@ from growcockpit.session.fold.series import LayerHistory, Marker, Series
 from growcockpit.session.run_state import RunState
 
 INDEX_NAME = RunPaths.INDEX
-FORMAT = 6  # bump when RunState or a fold changes what a folded state holds
+FORMAT = 7  # bump when RunState or a fold changes what a folded state holds
 PROBE = 4096  # bytes hashed at the log's start and just before the offset
 
 _SERIES = (
     "train_loss",
     "val",
+    "val_acc",
     "tok_s",
     "step_ms_series",
     "fwd_series",

@@ -26,6 +26,7 @@ from growcockpit.backend.data.corpus import Corpus, CorpusLines, DataError, reso
 from growcockpit.backend.data.token_cache import TokenShard, tokenize_to_shard
 from growcockpit.backend.data.tokenizer import build_tokenizer
 from growcockpit.plan.families import family_facts
+from growcockpit.plan.task_source import is_task_source
 from growcockpit.plan.types import DataSpec
 from growcockpit.protocol.safe_text import quoted
 from growcockpit.protocol.token_index import CacheRecord, read_record, record_path, write_record
@@ -291,6 +292,10 @@ def load_blocks(
     split, tokenized into its own shard; otherwise every 1/val_fraction-th block is held out.
     `clock` reports the tokenizer and the token cache as start-up phases.
     """
+    if is_task_source(spec.source):  # generated, fixed vocabulary: no corpus, no cache
+        from growcockpit.backend.data.hops import load_task
+
+        return load_task(spec, family, seed)
     clock = clock or StartupClock()
     corpus = resolve_corpus(spec.source, spec.text_column)
     with clock.phase("tokenizer") as note:

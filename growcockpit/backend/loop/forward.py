@@ -48,11 +48,17 @@ class StagedForward:
         return cls(frozen_prefix=prefix, embeddings_trainable=embeddings_trainable)
 
     def loss(self, model: nn.Module, batch: Batch) -> torch.Tensor:
+        h = self.hidden(model, batch.input_ids)
+        return spec_of(model).head_loss(model, h, batch.labels, batch.picked)
+
+    def hidden(self, model: nn.Module, input_ids: torch.Tensor) -> torch.Tensor:
+        """The last block's output (before the head): the loss and the evaluation's
+        accuracy both read it (backend/loop/evaluation.py)."""
         layers = get_layers(model)
         family = spec_of(model)
         no_grad_bottom = not self.embeddings_trainable
         with torch.set_grad_enabled(torch.is_grad_enabled() and not no_grad_bottom):
-            h = family.embed(model, batch.input_ids)
+            h = family.embed(model, input_ids)
             run = family.block_call(model, h)
             fast = family.fast_forward() if self.fast else None
             if self.compiled is not None:
@@ -67,7 +73,7 @@ class StagedForward:
         for i in range(self.frozen_prefix, len(layers)):
             if i not in self.skip:
                 h = run(layers[i], h)
-        return family.head_loss(model, h, batch.labels, batch.picked)
+        return h
 
 
 def head_loss(model: nn.Module, h: torch.Tensor, batch: Batch) -> torch.Tensor:

@@ -96,6 +96,9 @@ def on_layer_stats(state: RunData, ev: LayerStats) -> None:
 def on_eval(state: RunData, ev: Eval) -> None:
     state.val_loss = ev.val_loss
     state.val.append(ev.step, ev.val_loss)
+    if ev.accuracy is not None:  # older backends do not report it: keep what was seen
+        state.val_accuracy = ev.accuracy
+        state.val_acc.append(ev.step, ev.accuracy)
     state.changed(plot=True)
 
 

@@ -34,6 +34,7 @@ def _series(state: RunData) -> tuple[Series, ...]:
     return (
         state.train_loss,
         state.val,
+        state.val_acc,
         state.tok_s,
         state.step_ms_series,
         state.fwd_series,
@@ -76,6 +77,7 @@ def on_rolled_back(state: RunData, ev: RolledBack) -> None:
     state.markers.extend(kept)
     state.loss = state.train_loss.last()
     state.val_loss = state.val.last()
+    state.val_accuracy = state.val_acc.last()
     if state.plateau is not None and state.plateau.step > ev.step:
         state.plateau = None  # the next plateau check says where the restored trigger stands
     state.step = ev.step

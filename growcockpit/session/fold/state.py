@@ -53,6 +53,7 @@ class RunData:
     step_ms: float | None = None
     rank_step_ms: list[float] | None = None  # each DDP rank's time of the last step
     val_loss: float | None = None
+    val_accuracy: float | None = None  # the latest eval's exact-match accuracy (None: not reported)
     t_start: float | None = None
     t_last: float | None = None
     t_finished: float | None = None
@@ -90,6 +91,7 @@ class RunData:
     layers: dict[int, LayerRow] = field(default_factory=dict)
     train_loss: Series = field(init=False)
     val: Series = field(init=False)
+    val_acc: Series = field(init=False)  # step -> eval accuracy (only evals that report one)
     tok_s: Series = field(init=False)
     step_ms_series: Series = field(init=False)
     fwd_series: Series = field(init=False)
@@ -129,6 +131,7 @@ class RunData:
     def __post_init__(self) -> None:
         self.train_loss = Series(self.series_cap)
         self.val = Series(self.series_cap)
+        self.val_acc = Series(self.series_cap)
         cap = max(4, self.series_cap // 4)
         self.tok_s = Series(cap)
         self.step_ms_series = Series(cap)
