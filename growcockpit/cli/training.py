@@ -183,10 +183,13 @@ def cmd_resume(args: argparse.Namespace) -> int:
         return run_torchrun(prefix, again)
     from growcockpit.backend.state.checkpoint import CheckpointError, load_checkpoint
     from growcockpit.backend.state.checkpoint_checks import check_state
+    from growcockpit.backend.state.resume_checks import check_resume_memory, check_resume_shape
 
     plan = load_plan_or_fail(RunPaths(run_dir).plan, resuming=True)
     try:  # a hostile pickle, contents that lie, or a planted giant: before anything is touched
-        check_state(load_checkpoint(ckpt, mmap=True, plan=plan), ckpt)
+        checked = check_state(load_checkpoint(ckpt, mmap=True, plan=plan), ckpt)
+        check_resume_shape(plan, checked, ckpt, RunPaths(run_dir).plan)  # plan.toml edited?
+        check_resume_memory(plan, args.device, RunPaths(run_dir).plan)
     except CheckpointError as exc:
         raise UserError(str(exc)) from None
     from growcockpit.backend import startup
