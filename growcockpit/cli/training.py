@@ -239,6 +239,6 @@ def _tracked(run_dir: Path) -> bool:
         os.close(fd)
     try:
         started = json.loads(first)
-    except ValueError:
+    except (ValueError, RecursionError):
         return False
     return isinstance(started, dict) and bool(started.get("trainer"))
