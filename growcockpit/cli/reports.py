@@ -24,6 +24,20 @@ def add_parsers(sub: Subparsers) -> None:
     cp.add_argument(
         "--target", type=Path, help="the run whose final loss is the target (default: the first)"
     )
+    cp.add_argument(
+        "--metric",
+        choices=("val_loss", "accuracy"),
+        default="val_loss",
+        help="what growth claims are measured on: val_loss (lower is better) or accuracy "
+        "(exact match, higher is better, where the task reports it)",
+    )
+    cp.add_argument(
+        "--target-value",
+        type=float,
+        metavar="V",
+        help="the value of --metric to reach (default: the target run's final value; "
+        "0.95 for 95 %% accuracy)",
+    )
     cp.add_argument("--json", action="store_true", help="machine-readable output")
     cp.set_defaults(func=cmd_compare)
 
@@ -42,7 +56,11 @@ def cmd_compare(args: argparse.Namespace) -> int:
     from growcockpit.compare.command import CompareError, compare
 
     try:
-        print(compare(list(args.run_dirs), args.target, args.json))
+        print(
+            compare(
+                list(args.run_dirs), args.target, args.json, args.metric, args.target_value
+            )
+        )
     except CompareError as exc:
         raise UserError(str(exc)) from None
     return EXIT_OK

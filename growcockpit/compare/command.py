@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from growcockpit.compare.envelope import metric_of
 from growcockpit.compare.gated import gated_verdicts
 from growcockpit.compare.progress import RunProgress, load_progress
 from growcockpit.compare.report import format_text, to_json
@@ -38,10 +39,25 @@ def load_runs(dirs: list[Path]) -> list[RunProgress]:
     return runs
 
 
-def compare(dirs: list[Path], target: Path | None = None, as_json: bool = False) -> str:
-    """The comparison of `dirs` against `target`'s (default: the first run's) final val loss."""
+def compare(
+    dirs: list[Path],
+    target: Path | None = None,
+    as_json: bool = False,
+    metric: str = "val_loss",
+    value: float | None = None,
+) -> str:
+    """The comparison of `dirs` against `target`'s (default: the first run's) final val loss;
+    growth claims on `metric` (to `value`, default the target run's final value)."""
     if len(dirs) < 2:
         raise CompareError("compare needs two or more run directories")
+    try:
+        chosen = metric_of(metric)
+    except ValueError as exc:
+        raise CompareError(f"--metric: {exc}") from None
+    if chosen == "accuracy" and value is not None and not 0 < value <= 1:
+        raise CompareError(
+            f"--target-value {value:g}: an accuracy target is in (0, 1]; 0.95 for 95 %"
+        )
     all_dirs = list(dirs)
     if target is not None and target.resolve() not in [d.resolve() for d in dirs]:
         all_dirs.append(target)
@@ -54,7 +70,7 @@ def compare(dirs: list[Path], target: Path | None = None, as_json: bool = False)
             "pick a target run that has evaluated (--target) or wait for its first evaluation"
         )
     shown = runs[: len(dirs)]
-    gated = gated_verdicts(shown, goal)
+    gated = gated_verdicts(shown, goal, chosen, value)
     if as_json:
         return json.dumps(to_json(shown, gated, goal), indent=2)
     return format_text(shown, gated, goal)

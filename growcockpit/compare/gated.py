@@ -1,11 +1,13 @@
-"""The comparison with the depth gate applied: each run's role (baseline, control, run),
-and a growth run's speedup claimed only where depth pays.
+"""The comparison with every control applied: each run's role (baseline, short schedule,
+control, run), and a growth run's speedup claimed only where it holds (compare/claim.py).
 
-Where the target is a fixed full-depth run and fixed-size controls of it are among
-the runs, the gate decides (compare/depth_gate.py). Depth does not pay: no run's
-"sooner" is claimed, the measured ratio is kept in the JSON and said as measured only.
-Depth pays: a growth run's verdict gives its ratio against the baseline and against
-the best control (the control's own final loss as the target).
+Where the target is a fixed full-depth run and controls of it are among the runs
+(the same model on a shorter schedule, the same model at fewer layers), a growth run's
+speedup is claimed only where it beats the full model's envelope and every smaller fixed
+model on every seed, with the depth gate deciding whether depth pays at all
+(compare/depth_gate.py). Otherwise its verdict reads "no growth speedup claimed: <why>;
+measured: <the ratio>", the ratio kept in the JSON. Without any control among the runs
+the measured ratio is shown as before and the note says no gate was applied.
 """
 
 from __future__ import annotations
@@ -13,9 +15,12 @@ from __future__ import annotations
 import dataclasses
 from dataclasses import dataclass
 
-from growcockpit.compare.controls import control_depth, fixed_depth, run_gate
+from growcockpit.compare.claim import NO_CLAIM, GrowthClaim
+from growcockpit.compare.controls import control_depth, fixed_depth, run_gate, short_fraction
 from growcockpit.compare.depth_gate import DepthGate
+from growcockpit.compare.envelope import Metric
 from growcockpit.compare.progress import RunProgress, plan_of
+from growcockpit.compare.run_claims import run_claims
 from growcockpit.compare.verdict import Verdict, verdict
 
 UNGATED = "depth gate not applied: no fixed-size control of the target among the runs"
@@ -29,12 +34,17 @@ class Gated:
     roles: list[str]
     gate: DepthGate | None
     note: str
+    claims: dict[str, GrowthClaim] | None = None  # per growth run's name; None: no control
 
 
 def role(run: RunProgress, target: RunProgress) -> str:
-    """ "target", "control (K layers)", "fixed (K layers)" or "" (a growth plan or unknown)."""
+    """ "target", "control (K layers)", "short schedule (full@F)", "fixed (K layers)" or ""
+    (a growth plan or unknown)."""
     if run is target:
         return "target"
+    share = short_fraction(run.plan, target.plan)
+    if share is not None:
+        return f"short schedule (full@{share:.2g})"
     depth = control_depth(run.plan, target.plan)
     if depth is not None:
         return f"control ({depth} layer{'s' if depth > 1 else ''})"
@@ -55,23 +65,45 @@ def _best_control(runs: list[RunProgress], target: RunProgress, gate: DepthGate)
     return min(arm, key=lambda r: r.final_val_loss or 0.0)
 
 
-def gated_verdicts(runs: list[RunProgress], target: RunProgress) -> Gated:
-    """Every run's verdict against `target`, with the gate applied (module doc)."""
+def claim_text(claim: GrowthClaim, measured: str) -> str:
+    """A growth run's verdict with its claim: the claim beside the ratio where it holds,
+    else "no growth speedup claimed: <why>; measured: <ratio>"."""
+    if claim.claimed:
+        return f"{measured}; {claim.text}"
+    why = claim.text.removesuffix(f"; {NO_CLAIM}").removesuffix(NO_CLAIM).rstrip("; ")
+    return f"no growth speedup claimed: {why}; measured: {measured}"
+
+
+def gated_verdicts(
+    runs: list[RunProgress],
+    target: RunProgress,
+    metric: Metric = "val_loss",
+    value: float | None = None,
+) -> Gated:
+    """Every run's verdict against `target`, with the controls applied (module doc);
+    `metric`/`value`: the claims' target (default: the target run's final val loss)."""
     plain = [verdict(r, target) for r in runs]
     roles = [role(r, target) for r in runs]
     gate = run_gate(runs, target)
-    if gate is None:
+    short = [r for r, what in zip(runs, roles, strict=True) if what.startswith("short")]
+    if gate is None and not short:
         return Gated(plain, roles, None, UNGATED)
+    growth = [
+        r for r, v, what in zip(runs, plain, roles, strict=True) if not what and not v.mismatches
+    ]
+    found = run_claims(runs, target, gate, growth, metric, value)
     out: list[Verdict] = []
-    best = _best_control(runs, target, gate)
-    for run, v, what in zip(runs, plain, roles, strict=True):
-        if what or v.mismatches or v.reach is None:  # the target, fixed models, no claim
+    best = _best_control(runs, target, gate) if gate is not None and gate.pays else None
+    for run, v in zip(runs, plain, strict=True):
+        claim = found.claims.get(run.name)
+        if claim is None or run not in growth:
             out.append(v)
-        elif not gate.pays:
-            text = f"no growth speedup claimed (depth does not pay); measured: {v.text}"
-            out.append(dataclasses.replace(v, text=text))
-        else:
-            vs = verdict(run, best)
-            text = f"{v.text}; against the best control {best.name}: {vs.text}"
-            out.append(dataclasses.replace(v, text=text))
-    return Gated(out, roles, gate, gate.text)
+            continue
+        measured = v.text
+        if best is not None and v.reach is not None:
+            measured += f"; against the best control {best.name}: {verdict(run, best).text}"
+        out.append(dataclasses.replace(v, text=claim_text(claim, measured)))
+    notes = [gate.text] if gate is not None else [UNGATED]
+    if short:
+        notes.append("short schedules of the target: " + ", ".join(r.name for r in short))
+    return Gated(out, roles, gate, "; ".join(notes), found.claims)

@@ -28,7 +28,7 @@ def format_text(runs: list[RunProgress], gated: Gated, target: RunProgress) -> s
     rows = [("run", "plan", "steps", "train s", "est. FLOPs", "final val", "verdict")]
     for run, v, role in zip(runs, gated.verdicts, gated.roles, strict=True):
         plan = run.plan_name or "-"
-        if role.startswith("control"):
+        if role.startswith(("control", "short")):
             plan += f" [{role}]"
         total = f"/{run.total_steps}" if run.total_steps and run.status == "running" else ""
         rows.append(
@@ -56,6 +56,16 @@ def to_json(runs: list[RunProgress], gated: Gated, target: RunProgress) -> dict[
         "target": {"run": target.name, "final_val_loss": target.final_val_loss},
         "depth_gate": None if gate is None else {**asdict(gate), "pays": gate.pays},
         "depth_gate_text": gated.note,
+        "claims": {
+            name: {
+                "status": c.status,
+                "text": c.text,
+                "winner": c.winner,
+                "metric": c.target.metric,
+                "target": c.target.value,
+            }  # fmt: skip
+            for name, c in (gated.claims or {}).items()
+        },
         "runs": [
             {
                 "run": run.name,

@@ -210,10 +210,12 @@ def test_time_to_loss_quick_budget(gc_cache: Path, tmp_path: Path) -> None:
     assert fam["budget_baseline_steps"] == 24
     run = fam["runs"][0]
     # the fixed-size controls run by default: depth 1 and half depth (the depth gate's arms)
-    assert list(run) == [
+    assert list(run)[:8] == [
         "baseline", "baseline-0.5x", "mslt-longshallow-emb", "vcycle", "depth-1", "depth-2",
         "full@0.5", "full@0.25",
     ]  # fmt: skip
+    # full@plan: at this tiny budget a fitted plan is rounded down to 0.8-0.95 of it
+    assert all(re.fullmatch(r"full@0\.\d+", m) for m in list(run)[8:])
     # the full model on shorter schedules runs by default; each growth method gets a claim
     assert run["full@0.5"]["steps"] == 12 and run["full@0.25"]["steps"] == 6
     assert set(fam["claims"]) == {"mslt-longshallow-emb", "vcycle"}
