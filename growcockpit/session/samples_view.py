@@ -65,8 +65,20 @@ def position_text(index: int, total: int, following: bool) -> str:
     return where + (" (the latest)" if following and index == total - 1 else "")
 
 
-def empty_text(plan: dict[str, Any]) -> str:
-    """What the tab says before any samples: how to turn them on, or when they come."""
+TRACKED = (
+    "No samples in a tracked run ({trainer}): samples are what growcockpit's own engine "
+    "writes at its evaluations. Your script's output is in the Console tab (6), and its "
+    "evaluations reach the plots with cockpit.eval(val_loss=...) or "
+    'cockpit.log({{"val/loss": ...}}) (docs/track.md). To see the model write as it '
+    "learns, train a plan with `growcockpit train` ([samples] in the plan: docs/plans.md)."
+)
+
+
+def empty_text(plan: dict[str, Any], trainer: str = "") -> str:
+    """What the tab says before any samples: how to turn them on, or when they come.
+    `trainer`: a tracked run's loop (it has no plan file to edit)."""
+    if trainer:
+        return TRACKED.format(trainer=trainer)
     samples = plan.get("samples") if isinstance(plan.get("samples"), dict) else {}
     metrics = plan.get("metrics") if isinstance(plan.get("metrics"), dict) else {}
     every = samples.get("every_evals", 0) if isinstance(samples, dict) else 0

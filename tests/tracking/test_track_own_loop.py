@@ -258,6 +258,15 @@ def test_the_scripts_console_is_copied_into_the_run(tmp_path: Path) -> None:
     assert texts[:3] == ["iter 0: loss 1.0", "iter 1: loss 1.0", "iter 2: loss 1.0"]
     assert [e.step for e in of_type(read_all(run / "events.jsonl"), Step)] == [0, 1, 2]
 
+    from growcockpit.session.run_session import RunSession
+    from growcockpit.session.samples_view import empty_text
+
+    session = RunSession(run)
+    session.poll()
+    advice = empty_text(session.state.plan_dict, session.state.trainer)
+    assert advice.startswith("No samples in a tracked run (PyTorch loop)")
+    assert "Console tab" in advice and "add\n" not in advice  # no plan file to edit
+
 
 def test_the_console_copy_is_bounded(tmp_path: Path) -> None:
     from growcockpit.tracking.console import ConsoleCopy

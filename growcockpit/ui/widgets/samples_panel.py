@@ -72,7 +72,7 @@ class SamplesPanel(VerticalScroll, can_focus=True):
         if key != self._drawn[:3]:
             self.history = list(state.samples)
             self.stages = list(state.stages)
-            self.empty = empty_text(state.plan_dict)
+            self.empty = empty_text(state.plan_dict, state.trainer)
         self._draw(key)
 
     def _draw(self, key: tuple[object, ...] | None = None) -> None:
