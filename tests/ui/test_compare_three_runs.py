@@ -131,7 +131,8 @@ async def test_three_selected_runs_are_all_drawn_and_listed(
                 assert cells[screen.colour_of(path.name).lower()] >= 3, (plot, path.name)
         table = screen.query_one("#compare-table", DataTable)
         listed = [table.get_row_at(i)[0] for i in range(table.row_count)]
-        assert sorted(str(n) for n in listed) == sorted(p.name for p in paths)
+        marker = "▸ "  # the run highlighted in the list (its verdict is shown whole)
+        assert sorted(str(n).removeprefix(marker) for n in listed) == sorted(p.name for p in paths)
         for name in listed:  # each name in a colour that reads on this theme's ground
             assert name.style.replace(" bold", "") in CURVE_COLOURS  # type: ignore[union-attr]
 

@@ -16,7 +16,7 @@ from textual.binding import Binding
 from textual.containers import Horizontal, Vertical
 from textual.message import Message
 from textual.screen import Screen
-from textual.widgets import DataTable, Footer, Label, SelectionList
+from textual.widgets import DataTable, Footer, Label, SelectionList, Static
 from textual_plotext import PlotextPlot
 
 from growcockpit.compare import RunProgress
@@ -30,16 +30,22 @@ from growcockpit.session.compare_view import (
     next_compare_axis,
     next_target,
     run_colours,
-    short_verdict,
 )
 from growcockpit.session.plot_view import AXIS_NAMES, Curves, PlotView
+from growcockpit.ui.screens.compare_table import (
+    fit_columns,
+    verdict_detail,
+    verdict_row,
+)
 from growcockpit.ui.screens.prompt import HelpScreen, keys_of
+from growcockpit.ui.widgets.run_picker import RunPicker
 from growcockpit.ui.widgets.steady_table import SteadyTable
 from growcockpit.ui.widgets.text_bits import RUN_COLOURS, rgb
 
 CURVE_COLOURS = RUN_COLOURS
 HELP = """\
-Pick two or more runs on the left (space toggles one). The plots overlay their train
+Pick two or more runs on the left (space toggles one: [x] is in the comparison, [ ]
+is not). The plots overlay their train
 loss (smoothed by a time-weighted, debiased EMA as W&B does; < and > change the factor,
 r shows the raw loss) and their validation loss, each run in its own colour (the same
 every time), the target run drawn thicker. The run list is the legend: a selected run's
@@ -49,7 +55,9 @@ time (evaluations and pauses left out) and the estimated FLOPs of the steps trai
 Vertical lines mark stage changes. The horizontal line is the target: the final
 validation loss of the target run (a baseline by default; g picks the next run). The
 table says how much sooner each run reached it, in time and in FLOPs, or, if it has
-not, how many more steps the current slope needs; d shows instead the plan keys whose
+not, how many more steps the current slope needs; the run highlighted in the list (▸ in
+the table) has its verdict whole under the list. When the target run leaves the
+selection the next one is named. d shows instead the plan keys whose
 values differ between the selected runs. Esc goes back."""
 TARGET_MARKER = "hd"  # half blocks: thicker than the others' braille
 
@@ -114,8 +122,9 @@ class CompareScreen(Screen[None]):
     def compose(self) -> ComposeResult:
         with Horizontal(id="compare-body"):
             with Vertical(id="compare-side"):
-                yield SelectionList[str](id="compare-runs")
-                yield Label("", id="compare-target")
+                yield RunPicker(id="compare-runs")
+                yield Label("", id="compare-target", markup=False)  # a run name
+                yield Static("", id="compare-detail")
             with Vertical(id="compare-main"):
                 yield PlotextPlot(id="compare-train")
                 yield PlotextPlot(id="compare-val")
@@ -141,11 +150,18 @@ class CompareScreen(Screen[None]):
         self.query_one("#compare-side").styles.width = side_w
         self.name_room = side_w - SIDE_EXTRA
         self._mark_selected()
+        if runs:
+            sel.highlighted = 0  # the detail pane has a run to show from the start
         self.load()
 
     def on_selection_list_selected_changed(self, event: SelectionList.SelectedChanged[str]) -> None:
         self._mark_selected()
         self.load()
+
+    def on_selection_list_selection_highlighted(
+        self, event: SelectionList.SelectionHighlighted[str]
+    ) -> None:
+        self._table()
 
     def _mark_selected(self) -> None:
         """A selected run reads in its curve's colour and bold, an unselected one dim."""
@@ -177,11 +193,17 @@ class CompareScreen(Screen[None]):
         if message.paths != self.selected_paths():
             return
         names = [r.name for r in message.runs]
-        keep = names.index(self.target_name) if self.target_name in names else None
+        before = self.target_name
+        keep = names.index(before) if before in names else None
         self._show(compare(message.runs, keep))
+        if before is not None and self.target_name != before:  # it left the selection
+            now = f"the target is now {self.target_name}" if self.target_name else "no target"
+            self.notify(f"{before} is not selected: {now}", title="Target changed", timeout=6)
 
     def action_next_target(self) -> None:
         self._show(compare(self.comparison.runs, next_target(self.comparison)))
+        if self.target_name is not None:
+            self.notify(f"target: {self.target_name}", timeout=2)
 
     def _show(self, comparison: Comparison) -> None:
         self.comparison = comparison
@@ -254,15 +276,29 @@ class CompareScreen(Screen[None]):
             self._diff_table(table)
             return
         table.border_title = "verdicts (d: config diff)"
-        for col in ("run", "final val", "verdict", "plan"):
-            table.add_column(col, key=col)
-        for i, (run, v) in enumerate(zip(c.runs, c.verdicts, strict=False)):
-            table.add_row(
-                Text(run.name, style=self.colour_of(run.name) + (" bold" if i == c.target else "")),
-                "–" if run.final_val_loss is None else f"{run.final_val_loss:.3f}",
-                short_verdict(v),
-                run.plan_name,
-            )
+        widths = fit_columns(
+            self.query_one("#compare-main").size.width - 1,  # a vertical scrollbar's room
+            [r.name for r in c.runs],
+            [r.plan_name for r in c.runs],
+        )
+        for col, width in widths.columns:
+            table.add_column(col, key=col, width=width)
+        lit = self._highlighted_name()
+        detail = verdict_detail(None, None, lit or "", "")
+        for i, run in enumerate(c.runs):
+            v = c.verdicts[i] if i < len(c.verdicts) else None
+            name, *cells = verdict_row(run, v, widths, run.name == lit)
+            style = self.colour_of(run.name) + (" bold" if i == c.target else "")
+            table.add_row(Text(name, style=style), *cells)
+            if run.name == lit:
+                detail = verdict_detail(run, v, run.name, c.gate)
+        self.query_one("#compare-detail", Static).update(Text(detail if lit else ""))
+
+    def _highlighted_name(self) -> str | None:
+        """The run the list's highlight is on (its verdict is shown whole)."""
+        sel = self.query_one(SelectionList)
+        i = sel.highlighted
+        return self.entries[i].name if i is not None and 0 <= i < len(self.entries) else None
 
     def _diff_table(self, table: DataTable[str | Text]) -> None:
         """The plan keys whose values differ between the selected runs, one column a run."""
