@@ -158,8 +158,9 @@ def test_accuracy_equals_a_count_over_the_models_own_forward() -> None:
 
 
 @pytest.mark.usefixtures("gc_cache")
-def test_a_run_on_the_task_writes_accuracy_in_its_evals(tmp_path: Path) -> None:
-    trainer = make_trainer(tmp_path, HOPS_PLAN)
+@pytest.mark.parametrize("family", ["gpt2", "llama"])
+def test_a_run_on_the_task_writes_accuracy_in_its_evals(tmp_path: Path, family: str) -> None:
+    trainer = make_trainer(tmp_path, HOPS_PLAN.replace('family = "gpt2"', f'family = "{family}"'))
     assert trainer.run() == "completed"
     evals = [e for e in read_all(tmp_path / "events.jsonl") if isinstance(e, Eval)]
     assert [e.step for e in evals] == [5, 10]
