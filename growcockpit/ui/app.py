@@ -13,6 +13,7 @@ from pathlib import Path
 from textual import events
 from textual.app import App, SystemCommand
 from textual.binding import Binding
+from textual.notifications import SeverityLevel
 from textual.screen import Screen
 
 from growcockpit.protocol.safe_text import quoted
@@ -262,6 +263,21 @@ class GrowCockpitApp(App[None]):
         if self._remember_theme:
             save_settings({"theme": name})
         self.notify(f"theme: {name}", timeout=2)
+
+    def notify(
+        self,
+        message: str,
+        *,
+        title: str = "",
+        severity: SeverityLevel = "information",
+        timeout: float | None = None,
+        markup: bool = False,
+    ) -> None:
+        """Every toast is literal text: they show plan problems, paths, run names and
+        backend answers, whose brackets ("add [model] with …") Rich markup would eat.
+        `Widget.notify` passes markup=True on; no toast here uses markup, so it is ignored."""
+        del markup
+        super().notify(message, title=title, severity=severity, timeout=timeout, markup=False)
 
     # ---- the command palette lists every action ------------------------------
     def get_system_commands(self, screen: Screen[object]) -> Iterable[SystemCommand]:

@@ -25,8 +25,8 @@ class ConfirmScreen(ModalScreen[bool]):
 
     def compose(self) -> ComposeResult:
         with Vertical(id="confirm-box", classes="dialog"):
-            yield Static(self._title, id="confirm-title", classes="dialog-title")
-            yield Static(self._body, id="confirm-body", classes="dialog-body")
+            yield Static(self._title, id="confirm-title", classes="dialog-title", markup=False)
+            yield Static(self._body, id="confirm-body", classes="dialog-body", markup=False)
             with Horizontal(id="confirm-buttons", classes="dialog-buttons"):
                 yield Button(f"{self._yes} (y)", id="yes", variant="warning")
                 yield Button("No (n)", id="no")

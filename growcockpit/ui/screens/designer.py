@@ -21,6 +21,7 @@ from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, VerticalScroll
 from textual.content import Content
+from textual.css.query import NoMatches
 from textual.message import Message
 from textual.widgets import (
     Button,
@@ -65,6 +66,15 @@ TABS = (
 )
 TABS_BY_KEY = tuple(enumerate(TABS, start=1))
 TAB_TITLES = {tab: f"{i} {label}" for i, (tab, label) in TABS_BY_KEY}  # the key, then the name
+STAGE_ACTIONS = ("edit_stages", "move")  # a, d, x, [, ]: the stage table's keys
+
+
+def _pane_scroll(*, id: str | None = None) -> VerticalScroll:  # noqa: A002 - Textual's name
+    """A tab's scroll pane, not itself a focus stop: the first Tab from the tab bar lands in
+    the tab's first field (it stopped on the pane, and the letters typed next went to the
+    screen's keys: `x` removed a stage, the `l` of a path opened Launch). Focusing a field
+    scrolls it into view, so the pane needs no focus of its own."""
+    return VerticalScroll(id=id, can_focus=False)
 
 
 class DesignerScreen(DesignerSaving):
@@ -131,18 +141,18 @@ class DesignerScreen(DesignerSaving):
 
     # ---- building ----------------------------------------------------------
     def compose(self) -> ComposeResult:
-        yield Static("", id="plan-title")
-        yield Static("", id="plan-summary")
+        yield Static("", id="plan-title", markup=False)  # plan text: literal
+        yield Static("", id="plan-summary", markup=False)
         with TabbedContent(id="designer-tabs", initial="tab-stages"):
             with (
                 TabPane(TAB_TITLES["tab-stages"], id="tab-stages"),
-                VerticalScroll(id="stages-scroll"),
+                _pane_scroll(id="stages-scroll"),
             ):
                 yield StageTable(id="stage-table")
                 yield StageForm(id="stage-form")
                 yield StageTimeline(id="timeline")
             plan = self.plan
-            with TabPane(TAB_TITLES["tab-model"], id="tab-model"), VerticalScroll():
+            with TabPane(TAB_TITLES["tab-model"], id="tab-model"), _pane_scroll():
                 if plan is not None:
                     yield SectionForm("plan", plan, id="form-plan", disabled=self.remaining)
                     yield SectionForm("model", plan.model, id="form-model", disabled=self.remaining)
@@ -152,22 +162,22 @@ class DesignerScreen(DesignerSaving):
                         id="form-budget",
                         disabled=self.remaining,
                     )
-            with TabPane(TAB_TITLES["tab-data"], id="tab-data"), VerticalScroll():
+            with TabPane(TAB_TITLES["tab-data"], id="tab-data"), _pane_scroll():
                 if plan is not None:
                     yield SectionForm("data", plan.data, id="form-data", disabled=self.remaining)
-                    yield Static("", id="data-state")
-            with TabPane(TAB_TITLES["tab-optim"], id="tab-optim"), VerticalScroll():
+                    yield Static("", id="data-state", markup=False)
+            with TabPane(TAB_TITLES["tab-optim"], id="tab-optim"), _pane_scroll():
                 if plan is not None:
                     yield SectionForm("optim", plan.optim, id="form-optim", disabled=self.remaining)
-        yield Static("", id="plan-cost")  # under every tab, never scrolled away
-        yield Static("", id="plan-problems")
+        yield Static("", id="plan-cost", markup=False)  # under every tab, never scrolled
+        yield Static("", id="plan-problems", markup=False)
         with Horizontal(id="plan-actions"):
             if self.remaining:
                 yield Button("Send to run (ctrl+s)", id="send", variant="success")
             else:
                 yield Button("Launch (l)", id="launch", variant="success")
                 yield Button("Save (ctrl+s)", id="save")
-            yield Static("", id="plan-path")
+            yield Static("", id="plan-path", markup=False)
         yield Footer(compact=True)
 
     def on_mount(self) -> None:
@@ -230,8 +240,9 @@ class DesignerScreen(DesignerSaving):
         box = self.query_one("#plan-problems", Static)
         box.set_class(bool(by_key), "-bad")
         box.set_class(not by_key, "-good")
+        listed = designer_status.listed_problems(self.problems, self.field_errors)
         # literal text: a problem may name a table such as [model], which is not markup
-        box.update(Content(designer_status.problems_line(by_key, self.plan, self.remaining)))
+        box.update(Content(designer_status.problems_line(listed, self.plan, self.remaining)))
 
     def _show_title(self) -> None:
         assert self.plan is not None
@@ -337,12 +348,28 @@ class DesignerScreen(DesignerSaving):
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
         """Editing a running run's remaining stages: ctrl+s sends them; nothing to launch or
-        save as, so the footer does not offer it."""
+        save as, so the footer does not offer it. The stage keys act only where the stage
+        table is (see `_stage_keys_live`)."""
+        if action in STAGE_ACTIONS:
+            return self._stage_keys_live()
         if action in ("launch", "save_as", "save"):
             return not self.remaining
         if action == "send":
             return self.remaining
         return True
+
+    def _stage_keys_live(self) -> bool:
+        """`a`, `d`, `x`, `[`, `]` edit the stage list: only on the Stages tab, and not while a
+        field of the stage form has the focus (a key there is the field's, never a stage
+        removed out of sight)."""
+        try:
+            active = self.query_one(TabbedContent).active
+        except NoMatches:  # not composed yet
+            return False
+        return active == "tab-stages" and not isinstance(self.focused, Input | Select)
+
+    def on_tabbed_content_tab_activated(self, _event: TabbedContent.TabActivated) -> None:
+        self.refresh_bindings()  # the stage keys show only on the Stages tab
 
     def action_send(self) -> None:
         self.action_save()

@@ -106,7 +106,8 @@ class DesignerSaving(Screen[list[dict[str, Any]] | None]):
             return
         self.plan_path = path
         self.dirty = False
-        note = designer_status.saved_note(len(self.problems) + len(self.field_errors))
+        listed = designer_status.listed_problems(self.problems, self.field_errors)
+        note = designer_status.saved_note(len(listed))
         self.notify(f"saved {display_path(path)}{note}", title="Saved", timeout=3)
         self._show_title()
 
@@ -123,8 +124,9 @@ class DesignerSaving(Screen[list[dict[str, Any]] | None]):
         self.dismiss(stages)
 
     def _blocked(self, what: str) -> bool:
-        why = designer_status.blocked_text(what, self.problems, self.field_errors, self.plan)
-        if why:
+        listed = designer_status.listed_problems(self.problems, self.field_errors)
+        why = designer_status.blocked_text(what, listed, self.plan)
+        if why:  # literal: a problem names tables such as [model] (all toasts are: app.notify)
             self.notify(why, title="Fix the plan first", severity="error", timeout=8)
         return bool(why)
 

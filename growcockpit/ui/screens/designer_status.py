@@ -52,12 +52,24 @@ def saved_note(n_problems: int) -> str:
     return f" (a draft with {n} problem{'s' if n > 1 else ''})" if n else ""
 
 
+Listed = list[tuple[str, str]]  # (key, problem), every one, in the validator's order
+
+
+def listed_problems(problems: list[PlanError], field_errors: dict[str, str]) -> Listed:
+    """Every problem of the plan being edited, the list `plan validate` prints for the saved
+    file: the validator's, each on its own even when two share a key (a stage's layers
+    breaking its operator's rule and the final depth), except where a field's own parse
+    error stands for what the validator said of that field's last good value."""
+    return [*field_errors.items()] + [
+        (err.key, err.problem) for err in problems if err.key not in field_errors
+    ]
+
+
 def errors_by_key(problems: list[PlanError], field_errors: dict[str, str]) -> dict[str, str]:
-    """One problem per key: the validator's first, overridden by a field's own parse error."""
+    """What each field shows: every problem of its key, one a line."""
     by_key: dict[str, str] = {}
-    for err in problems:
-        by_key.setdefault(err.key, err.problem)
-    by_key.update(field_errors)
+    for key, problem in listed_problems(problems, field_errors):
+        by_key[key] = f"{by_key[key]}\n{problem}" if key in by_key else problem
     return by_key
 
 
@@ -84,27 +96,23 @@ def bad_stages(by_key: dict[str, str]) -> set[int]:
     return {int(m.group(1)) for k in by_key if (m := _STAGE_KEY.match(k))}
 
 
-def problems_line(by_key: dict[str, str], plan: Plan | None, remaining: bool) -> str:
-    """The summary under the tabs: ready, or the count and the first problem."""
-    n = len(by_key)
+def problems_line(listed: Listed, plan: Plan | None, remaining: bool) -> str:
+    """The summary under the tabs: ready, or the count (`plan validate`'s) and the first."""
+    n = len(listed)
     if n == 0:
         what = "send the edited stages" if remaining else "launch"
         return f"✔ valid: ready to {what}"
-    first_key, first = next(iter(by_key.items()))
+    first_key, first = listed[0]
     more = f" (+{n - 1} more: see ⚠ rows and fields)" if n > 1 else ""
     return f"⚠ {n} problem{'s' if n > 1 else ''}: {where(first_key, plan)}: {first}{more}"
 
 
-def blocked_text(
-    what: str, problems: list[PlanError], field_errors: dict[str, str], plan: Plan | None
-) -> str:
+def blocked_text(what: str, listed: Listed, plan: Plan | None) -> str:
     """Why `what` (launch, send the stages) cannot happen now; empty when it can."""
-    n = len(problems) + len(field_errors)
+    n = len(listed)
     if not n:
         return ""
-    first: tuple[str, str] = (
-        next(iter(field_errors.items())) if field_errors else (problems[0].key, problems[0].problem)
-    )
+    first = listed[0]
     return (
         f"cannot {what}: {n} problem{'s' if n > 1 else ''}; "
         f"first: {where(first[0], plan)}: {first[1]}"

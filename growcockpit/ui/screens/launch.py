@@ -43,11 +43,11 @@ class LaunchScreen(ModalScreen[LaunchOptions | None]):
 
     def compose(self) -> ComposeResult:
         with Vertical(id="launch-box", classes="dialog"):
-            yield Static(f"Launch “{self._plan_name}”", classes="dialog-title")
+            yield Static(f"Launch “{self._plan_name}”", classes="dialog-title", markup=False)
             body = f"The run goes to {self._where}/ and keeps training when you leave the cockpit."
             if self._summary:
                 body = f"{self._summary}\n{body}"
-            yield Static(body, classes="dialog-body")
+            yield Static(body, classes="dialog-body", markup=False)
             with Horizontal(classes="field-row"):
                 yield Label("device", classes="field-label")
                 yield FieldInput(
@@ -56,11 +56,11 @@ class LaunchScreen(ModalScreen[LaunchOptions | None]):
                     id="launch-device",
                     compact=True,
                 )
-            yield Static("", id="launch-device-err", classes="field-error")
+            yield Static("", id="launch-device-err", classes="field-error", markup=False)
             with Horizontal(classes="field-row"):
                 yield Label("processes", classes="field-label")
                 yield FieldInput("1", id="launch-nproc", compact=True)
-            yield Static("", id="launch-nproc-err", classes="field-error")
+            yield Static("", id="launch-nproc-err", classes="field-error", markup=False)
             with Horizontal(classes="dialog-buttons"):
                 yield Button("Launch (Enter)", id="go", variant="success")
                 yield Button("Cancel (Esc)", id="cancel")

@@ -40,7 +40,7 @@ class PickRunScreen(ModalScreen[Picked]):
                 "Its validation loss is drawn on the loss plot, and the plot's lower border "
                 "says when this run reached its final loss. Runs named a baseline come first."
             )
-            yield Static(body, classes="dialog-body")
+            yield Static(body, classes="dialog-body", markup=False)
             pinned = self._pinned.resolve() if self._pinned is not None else None
             options = [
                 Option(

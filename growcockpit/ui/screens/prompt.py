@@ -35,11 +35,11 @@ class PromptScreen(ModalScreen[str | None]):
 
     def compose(self) -> ComposeResult:
         with Vertical(id="prompt-box", classes="dialog"):
-            yield Static(self._title, id="prompt-title", classes="dialog-title")
+            yield Static(self._title, id="prompt-title", classes="dialog-title", markup=False)
             if self._body:
-                yield Static(self._body, id="prompt-body", classes="dialog-body")
+                yield Static(self._body, id="prompt-body", classes="dialog-body", markup=False)
             yield FieldInput(self._value, id="prompt-input")
-            yield Static("", id="prompt-error", classes="field-error")
+            yield Static("", id="prompt-error", classes="field-error", markup=False)
             with Horizontal(classes="dialog-buttons"):
                 yield Button(f"{self._ok} (Enter)", id="ok", variant="primary")
                 yield Button("Cancel (Esc)", id="cancel")

@@ -130,7 +130,7 @@ class RaceScreen(Screen[None]):
         self.view: RaceView | None = None
 
     def compose(self) -> ComposeResult:
-        yield Static(f"race {self.race_dir.name} · reading…", id="race-head")
+        yield Static(f"race {self.race_dir.name} · reading…", id="race-head", markup=False)
         yield SteadyTable[str | Text](id="race-table", cursor_type="row", zebra_stripes=True)
         with Vertical(id="race-plots"):
             for wid, _, _ in PLOTS:

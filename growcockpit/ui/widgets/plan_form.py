@@ -118,7 +118,9 @@ def label_width(fields: tuple[Field, ...]) -> int:
 def _field_cell(field: Field, prefix: str, editor: Widget, width: int) -> Vertical:
     label = Label(field.label, classes="field-label")
     label.styles.width = width
-    error = Static("", id=f"{prefix}{_safe(field.key)}-err", classes="field-error")
+    error = Static(  # a problem names tables ("add [model]") and echoes what was typed
+        "", id=f"{prefix}{_safe(field.key)}-err", classes="field-error", markup=False
+    )
     error.styles.padding = (0, 0, 0, width)
     return Vertical(
         Horizontal(label, editor, classes="field-row"),
@@ -245,7 +247,7 @@ class StageForm(_Form):
         self.locked = False
 
     def compose(self) -> ComposeResult:
-        yield Static("", id="sf-title", classes="form-title")
+        yield Static("", id="sf-title", classes="form-title", markup=False)  # a stage name
         with Container(id="sf-grid", classes="form-grid"):
             width = label_width(STAGE_FIELDS)
             for field in STAGE_FIELDS:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from rich.markup import escape
 from rich.text import Text
 
 from growcockpit.plan.budget import fill_index
@@ -86,7 +87,8 @@ class StageTable(SteadyTable[str | Text]):
         marked = []
         for i, row in enumerate(rows):
             mark = "⚠" if i in bad else ("·" if i < locked else "")
-            marked.append((f"{row[0]}{mark}", *row[1:]))
+            # a `str` cell is markup to DataTable: a stage named "[x]" shows as written
+            marked.append((f"{row[0]}{mark}", *(escape(cell) for cell in row[1:])))
         if len(marked) != len(self._rows):
             cursor = self.cursor_row
             self.clear()
