@@ -72,6 +72,12 @@ def read_source(path: str) -> SourceShape:
         raise SourceError(f"{config_file}: unreadable config.json ({exc})") from None
     if not isinstance(config, dict):
         raise SourceError(f"{config_file}: expected a JSON object")
+    pickled = pickled_weights(root)
+    if pickled:
+        raise SourceError(
+            f"{path}: holds {pickled} (a pickle, which can run code when loaded) and no "
+            f"*.safetensors; only safetensors weights are accepted: {CONVERT}"
+        )
     model_type = config.get("model_type")
     facts = family_of_model_type(model_type)
     if facts is None:
@@ -89,6 +95,26 @@ def read_source(path: str) -> SourceShape:
             raise SourceError(f"{config_file}: {key} = {quoted(value)} is not a positive integer")
         values[field] = value
     return SourceShape(family=facts.name, **values)
+
+
+PICKLED = ("*.bin", "*.pt", "*.pth", "*.ckpt", "*.pkl", "*.pickle")
+CONVERT = (
+    "convert it once, in a Python you trust, with "
+    "`AutoModel.from_pretrained(DIR).save_pretrained(DIR, safe_serialization=True)`"
+)
+
+
+def pickled_weights(root: Path) -> str | None:
+    """The name of a pickled weights file in `root` when it has no safetensors weights.
+
+    Only `*.safetensors` weights are loaded: a header and raw bytes, nothing executed.
+    A `pytorch_model.bin` is a pickle; it is named here (by its file name, never
+    opened) so validation refuses it in one line instead of the backend failing later.
+    """
+    if next(root.glob("*.safetensors"), None) is not None:
+        return None
+    found = sorted(p.name for pattern in PICKLED for p in root.glob(pattern))
+    return found[0] if found else None
 
 
 # a directory holding one of these has a tokenizer of its own

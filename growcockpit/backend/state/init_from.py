@@ -83,6 +83,7 @@ def initial_model(
             str(Path(path).expanduser()),
             attn_implementation="sdpa",
             output_loading_info=True,
+            use_safetensors=True,  # never a pickle (plan/init_from.py refuses one at validate)
             **overrides,
         )
     except (OSError, ValueError, RuntimeError) as exc:
