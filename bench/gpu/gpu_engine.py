@@ -17,8 +17,11 @@ under torchrun with two GPUs).
     python bench/gpu/gpu_engine.py --batch-sizes 32,128  # BERT-Base MSLT plan, CUDA
     python bench/gpu/gpu_engine.py --tiny --device cpu   # the CPU smoke test (seconds)
 
-Last line(s), one per batch size: `gpu_engine: batch=B stages=N tokens_per_s=[…]
-host_overhead_pct=[…] busy_pct=[…] syncs_per_step=[…] device=…` (busy_pct=n/a on CPU).
+`--passes plain,instrumented` runs each batch size twice: plain (no sync debug mode, no
+profiler: the tokens/s and host overhead to quote) then instrumented (sync counts, busy share).
+One line per batch size and pass, printed as measured: `gpu_engine: batch=B stages=N
+pass=plain tokens_per_s=[…] host_overhead_pct=[…] device=…` and `… pass=instrumented
+tokens_per_s=[…] … busy_pct=[…] syncs_per_step=[…] device=…` (busy_pct=n/a on CPU).
 """
 
 from __future__ import annotations
@@ -176,7 +179,18 @@ def main(argv: list[str] | None = None) -> int:
         help="[optim] compile_backend with --compile (default inductor)",
     )
     ap.add_argument("--write-plan", type=Path, default=None, help="also write the short plan here")
+    ap.add_argument(
+        "--passes",
+        default="instrumented",
+        help="comma list of plain (tokens/s and host overhead with no sync debug mode and no "
+        "profiler: the honest speed) and instrumented (sync counts and busy share), in order",
+    )
     args = ap.parse_args(argv)
+    passes = [p.strip() for p in args.passes.split(",") if p.strip()]
+    if not passes or set(passes) - {"plain", "instrumented"}:
+        print(f"gpu_engine: --passes {args.passes}: a comma list of plain, instrumented",
+              file=sys.stderr)
+        return 2
     import transformers
 
     transformers.utils.logging.disable_progress_bar()  # type: ignore[no-untyped-call]
@@ -200,24 +214,27 @@ def main(argv: list[str] | None = None) -> int:
     sizes = [int(b) for b in args.batch_sizes.split(",")] if args.batch_sizes else []
     data = load_blocks(plan.data, plan.model.family, plan.seed)
     code = 0
-    lines: list[str] = []
     for batch_size in sizes or [plan.optim.batch_size]:
-        run_plan = copy.deepcopy(plan)
-        run_plan.optim.batch_size = batch_size
-        meter, status, wall = run_engine(run_plan, data, device)
-        code = max(code, report(meter, device, status, wall, steps, batch_size))
-        lines.append(summary(meter, device, steps, batch_size))
-        if device.type == "cuda":
-            torch.cuda.empty_cache()
-    for line in lines:
-        print(line)
+        for mode in passes:
+            run_plan = copy.deepcopy(plan)
+            run_plan.optim.batch_size = batch_size
+            instrument = mode == "instrumented"
+            print(f"== gpu_engine: batch {batch_size}, {mode} pass", flush=True)
+            meter, status, wall = run_engine(run_plan, data, device, instrument)
+            code = max(code, report(meter, device, status, wall, steps, batch_size, instrument))
+            # as measured: a cut keeps the passes before it
+            print(summary(meter, device, steps, batch_size, instrument), flush=True)
+            if device.type == "cuda":
+                torch.cuda.empty_cache()
     return code
 
 
 def run_engine(
-    plan: Plan, data: TokenBlocks, device: torch.device
+    plan: Plan, data: TokenBlocks, device: torch.device, instrument: bool = True
 ) -> tuple[StageMeter, str, float]:
-    """One `Trainer.run()` of `plan`, its events logged and metered; (meter, status, wall s)."""
+    """One `Trainer.run()` of `plan`, its events logged and metered; (meter, status, wall s).
+    Without `instrument`: no sync debug mode, no warning capture, no profiler (whose host
+    work would inflate the very overhead measured), only the meter's event stamps."""
     with tempfile.TemporaryDirectory(prefix="gpu-engine-") as tmp:
         meter = StageMeter(device)
         log = EventLog(RunPaths(Path(tmp)).events)
@@ -225,6 +242,10 @@ def run_engine(
             torch.manual_seed(plan.seed)
             trainer = Trainer(plan, Path(tmp), data, RunReporter(FanOut(log.append, meter)), device)
             started = time.perf_counter()
+            if not instrument:
+                status = trainer.run()
+                meter.close_stage()
+                return meter, status, time.perf_counter() - started
             with warnings.catch_warnings(record=True) as caught:
                 warnings.simplefilter("always")
                 if device.type == "cuda":
@@ -285,11 +306,19 @@ def stage_figures(row: dict[str, Any], steps: int, cuda: bool) -> dict[str, floa
 
 
 def report(
-    meter: StageMeter, device: torch.device, status: str, wall: float, steps: int, batch: int
+    meter: StageMeter,
+    device: torch.device,
+    status: str,
+    wall: float,
+    steps: int,
+    batch: int,
+    instrument: bool = True,
 ) -> int:
-    cuda = device.type == "cuda"
+    cuda = device.type == "cuda" and instrument  # the columns only an instrumented pass has
+    mode = "instrumented" if instrument else "plain (no sync debug mode, no profiler)"
     print(
-        f"gpu_engine: {status} in {wall:.1f} s on {device}; batch {batch}, {steps} steps per stage"
+        f"gpu_engine: {status} in {wall:.1f} s on {device}; batch {batch}, {steps} steps per "
+        f"stage, {mode}"
     )
     head = (
         f"{'stage':<14} {'layers':>6} {'tok/s':>10} {'wall tok/s':>10} {'between':>7} {'idle':>6} "
@@ -303,7 +332,7 @@ def report(
         fig = stage_figures(row, steps, cuda)
         if fig is None:
             continue
-        peak = f"{row.get('peak_bytes', 0) / 2**30:.1f} GiB" if cuda else "n/a"
+        peak = f"{row['peak_bytes'] / 2**30:.1f} GiB" if "peak_bytes" in row else "n/a"
         freed = (
             f"{(row['freed_bytes'] or 0) / 2**20:.0f} MiB"
             if row["freed_bytes"] is not None
@@ -329,9 +358,11 @@ def report(
             f"{BUSY_WARM + 1}-{BUSY_WARM + 2 * BUSY_N} of each stage, before its first step event; "
             "n/a: a reported step fell inside)"
         )
+    elif not instrument:
+        print("busy, syncs/step: n/a in the plain pass (the instrumented pass counts them)")
     else:
         print("busy: n/a on CPU (torch.profiler's device time needs CUDA)")
-    if not cuda:
+    if not cuda and instrument:
         print("syncs/step: n/a on CPU (counted with CUDA's sync debug mode on a GPU)")
     else:
         print(
@@ -344,18 +375,26 @@ def report(
     return 0 if status == "completed" else 1
 
 
-def summary(meter: StageMeter, device: torch.device, steps: int, batch: int) -> str:
-    """The one-line result of one batch size (gpu_check.sh folds the last into its summary)."""
-    cuda = device.type == "cuda"
+def summary(
+    meter: StageMeter, device: torch.device, steps: int, batch: int, instrument: bool = True
+) -> str:
+    """The one-line result of one batch size and pass (the loan folds them into its summary).
+    The plain pass says tokens/s and host overhead only: its figures are the honest speed."""
+    cuda = device.type == "cuda" and instrument
     figs = [f for f in (stage_figures(r, steps, cuda) for r in meter.rows) if f is not None]
     tps = ",".join(f"{f['tokens_per_s']:.0f}" for f in figs)
     host = ",".join(f"{100 * f['host_overhead']:.1f}" for f in figs)
+    if not instrument:
+        return (
+            f"gpu_engine: batch={batch} stages={len(figs)} pass=plain tokens_per_s=[{tps}] "
+            f"host_overhead_pct=[{host}] device={device.type.upper()}"
+        )
     syncs = f"[{','.join(syncs_cell(f['syncs_per_step']) for f in figs)}]" if cuda else "n/a"
     steady = f"[{','.join(count_cell(f['steady_syncs']) for f in figs)}]" if cuda else "n/a"
     busy = f"[{','.join(pct(f['busy'], '') for f in figs)}]" if cuda else "n/a"
     idle = f"[{','.join(pct(1 - f['busy'], '') for f in figs)}]" if cuda else "n/a"
     return (
-        f"gpu_engine: batch={batch} stages={len(figs)} tokens_per_s=[{tps}] "
+        f"gpu_engine: batch={batch} stages={len(figs)} pass=instrumented tokens_per_s=[{tps}] "
         f"gpu_idle_in_step_pct={idle} host_overhead_pct=[{host}] busy_pct={busy} "
         f"syncs_per_step={syncs} steady_syncs={steady} "
         f"device={device.type.upper()}"

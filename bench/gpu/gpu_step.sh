@@ -14,6 +14,7 @@
 #      eager figure); dispatched operators and CUDA kernel launches per step; MFU against the
 #      datasheet peak (bench/gpu/gpu_datasheet.py) and against the peak measured on the spot,
 #      labelled; the per-layer metrics' cost.
+# GPU_STEP_COMPILE=none leaves the compiled twins out (the loan does: eager only, in its cap).
 # Everything goes under one folder, $OUT/gpu_step (or $GPU_STEP_DIR; /tmp/gpu_step without
 # $OUT): step_vs_reference.log, step_vs_reference.json, summary.txt. The last line is the
 # summary: `gpu_step.sh: ... vs_reference=... mfu_datasheet=...`.
@@ -36,9 +37,9 @@ mkdir -p "$DIR"
 FAMILIES="${GPU_STEP_PLANS:-gpt2,bert,llama}"
 START=$SECONDS
 if [ "$TINY" = 1 ]; then
-  SCALE=(--scale tiny --quick --device cpu --compile full --compile-backend eager)
+  SCALE=(--scale tiny --quick --device cpu --compile "${GPU_STEP_COMPILE:-full}" --compile-backend eager)
 else
-  SCALE=(--scale full --compile full --rows "${GPU_STEP_ROWS:-full}" --rounds "${GPU_STEP_ROUNDS:-3}")
+  SCALE=(--scale full --compile "${GPU_STEP_COMPILE:-full}" --rows "${GPU_STEP_ROWS:-full}" --rounds "${GPU_STEP_ROUNDS:-3}")
 fi
 
 echo "== 0 warm-up: CUDA and the plans' data, once"
