@@ -5,10 +5,13 @@ in place (`stack`, every source, `init = "copy"` or `"zero"`), the stage's freez
 sets `requires_grad`, the new blocks' parameters join the Trainer's optimizer (one new
 group per existing group, with that group's settings, so weight decay splits as the
 Trainer split it) and its LR schedule, and the model's config takes the new depth, so
-`save_pretrained` writes the grown model. The rest of a plan needs growcockpit's engine:
-width changes (`coalesce`, `decoalesce`, `interpolate`: the V-cycle) build a new model
-object the Trainer does not hold, and gates, layer drop, probes and per-stage LRs change
-the step itself, which is the Trainer's (`ENGINE_ONLY`).
+`save_pretrained` writes the grown model. Gated ramps, layer drop, per-stage LRs and
+re-warm-up are done from the callback too (hf_recipes.py: hooks on the blocks, a factor
+on the LR inside each optimizer step). What needs growcockpit's engine is refused at
+construction, every problem at once: width changes (`coalesce`, `decoalesce`,
+`interpolate`: the V-cycle) build a new model object the Trainer does not hold, probes
+train candidates side by side, and `advance = "manual"` / `"plateau"` end a stage on a
+signal where a Trainer stage ends on its steps (`ENGINE_ONLY`).
 """
 
 from __future__ import annotations
@@ -28,17 +31,13 @@ from growcockpit.plan import load_plan, plan_to_dict
 from growcockpit.plan.types import Plan, Stage, trainable_layer_ids
 from growcockpit.protocol.events import Grow, StageStarted
 from growcockpit.tracking.hf import CockpitCallback
+from growcockpit.tracking.hf_recipes import StageRecipes
 from growcockpit.tracking.layer_probe import inner_optimizer
 
 OPERATORS = ("init", "continue", "stack")
-# stage keys whose effect lives in growcockpit's own step: what to use instead
+# stage keys whose effect needs growcockpit's own engine: what to use instead
 ENGINE_ONLY: dict[str, str] = {
     "width": "a width change builds a new model (V-cycle): train it with growcockpit train",
-    "ramp_steps": 'gated blocks change the forward: use init = "zero" or growcockpit train',
-    "layer_drop": "layer drop changes the forward: train it with growcockpit train",
-    "lr": "per-stage LRs are the Trainer's schedule here: use ctl set_lr, or growcockpit train",
-    "warmup_steps": "re-warm-up is the Trainer's schedule here: train it with growcockpit train",
-    "rewarmup_steps": "re-warm-up is the Trainer's schedule here: train it with growcockpit train",
     "probe_steps": "probes train candidates side by side: train it with growcockpit train",
 }
 
@@ -61,8 +60,20 @@ def growth_problems(plan: Plan) -> list[str]:
             if getattr(stage, key, None) not in (None, 0, 0.0):
                 out.append(f"{where}: {key}: {why}")
         if stage.advance != "auto":
-            out.append(f'{where}: advance = "{stage.advance}": a Trainer stage ends on its steps')
+            out.append(
+                f'{where}: advance = "{stage.advance}": a Trainer stage ends on its steps '
+                '(advance = "auto"), or train it with growcockpit train'
+            )
     return out
+
+
+def growth_error(plan: Plan, problems: list[str]) -> GrowthError:
+    """Every problem of the plan in one line, so one edit fixes them all."""
+    many = f" ({len(problems)} problems)" if len(problems) > 1 else ""
+    return GrowthError(
+        f"GrowthCallback: plan {plan.name!r} cannot run inside a Trainer{many}: "
+        + "; ".join(problems)
+    )
 
 
 def _add_to_optimizer(
@@ -114,7 +125,7 @@ class GrowthCallback(CockpitCallback):
         self.plan = plan if isinstance(plan, Plan) else load_plan(Path(plan))
         problems = growth_problems(self.plan)
         if problems:
-            raise GrowthError(f"GrowthCallback: {problems[0]}")
+            raise growth_error(self.plan, problems)
         self.stage_index = 0
         self.ends = [
             sum(s.steps for s in self.plan.stages[: i + 1]) for i in range(len(self.plan.stages))
@@ -122,6 +133,9 @@ class GrowthCallback(CockpitCallback):
         self.model: nn.Module | None = None
         self.optimizer: torch.optim.Optimizer | None = None
         self.scheduler: Any = None
+        self.recipes: StageRecipes | None = None
+        self.trainer_lr = 0.0
+        self.seed = 0
 
     def plan_dict(self, model: nn.Module, state: TrainerState) -> dict[str, Any]:
         return plan_to_dict(self.plan)
@@ -148,12 +162,14 @@ class GrowthCallback(CockpitCallback):
             )
         super().on_train_begin(args, state, control, model, optimizer, lr_scheduler, **kwargs)
         self.model, self.optimizer, self.scheduler = model, optimizer, lr_scheduler
+        self.trainer_lr, self.seed = float(args.learning_rate), int(args.seed)
         if state.max_steps != self.plan.total_steps and self.tracker is not None:
             self.tracker.warn(
                 f"the Trainer runs {state.max_steps} steps, the plan {self.plan.total_steps}: "
                 "set max_steps to the plan's total so every stage runs as planned"
             )
         self._enter(0, None, 0.0, reason="init")
+        self._recipes_at(state.global_step)
 
     def on_step_end(
         self,
@@ -166,6 +182,25 @@ class GrowthCallback(CockpitCallback):
         nxt = self.stage_index + 1
         if nxt < len(self.plan.stages) and state.global_step >= self.ends[self.stage_index]:
             self.grow(nxt)
+        self._recipes_at(state.global_step)
+
+    def _recipes_at(self, global_step: int) -> None:
+        """The stage's gates, skipped blocks and LR factor for the next step (0-based
+        index `global_step`)."""
+        if self.recipes is not None and self.tracker is not None:
+            self.tracker.schedule_factor = self.recipes.at(global_step)
+
+    def on_train_end(
+        self,
+        args: TrainingArguments,
+        state: TrainerState,
+        control: TrainerControl,
+        **kwargs: Any,
+    ) -> None:
+        if self.recipes is not None:
+            self.recipes.close()  # the trained model computes without gates or drops
+            self.recipes = None
+        super().on_train_end(args, state, control, **kwargs)
 
     def grow(self, index: int) -> None:
         """Enter stage `index` now: its operator, the optimizer and schedule, its freeze policy."""
@@ -189,6 +224,17 @@ class GrowthCallback(CockpitCallback):
         stage: Stage = self.plan.stages[index]
         model = self.model
         assert model is not None
+        if self.recipes is not None:
+            self.recipes.close()
+        self.recipes = StageRecipes(
+            stage,
+            index,
+            self.tracker.step_count if self.tracker is not None else 0,
+            list(get_layers(model)),
+            grown.new_layer_ids if grown is not None else [],
+            self.trainer_lr,
+            self.seed,
+        )
         trainable = trainable_layer_ids(stage, before)
         freeze = apply_freeze(
             model, trainable, stage.embeddings_trainable(), stage.head_trainable()
