@@ -27,6 +27,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
+from growcockpit.plan.source_walk import walk_files
 from growcockpit.protocol import safe_json
 
 SourceKind = Literal["text", "json", "parquet", "arrow", "hub"]
@@ -205,10 +206,17 @@ def resolve_source(source: str) -> SourceFiles:
         saved = saved_splits(path, source)
         if saved is not None:
             return saved
-        if any(path.glob("*.py")) and not any(p.suffix in FORMATS for p in path.rglob("*")):
+        walk = walk_files(path)  # bounded: never a venv, .git or node_modules
+        if walk.truncated:
+            raise SourceProblem(
+                f"data.source = {source!r}: more than {walk.limit:,} files and folders under "
+                "it (stopped there); point it at the folder that holds the data, or a glob "
+                "such as 'DIR/*.jsonl'"
+            )
+        if any(path.glob("*.py")) and not any(p.suffix in FORMATS for p in walk.files):
             raise _refusal(source, ".py")
-        files = sorted(str(p) for p in path.rglob("*") if p.suffix in FORMATS and p.is_file())
-        refused = sorted({p.suffix for p in path.rglob("*") if p.suffix in REFUSED})
+        files = [str(p) for p in walk.files if p.suffix in FORMATS]
+        refused = sorted({p.suffix for p in walk.files if p.suffix in REFUSED})
         if not files and refused:
             raise _refusal(source, refused[0])
     elif any(ch in source for ch in "*?["):
