@@ -17,6 +17,7 @@ from growcockpit.protocol.events import (
     StartupPhase,
 )
 from growcockpit.protocol.rundir import FINAL_STATES
+from growcockpit.protocol.stage_steps import StageSteps
 from growcockpit.protocol.startup_phases import FIRST_PHASE, LAST_PHASE, ended_text
 from growcockpit.protocol.wording import counted
 from growcockpit.session.fold import axes
@@ -75,10 +76,26 @@ def on_plan_changed(state: RunData, ev: PlanChanged) -> None:
     state.log_line(
         ev.step,
         "plan",
-        f"plan changed: {what}; now {last} stages, {state.total_steps} steps",
+        f"plan changed: {what}; now {last} stages, {_total_from(state, ev.step)} steps",
         "good",
         ev.t,
     )
+
+
+def _total_from(state: RunData, step: int) -> int:
+    """The run's total as it stands at `step`.
+
+    A rollback's `plan_changed` (the checkpoint's plan) comes before its
+    `rolled_back`, at the restored step, behind the run's: the stages the run
+    ended after that step (an early grow) are not ended any more, so they count
+    their planned steps, as the header will once `rolled_back` is folded.
+    """
+    runs = state.stage_runs
+    if step < state.step:
+        runs = StageSteps(dict(runs.starts), dict(runs.ran))
+        at = [i for i, start in runs.starts.items() if start <= step]
+        runs.rolled_back(max(at, default=0))
+    return runs.total([s.steps for s in state.stages])
 
 
 def on_stage_started(state: RunData, ev: StageStarted) -> None:
