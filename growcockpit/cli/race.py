@@ -58,6 +58,13 @@ def add_parsers(sub: Subparsers) -> None:
         "one stage, equal compute) that race by default to say whether depth pays",
     )
     r.add_argument(
+        "--no-short-controls",
+        action="store_true",
+        help="leave out the full-depth short-schedule controls (the baseline's model on 1/2 "
+        "and 1/4 of its steps, its schedule completed) that race by default: a growth "
+        "winner's speedup is claimed only where it beats them too",
+    )
+    r.add_argument(
         "--join", action="store_true", help="join the race in --race-dir as one more worker"
     )
     r.add_argument(
@@ -99,6 +106,7 @@ def _spec(args: argparse.Namespace, race_dir: Path) -> object:
             finish=not args.no_finish,
             control=args.control,
             depth_controls=not args.no_depth_controls,
+            short_controls=not args.no_short_controls,
         )
         spec = build_race(list(args.plans), args.vary, _seeds(args.seeds), race_dir,
                           write=False, fixed=tuple(args.sets), **build)  # fmt: skip

@@ -4,7 +4,8 @@ Why one function: the bench, `growcockpit compare`, the race, the pin and the GP
 must never disagree on what counts as a win. A growth run's speedup is claimed only where
 
 1. the depth gate says depth pays (compare/depth_gate.py) and every control it needs
-   finished: otherwise the verdict is "undecided" (a control missing) or "unclaimed";
+   finished: otherwise the verdict is "unclaimed" (depth does not pay) or "undecided"
+   (a control missing; a control that finished and beat growth is named even then);
 2. on every seed, growth reaches the target before the full model's envelope (the least
    cost over the long baseline and its short schedules, compare/envelope.py) and before
    every smaller fixed model, in FLOPs and in wall time;
@@ -68,6 +69,15 @@ def unclaimed_mark(value: str, claim: GrowthClaim | None) -> str:
     return value if claim is not None and claim.claimed else f"unclaimed({value})"
 
 
+def claim_text(claim: GrowthClaim, measured: str) -> str:
+    """A growth run's verdict with its claim: the claim beside the ratio where it holds,
+    else "no growth speedup claimed: <why>; measured: <ratio>"."""
+    if claim.claimed:
+        return f"{measured}; {claim.text}"
+    why = claim.text.removesuffix(f"; {NO_CLAIM}").removesuffix(NO_CLAIM).rstrip("; ")
+    return f"no growth speedup claimed: {why}; measured: {measured}"
+
+
 def _strongest(
     axis: Axis, s: SeedCosts
 ) -> tuple[float | None, str | None, list[tuple[str, float]]]:
@@ -106,16 +116,7 @@ def growth_claim(
     """The claim of the module doc. `gate` None: no fixed-size control was run, which is
     undecided too (no smaller model was ruled out); `missing`: controls that were asked
     for (a short schedule, a depth) and did not finish, on any seed."""
-    if gate is None or gate.undecided or missing:
-        what = list(missing)
-        text = gate.text if gate is not None and gate.undecided and not what else None
-        if gate is None and not what:
-            what = ["the fixed-size controls (none ran)"]
-        line = text or undecided_text(what)
-        return GrowthClaim("undecided", target, {}, None, line)
-    if not seeds:
-        return GrowthClaim("undecided", target, {}, None, undecided_text(["every seed"]))
-    if not gate.pays:
+    if gate is not None and gate.status == "does-not-pay":
         return GrowthClaim("unclaimed", target, {}, None, gate.text)
     tests: dict[Axis, SeedTest] = {}
     for axis in _axes(seeds):
@@ -130,7 +131,7 @@ def growth_claim(
                 ratios.append(math.inf)
                 continue
             ratios.append(best / mine if mine > 0 else math.inf)
-            if best <= mine and name is not None:
+            if best <= mine and name is not None:  # decisive even with a control missing
                 return GrowthClaim(
                     "unclaimed",
                     target,
@@ -147,8 +148,16 @@ def growth_claim(
             "unclaimed", target, tests, None,
             f"growth never reached {target.text} (seed {seeds_text}); {NO_CLAIM}",
         )  # fmt: skip
-    if not tests:
-        return GrowthClaim("undecided", target, {}, None, undecided_text(["any cost axis"]))
+    if gate is None or gate.undecided or missing or not seeds or not tests:
+        what = list(missing)
+        if gate is None and not what:
+            what = ["the fixed-size controls (none ran)"]
+        if not seeds:
+            what.append("every seed of the growth run")
+        elif not tests:
+            what.append("any cost axis")
+        line = undecided_text(what) if what else gate.text  # type: ignore[union-attr]
+        return GrowthClaim("undecided", target, tests, None, line)
     main = tests.get("flops") or next(iter(tests.values()))
     lead = _lead_text(seeds, target, tests)
     if all(t.significant for t in tests.values()):

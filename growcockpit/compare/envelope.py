@@ -68,7 +68,7 @@ class CurvePoint:
     """One evaluation: the compute spent so far and the metric's value there."""
 
     flops: float | None
-    wall_s: float
+    wall_s: float | None  # None: not measured (a race's curves count FLOPs only)
     value: float
 
 
@@ -77,7 +77,7 @@ class Cost:
     """Where a curve first met the target (interpolated between evaluations)."""
 
     flops: float | None
-    wall_s: float
+    wall_s: float | None
 
     def on(self, axis: Axis) -> float | None:
         return self.flops if axis == "flops" else self.wall_s
@@ -95,7 +95,7 @@ def cost_to(points: Sequence[CurvePoint], target: Target) -> Cost | None:
             if prev is None or prev.value == p.value or not math.isfinite(prev.value):
                 return Cost(p.flops, p.wall_s)
             f = (prev.value - target.value) / (prev.value - p.value)
-            return Cost(_lerp(prev.flops, p.flops, f), prev.wall_s + f * (p.wall_s - prev.wall_s))
+            return Cost(_lerp(prev.flops, p.flops, f), _lerp(prev.wall_s, p.wall_s, f))
         prev = p
     return None
 
@@ -146,9 +146,9 @@ def is_short_control(name: str) -> bool:
 
 def control_words(name: str) -> str:
     """A run name said so a user understands what it is."""
-    m = SHORT_CONTROL.match(name)
+    m = SHORT_CONTROL.match(name.split(" ")[0])
     if m is None:
-        depth = re.match(r"^depth-(\d+)$", name)
+        depth = re.match(r"^depth-(\d+)(?:\s|$)", name)
         if depth:
             n = int(depth.group(1))
             return f"a fixed {n}-layer model ({name})"
@@ -175,5 +175,6 @@ def points(evals: Sequence[object], metric: Metric) -> list[CurvePoint]:
             value = getattr(e, metric, None)
             flops, wall = getattr(e, "flops", None), getattr(e, "wall_s", 0.0)
         if isinstance(value, int | float) and math.isfinite(value):
-            out.append(CurvePoint(None if flops is None else float(flops), float(wall), value))
+            fl = None if flops is None else float(flops)
+            out.append(CurvePoint(fl, None if wall is None else float(wall), value))
     return out

@@ -15,7 +15,7 @@ from __future__ import annotations
 import dataclasses
 from dataclasses import dataclass
 
-from growcockpit.compare.claim import NO_CLAIM, GrowthClaim
+from growcockpit.compare.claim import GrowthClaim, claim_text
 from growcockpit.compare.controls import control_depth, fixed_depth, run_gate, short_fraction
 from growcockpit.compare.depth_gate import DepthGate
 from growcockpit.compare.envelope import Metric
@@ -63,15 +63,6 @@ def _best_control(runs: list[RunProgress], target: RunProgress, gate: DepthGate)
         and control_depth(r.plan, target.plan) == gate.best_control.layers
     ]
     return min(arm, key=lambda r: r.final_val_loss or 0.0)
-
-
-def claim_text(claim: GrowthClaim, measured: str) -> str:
-    """A growth run's verdict with its claim: the claim beside the ratio where it holds,
-    else "no growth speedup claimed: <why>; measured: <ratio>"."""
-    if claim.claimed:
-        return f"{measured}; {claim.text}"
-    why = claim.text.removesuffix(f"; {NO_CLAIM}").removesuffix(NO_CLAIM).rstrip("; ")
-    return f"no growth speedup claimed: {why}; measured: {measured}"
 
 
 def gated_verdicts(

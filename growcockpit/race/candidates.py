@@ -28,6 +28,7 @@ from growcockpit.race.depth_controls import DepthControlError, depth_control_pla
 from growcockpit.race.halving import rung_computes
 from growcockpit.race.race_dir import PLANS, make_root, plan_path, run_path, subdir, write_file
 from growcockpit.race.race_dir import SPEC_FILE as SPEC_FILE  # re-exported: its home was here
+from growcockpit.race.short_controls import short_control_tables, short_fractions
 
 BASELINE_STAGE = "full-depth"
 Made = tuple[str, str, list[str], bool, Plan, str]  # label, name, sets, baseline, plan, text
@@ -50,6 +51,7 @@ class Candidate:
     control: bool = False  # `--control`: a growth plan's trainable set, no growth
     controls: list[str] = field(default_factory=list)  # a control's growth candidates' keys
     depth: int = 0  # a fixed-size control's depth (race/depth_controls.py); 0: not one
+    short: float = 0.0  # a short-schedule control's share of the baseline's steps; 0: not one
 
 
 @dataclass
@@ -67,6 +69,7 @@ class RaceSpec:
     vary: list[str] = field(default_factory=list)
     control: bool = False
     depth_controls: bool = False  # fixed-size controls race too (build_race's default: on)
+    short_controls: bool = False  # full@0.5, full@0.25 race too (build_race's default: on)
 
     def to_json(self) -> str:
         return json.dumps(asdict(self), indent=1)
@@ -174,12 +177,14 @@ def build_race(
     finish: bool = True,
     control: bool = False,
     depth_controls: bool = True,
+    short_controls: bool = True,
     write: bool = True,
     fixed: tuple[str, ...] = (),
 ) -> RaceSpec:
     """Every candidate's plan, checked and (with `write`) written under `race_dir/plans/`;
     the rungs. With `control`, each growth candidate's control (race/control.py) too;
-    with `depth_controls`, the fixed-size controls (race/depth_controls.py).
+    with `depth_controls`, the fixed-size controls (race/depth_controls.py); with
+    `short_controls`, the baseline's model on ½ and ¼ of its steps (race/short_controls.py).
     `fixed`: `--set KEY=VALUE` overrides every candidate (and the baseline) shares."""
     if not plan_paths:
         raise RaceError("give at least one plan file")
@@ -227,6 +232,8 @@ def build_race(
     budget = plan_flops(made[0][4])  # the first plan's; the baseline costs the same
     depths = _depth_controls(first, base_sets, budget, fixed) if depth_controls else []
     made += [m for m, _ in depths]
+    shorts = _short_controls(first, base_sets, fixed) if short_controls else []
+    made += [m for m, _ in shorts]
     _refuse_incomparable(made)
     controls = _controls(made, grown)
     made += [m for m, _ in controls]
@@ -244,9 +251,11 @@ def build_race(
     for at, (_, of) in enumerate(controls, start=len(made) - len(controls)):
         keys = [candidates[i].key for i in of]
         candidates[at] = dataclasses.replace(candidates[at], control=True, controls=keys)
-    start = len(made) - len(controls) - len(depths)
+    start = len(made) - len(controls) - len(shorts) - len(depths)
     for at, (_, depth) in enumerate(depths, start=start):
         candidates[at] = dataclasses.replace(candidates[at], depth=depth)
+    for at, (_, share) in enumerate(shorts, start=start + len(depths)):
+        candidates[at] = dataclasses.replace(candidates[at], short=share)
     rungs = rung_computes(len(candidates), eta, keep, budget_fraction * budget)
     if not rungs:
         raise RaceError(f"{len(candidates)} candidate(s) and --keep {keep}: nothing to race")
@@ -262,6 +271,7 @@ def build_race(
         vary,
         control,
         depth_controls,
+        short_controls,
     )
 
 
@@ -286,6 +296,27 @@ def _depth_controls(
         except (PlanError, DepthControlError) as exc:
             raise RaceError(
                 f"the fixed-size controls: {exc}; or race with --no-depth-controls"
+            ) from None
+    return out
+
+
+def _short_controls(
+    first: tuple[dict[str, Any], Plan], base_sets: list[list[str]], fixed: tuple[str, ...] = ()
+) -> list[tuple[Made, float]]:
+    """The baseline's model on ½ and ¼ of its steps, its schedule completed over them, at
+    every choice of the non-stage keys (race/short_controls.py)."""
+    out: list[tuple[Made, float]] = []
+    for sets in base_sets:
+        try:
+            base = apply_overrides(baseline_tables(*first), [parse_override(s) for s in sets])
+            plan = plan_from_dict(base)
+            for share in short_fractions():
+                ctl = plan_from_dict(short_control_tables(base, plan, share))
+                label = _label(ctl.name, [s for s in sets if s not in fixed])
+                out.append(((label, ctl.name, sets, False, ctl, dump_plan(ctl)), share))
+        except PlanError as exc:
+            raise RaceError(
+                f"the short-schedule controls: {exc}; or race with --no-short-controls"
             ) from None
     return out
 

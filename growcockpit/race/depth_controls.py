@@ -80,6 +80,8 @@ class RaceGate:
 
     def lines(self) -> list[str]:
         best = self.gate.best_control
+        if best is None:
+            return [self.gate.text]
         return [
             f"fixed depth best at this budget: {layers_text(self.gate.lowest_layers)} "
             f"(the best control: {self.keys[best.layers]}, {best.median:.4f} at rung "

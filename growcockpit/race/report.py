@@ -17,12 +17,14 @@ from typing import Any
 import optuna
 from optuna.trial import TrialState
 
+from growcockpit.compare.claim import GrowthClaim, claim_text
 from growcockpit.plan import PlanError, load_plan
 from growcockpit.race.candidates import Candidate, RaceSpec
 from growcockpit.race.depth_controls import Arm, RaceGate, race_gate
 from growcockpit.race.halving import Point, Speedup, best_tied, first_reach_flops
 from growcockpit.race.journal import replay_errors
 from growcockpit.race.runs import RunState, run_state
+from growcockpit.race.short_controls import race_claim
 from growcockpit.race.study import trials_by_key
 
 
@@ -42,6 +44,7 @@ class Row:
     runs: list[str]
     controls: list[str] | None = None  # a control's growth candidates; None: not a control
     depth: int = 0  # a fixed-size control's depth; 0: not one
+    short: float = 0.0  # a short-schedule control's share of the baseline's steps; 0: not one
 
 
 @dataclass(frozen=True)
@@ -106,6 +109,7 @@ def _row(c: Candidate, spec: RaceSpec, trial: optuna.trial.FrozenTrial) -> Row:
         c.runs,
         c.controls if c.control else None,
         c.depth,
+        c.short,
     )
 
 
@@ -218,6 +222,7 @@ def format_result(result: RaceResult) -> str:
         name = r.key + (" (baseline)" if r.baseline else "")
         name += " (control)" if r.controls is not None else ""
         name += f" (fixed {r.depth}-layer control)" if r.depth else ""
+        name += f" (full@{r.short:g}: the full model on a shorter schedule)" if r.short else ""
         table.append([name, *map(_fmt, r.rung_losses), f"{r.flops:.3g}", state])
     widths = [max(len(row[i]) for row in table) for i in range(len(head))]
     lines += ["  ".join(c.ljust(w) for c, w in zip(row, widths, strict=True)) for row in table]
@@ -254,8 +259,19 @@ def verdict_line(result: RaceResult) -> str:
             f"winner: {win.key}, a fixed {win.depth}-layer control: a smaller model is the "
             "best use of this budget; no growth speedup is claimed"
         )
+    if win.short:
+        return (
+            f"winner: {win.key}, the full model trained for {win.short:g} of the budget "
+            f"(full@{win.short:g}): a shorter schedule of the full model is the best use of "
+            "this budget; no growth speedup is claimed"
+        )
     s = result.speedup
     gate = result.depth_gate
+    if s is not None and s.sooner is not None and gate is not None and gate.gate.undecided:
+        return (
+            f"winner: {result.winner}; {gate.gate.text} (measured: the baseline's loss "
+            f"{s.sooner:.2f}× sooner)"
+        )
     if s is not None and s.sooner is not None and gate is not None and not gate.gate.pays:
         return (
             f"winner: {result.winner}; depth does not pay at this budget, so no growth speedup "
@@ -273,9 +289,33 @@ def verdict_line(result: RaceResult) -> str:
         f"{s.sooner:.2f}× sooner (estimated from the race: {s.winner_flops:.3g} vs "
         f"{s.baseline_flops:.3g} FLOPs); {race_cost_text(s.with_race)}"
     )
-    if gate is not None:
+    if gate is not None and gate.gate.pays:
         line += "; " + _against_best_control(result, gate, win)
-    return line
+    claim = winner_claim(result, win, s.target_loss)
+    if claim is None:
+        return line
+    if claim.claimed:
+        return claim_text(claim, line)
+    return f"winner: {win.key}; {claim_text(claim, line)}"
+
+
+def _named(row: Row) -> str:
+    """A control's name as the claim says it: `full@0.5 <key>`, `depth-1 <key>`."""
+    if row.short:
+        return f"full@{row.short:g} {row.key}"
+    return f"depth-{row.depth} {row.key}" if row.depth else row.key
+
+
+def winner_claim(result: RaceResult, win: Row, target_loss: float) -> GrowthClaim | None:
+    """The growth winner's claim against the baseline, the short schedules and the fixed
+    controls among the rows (race/short_controls.py); None without any such control."""
+    full = {_named(r): r.runs for r in result.rows if (r.baseline or r.short) and r is not win}
+    fixed = {_named(r): r.runs for r in result.rows if r.depth}
+    if not any(r.short or r.depth for r in result.rows):
+        return None
+    missing = [r.key for r in result.rows if (r.short or r.depth) and r.state == "failed"]
+    gate = result.depth_gate.gate if result.depth_gate is not None else None
+    return race_claim(win.runs, full, fixed, target_loss, gate, missing)
 
 
 def race_cost_text(with_race: float | None) -> str:
@@ -298,6 +338,7 @@ def race_cost_text(with_race: float | None) -> str:
 
 def _against_best_control(result: RaceResult, gate: RaceGate, win: Row) -> str:
     """Where depth pays: how much sooner the winner reaches the best control's loss."""
+    assert gate.gate.best_control is not None  # called where depth pays
     key = gate.keys[gate.gate.best_control.layers]
     row = next(r for r in result.rows if r.key == key)
     loss = row.rung_losses[gate.rung]

@@ -22,6 +22,7 @@ def test_plans_times_variations_plus_the_baseline_at_the_same_lrs(tmp_path: Path
         tmp_path,
         budget_fraction=0.25,
         depth_controls=False,
+        short_controls=False,
     )
     keys = [c.key for c in spec.candidates]
     assert len(keys) == 4 + 2 and len(set(keys)) == 6  # 2 × 2 growth plans, 2 baselines
@@ -52,7 +53,8 @@ def test_a_full_depth_plan_given_is_the_baseline(tmp_path: Path) -> None:
     full = tmp_path / "full.toml"
     full.write_text(text[:cut] + '[[stages]]\nname = "all"\nlayers = 4\nsteps = 8\n')
     spec = build_race(
-        [PLAN, full], [], [0], tmp_path / "race", budget_fraction=0.5, depth_controls=False
+        [PLAN, full], [], [0], tmp_path / "race", budget_fraction=0.5, depth_controls=False,
+        short_controls=False,
     )
     # no second baseline; the same plan name twice gets two keys
     assert [(c.key, c.baseline) for c in spec.candidates] == [
@@ -71,7 +73,16 @@ def test_errors_name_the_key(tmp_path: Path) -> None:
     with pytest.raises(RaceError, match="budget-fraction"):
         build_race([PLAN], [], [0], tmp_path, budget_fraction=1.5)
     with pytest.raises(RaceError, match="nothing to race"):
-        build_race([PLAN], [], [0], tmp_path, budget_fraction=0.1, keep=2, depth_controls=False)
+        build_race(
+            [PLAN],
+            [],
+            [0],
+            tmp_path,
+            budget_fraction=0.1,
+            keep=2,
+            depth_controls=False,
+            short_controls=False,
+        )
     assert tomllib.loads(PLAN.read_text())["metrics"]["eval_every_steps"] == 2
 
 

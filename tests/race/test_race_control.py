@@ -26,7 +26,7 @@ def test_the_control_trains_the_last_growth_stages_set_at_full_depth_for_the_sam
     tmp_path: Path,
 ) -> None:
     spec = build_race([PLAN], ["optim.lr=1e-3,3e-3"], [0], tmp_path, budget_fraction=0.5,
-                      control=True, depth_controls=False)  # fmt: skip
+                      control=True, depth_controls=False, short_controls=False)  # fmt: skip
     kinds = [(c.baseline, c.control) for c in spec.candidates]
     assert kinds == [(False, False)] * 2 + [(True, False)] * 2 + [(False, True)] * 2
     grown, ctls = spec.candidates[:2], spec.candidates[4:]
@@ -68,6 +68,7 @@ def test_no_control_for_a_growth_that_trains_everything_or_for_a_baseline(tmp_pa
 def test_equal_controls_are_one_candidate_controlling_both(tmp_path: Path) -> None:
     spec = build_race([PLAN], ["stages.1.source=top,random"], [0], tmp_path,
                       budget_fraction=0.5, control=True, depth_controls=False,
+            short_controls=False,
                       write=False)  # fmt: skip
     ctls = [c for c in spec.candidates if c.control]
     assert len(ctls) == 1 and ctls[0].controls == [c.key for c in spec.candidates[:2]]

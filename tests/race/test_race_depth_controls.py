@@ -41,7 +41,9 @@ def test_a_race_adds_depth_one_and_half_depth_at_every_lr_at_equal_compute(
 
 
 def test_no_depth_controls_leaves_them_out(tmp_path: Path) -> None:
-    spec = build_race([PLAN], [], [0], tmp_path, budget_fraction=0.5, depth_controls=False)
+    spec = build_race(
+        [PLAN], [], [0], tmp_path, budget_fraction=0.5, depth_controls=False, short_controls=False
+    )
     assert not any(c.depth for c in spec.candidates) and not spec.depth_controls
 
 

@@ -31,7 +31,7 @@ PLAN = Path(__file__).with_name("tiny-race.toml")
 def _race(race_dir: Path, *extra: str) -> list[str]:
     return [
         sys.executable, "-m", "growcockpit", "race", str(PLAN), "--budget-fraction", "0.5",
-        "--no-depth-controls", "--race-dir", str(race_dir), *extra,
+        "--no-depth-controls", "--no-short-controls", "--race-dir", str(race_dir), *extra,
     ]  # fmt: skip
 
 

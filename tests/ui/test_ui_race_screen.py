@@ -46,7 +46,7 @@ def race_dir(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
     with log.open("wb") as out:
         proc = subprocess.Popen(
             [sys.executable, "-m", "growcockpit", "race", str(PLAN), "--budget-fraction", "0.01",
-             "--no-finish", "--no-depth-controls", "--race-dir", str(race)],
+             "--no-finish", "--no-depth-controls", "--no-short-controls", "--race-dir", str(race)],
             stdout=out, stderr=subprocess.STDOUT, start_new_session=True,
         )  # fmt: skip
         try:
