@@ -21,7 +21,7 @@ from collections.abc import Callable
 from functools import partial
 from pathlib import Path
 
-from textual import work
+from textual import events, work
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, Vertical
@@ -52,7 +52,13 @@ from growcockpit.ui.widgets import (
 from growcockpit.ui.widgets.console import ConsolePanel
 from growcockpit.ui.widgets.loss_plot import axis_plots
 from growcockpit.ui.widgets.samples_panel import SamplesPanel
-from growcockpit.ui.widgets.scalar_plot import ScalarPlot
+from growcockpit.ui.widgets.scalar_plot import (
+    ScalarHint,
+    ScalarPlot,
+    plots_room,
+    squeezed,
+    yield_hint,
+)
 
 TEXT_FLUSH_S = 0.25  # ≤ 4 Hz
 PLOT_FLUSH_S = 0.5  # ≤ 2 Hz
@@ -138,6 +144,7 @@ class DashboardScreen(DashboardViews):
                     with Vertical(id="ov-plots"):
                         yield LossPlot(id="loss-plot")
                         yield ScalarPlot(id="scalar-plot")
+                        yield ScalarHint("", id="scalar-hint")
                     yield LayerTable(id="layer-table")
                 with Horizontal(id="ov-bottom"):
                     yield EventLogPanel(id="event-log")
@@ -169,6 +176,7 @@ class DashboardScreen(DashboardViews):
         self.query_one("#timing-panel").border_title = "time per step"
         self.query_one("#samples-panel").border_title = "samples: what the model writes"
         self.restore_view()
+        self.call_after_refresh(self.fit_scalar)
         self.session.claim_control()
         self._tail()
         self.watch_notes()
@@ -262,10 +270,28 @@ class DashboardScreen(DashboardViews):
         time, tokens/s), then hidden."""
         plot = self.query_one(ScalarPlot)
         plot.scalar = next_scalar(plot.scalar)
+        self.fit_scalar()
         shown = "hidden" if plot.scalar is None else BY_KEY[plot.scalar].name
+        if plot.scalar is not None and plot.squeezed:
+            shown += " (hidden while the terminal is this short)"
         self.notify(f"plot beside the loss: {shown}", timeout=2)
         self.call_after_refresh(self.flush_plot)
         self.remember_view()
+
+    def on_resize(self, event: events.Resize) -> None:
+        self.call_after_refresh(self.fit_scalar)
+
+    def fit_scalar(self) -> None:
+        """Hide the plot beside the loss, with a hint, where two plots leave the loss too
+        few rows to read (80×24); show it again when the terminal grows."""
+        plot, hint = self.query_one(ScalarPlot), self.query_one(ScalarHint)
+        bottom = self.query_one("#ov-bottom").styles.height  # the events row, when wide
+        below = 0 if self.has_class("-narrow") or bottom is None else int(bottom.value)
+        room = plots_room(self.query_one(TabbedContent).size.height, below)
+        plot.squeezed = squeezed(room)
+        hint.display = plot.scalar is not None and plot.squeezed
+        if plot.scalar is not None:
+            hint.update(yield_hint(BY_KEY[plot.scalar].name, room))
 
     def action_smoothing(self, direction: int) -> None:
         plot = self.query_one(LossPlot)

@@ -53,6 +53,21 @@ def starting_phase(state: RunState, now: float | None) -> str:
     return starting_line(state.startup_phase, end - state.startup_since)
 
 
+def fit_role(role: str, room: int) -> str:
+    """The cockpit's role in `room` columns: "read-only: controlled by pid 4242 on host"
+    wrapped the header's last line over two at 80 columns. Shorter forms first (the
+    words, then the host), then cut with a …; "read-only" itself always stays."""
+    forms = [role]
+    if role.startswith("read-only"):
+        forms.append(role.replace("controlled by ", "", 1))
+        forms.append(forms[-1].split(" on ", 1)[0])
+    for form in forms:
+        if len(form) <= room:
+            return form
+    keep = "read-only" if role.startswith("read-only") else ""
+    return forms[-1][: max(room - 1, len(keep))] + "…" if room > len(keep) else keep or role[:1]
+
+
 def header_text(
     state: RunState,
     now: float | None = None,
@@ -108,6 +123,7 @@ def header_text(
     line.append(f" · ETA stage {_eta(state, state.eta_stage())}")
     line.append(f" · run {_eta(state, state.eta_run())}")
     if role:
+        role = fit_role(role, width - len(line.plain.rsplit("\n", 1)[-1]) - 2)
         line.append("  ")
         line.append(role, style="bold reverse" if role.startswith("read-only") else "dim")
     room = width - len(line.plain.rsplit("\n", 1)[-1]) - 3
