@@ -4,11 +4,12 @@ independent count over Hugging Face's own forward, and written by a real run on 
 from __future__ import annotations
 
 import contextlib
+import json
 from pathlib import Path
 
 import pytest
 import torch
-from run_fixtures import make_trainer
+from run_fixtures import make_trainer, warm_growcockpit
 
 from growcockpit.backend.data.blocks import Batch
 from growcockpit.backend.data.hops import HopBlocks
@@ -165,3 +166,21 @@ def test_a_run_on_the_task_writes_accuracy_in_its_evals(tmp_path: Path, family: 
     evals = [e for e in read_all(tmp_path / "events.jsonl") if isinstance(e, Eval)]
     assert [e.step for e in evals] == [5, 10]
     assert all(e.accuracy is not None and 0.0 <= e.accuracy <= 1.0 for e in evals)
+
+
+@pytest.mark.usefixtures("gc_cache")
+def test_growcockpit_train_runs_the_task_and_keeps_its_vocabulary(
+    tmp_path: Path, gc_cache: Path
+) -> None:
+    """The CLI reads no corpus for a task source, and the run keeps the fixed vocabulary."""
+    plan = tmp_path / "hops.toml"
+    plan.write_text(HOPS_PLAN)
+    run_dir = tmp_path / "run"
+    done = warm_growcockpit(
+        "train", str(plan), "--device", "cpu", "--run-dir", str(run_dir), cache=gc_cache
+    )
+    assert done.returncode == 0, done.stderr[-600:]
+    evals = [e for e in read_all(run_dir / "events.jsonl") if isinstance(e, Eval)]
+    assert evals and all(e.accuracy is not None for e in evals)
+    saved = json.loads((run_dir / "tokenizer" / "tokenizer.json").read_text())
+    assert set(saved["model"]["vocab"]) == {"a", "b", "c", "<|endoftext|>"}
