@@ -49,6 +49,7 @@ from growcockpit.families import spec_for
 from growcockpit.metrics import SystemSampler
 from growcockpit.plan import plan_to_dict
 from growcockpit.plan.init_from import without_init_from
+from growcockpit.plan.source_identity import source_identity
 from growcockpit.plan.types import Plan
 from growcockpit.protocol import safe_fs
 from growcockpit.protocol.control import ControlError, ControlServer
@@ -153,6 +154,7 @@ def run_training(
             pid=os.getpid(),
             versions=_versions(),
             resumed_from=str(resume_from) if resume_from else None,
+            data_source=source_identity(plan.data.source),  # compare: one file, one source
         )
     )
     reporter.startup.ended_before("imports", entered - reporter.startup.launched)

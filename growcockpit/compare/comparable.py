@@ -57,17 +57,52 @@ FACTS: tuple[tuple[str, Callable[[Mapping[str, Any]], str]], ...] = (
 )
 
 
-def mismatches(plan: Mapping[str, Any], target: Mapping[str, Any]) -> list[Mismatch]:
-    """The facts on which `plan` and `target` measure a different loss (empty: comparable)."""
+def mismatches(
+    plan: Mapping[str, Any],
+    target: Mapping[str, Any],
+    source: Mapping[str, Any] | None = None,
+    target_source: Mapping[str, Any] | None = None,
+) -> list[Mismatch]:
+    """The facts on which `plan` and `target` measure a different loss (empty: comparable).
+
+    `source` / `target_source`: the data each run read, as its `run_started` recorded it
+    (plan/source_identity.py). When both runs have one, the data source is compared by
+    content, so `own.txt` launched beside the file and `../byo/own.txt` launched elsewhere
+    are one source; a run logged before it existed is compared by the plan's text.
+    """
     out = []
     for what, fact in FACTS:
         try:
             mine, theirs = fact(plan), fact(target)
         except (TypeError, ValueError):  # a hand-edited log: not held against the run
             continue
+        if what == "data source":
+            found = _same_data(source, target_source)
+            if found is True:
+                continue
+            if found is False:
+                mine, theirs = _where(source, mine), _where(target_source, theirs)
+                if mine == theirs:  # one path, another content: the file changed between runs
+                    mine, theirs = f"{mine} (as read then)", f"{theirs} (changed since)"
+                out.append(Mismatch(what, mine, theirs))
+                continue
         if UNKNOWN not in (mine, theirs) and mine != theirs:
             out.append(Mismatch(what, mine, theirs))
     return out
+
+
+def _same_data(mine: Mapping[str, Any] | None, theirs: Mapping[str, Any] | None) -> bool | None:
+    """True/False when both runs recorded their data's fingerprint; None when one did not."""
+    a = mine.get("fingerprint") if mine else None
+    b = theirs.get("fingerprint") if theirs else None
+    if not isinstance(a, str) or not isinstance(b, str) or not a or not b:
+        return None
+    return a == b
+
+
+def _where(identity: Mapping[str, Any] | None, text: str) -> str:
+    path = identity.get("path") if identity else None
+    return path if isinstance(path, str) and path else text
 
 
 def not_comparable(found: list[Mismatch], target_name: str) -> str:

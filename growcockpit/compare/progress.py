@@ -91,6 +91,7 @@ class RunProgress:
     plan_stages: int = 0  # stages in the run's plan (0: no plan in the log)
     train: list[TrainPoint] = field(default_factory=list)  # each step event's train loss
     plan: dict[str, Any] = field(default_factory=dict)  # as launched (for a config diff)
+    data_source: dict[str, Any] = field(default_factory=dict)  # run_started's resolved source
     op_seconds: float = 0.0  # the operators' share of `wall_s` (stage entries)
     step_ms: dict[int, list[float]] = field(default_factory=dict)  # per stage, each event's
 
@@ -146,6 +147,7 @@ def fold_events(name: str, events: Iterable[Event]) -> RunProgress:
             if isinstance(ev, RunStarted):
                 run.plan_name = str((ev.plan or {}).get("name", ""))
                 run.plan = dict(ev.plan or {})
+                run.data_source = dict(ev.data_source or {})
             changed = plan_of(ev.plan)
             if changed is not None or isinstance(ev, RunStarted):
                 plan = changed

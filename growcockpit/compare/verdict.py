@@ -110,7 +110,11 @@ def verdict(run: RunProgress, target: RunProgress) -> Verdict:
     final = run.final_val_loss
     if goal is None:
         return _verdict(run, target, f"{target.name} has no evaluation yet: no target")
-    found = [] if run is target else mismatches(run.plan, target.plan)
+    found = (
+        []
+        if run is target
+        else mismatches(run.plan, target.plan, run.data_source, target.data_source)
+    )
     if found:
         text = not_comparable(found, target.name)
         return dataclasses.replace(

@@ -84,6 +84,9 @@ class RunStarted(Event):
     # "transformers.Trainer", and the user's own config; "" / {} for growcockpit's engine
     trainer: str = ""
     config: dict[str, Any] = field(default_factory=dict)
+    # the data read, launch-directory independent (plan/source_identity.py): {"path": the
+    # resolved absolute path, "fingerprint": its content's}; {} for builtin, hub and older logs
+    data_source: dict[str, str] = field(default_factory=dict)
 
 
 @dataclass(kw_only=True)
