@@ -29,14 +29,12 @@ from growcockpit.plan.types import MetricsSpec
 from growcockpit.protocol.events import (
     Checkpoint,
     Error,
-    Eval,
     Event,
     LayerStats,
     Paused,
     RolledBack,
     RunFinished,
     RunStarted,
-    Scalars,
     StageStarted,
     Step,
     WarningEvent,
@@ -47,6 +45,7 @@ from growcockpit.tracking.commands import CommandDesk
 from growcockpit.tracking.console import ConsoleCopy, copy_console
 from growcockpit.tracking.guard import LossGuard, advice
 from growcockpit.tracking.layer_probe import LayerProbe
+from growcockpit.tracking.logged import LogDesk
 from growcockpit.tracking.lr_hook import LrFactorHook
 from growcockpit.tracking.run_files import TrackedRunFiles, TrackError
 from growcockpit.tracking.run_info import (
@@ -57,12 +56,11 @@ from growcockpit.tracking.run_info import (
     versions,
 )
 from growcockpit.tracking.saving import SaveFn, default_save
-from growcockpit.tracking.scalars import check_scalars, perplexity
 
 PLAIN_LOOP = "PyTorch loop"
 
 
-class Tracker(CommandDesk):
+class Tracker(CommandDesk, LogDesk):
     """A tracked run. `step()` after each optimizer step; `close()` (or `with`) at the end.
 
     `step()` returns False once `stop` was accepted: end the loop then.
@@ -205,15 +203,6 @@ class Tracker(CommandDesk):
     def warn(self, message: str) -> None:
         self.emit(WarningEvent(message=message, step=self.step_count))
 
-    def tell(self, message: str, once: str | None = None) -> None:
-        """One line to the script's stderr and the run's events (once per `once` key)."""
-        if once is not None:
-            if once in self._warned:
-                return
-            self._warned.add(once)
-        print(f"growcockpit: {message}", file=sys.stderr, flush=True)
-        self.warn(message)
-
     def current_lr(self) -> float:
         """The LR the optimizer uses at its next step (the cockpit's scale included)."""
         return self.lr_hook.current()
@@ -282,52 +271,6 @@ class Tracker(CommandDesk):
             file=sys.stderr,
             flush=True,
         )
-
-    def log(self, metrics: Mapping[str, Any], step: int | None = None) -> None:
-        """Any scalars of yours at `step` (default: the last step): `log({"grad_norm": g})`.
-
-        A validation loss (`val/loss`, `val_loss`, `eval/loss`, `eval_loss`) becomes an
-        `eval` event, as growcockpit's own evaluations. A bad value is dropped with one
-        warning line; this never raises."""
-        try:
-            checked = check_scalars(metrics, "cockpit.log")
-            self._logged(checked.values, checked.val_loss, checked.problems, step)
-        except Exception as exc:  # the user's script must not die of a metric
-            self.tell(f"cockpit.log: not logged: {type(exc).__name__}: {exc}", once=repr(exc))
-
-    def eval(self, val_loss: Any = None, step: int | None = None, **metrics: Any) -> None:
-        """An evaluation at `step` (default: the last step): `eval(val_loss=2.1, accuracy=.6)`.
-
-        The loss becomes an `eval` event (compare, the pin, the `v` plots, export); the
-        other values are logged as `val/<name>`. Never raises."""
-        try:
-            named = {k if "/" in k else f"val/{k}": v for k, v in metrics.items()}
-            checked = check_scalars(named, "cockpit.eval")
-            loss = None
-            if val_loss is not None:
-                loss_checked = check_scalars({"val_loss": val_loss}, "cockpit.eval")
-                checked.problems.extend(loss_checked.problems)
-                loss = loss_checked.val_loss
-            self._logged(checked.values, loss, checked.problems, step)
-        except Exception as exc:
-            self.tell(f"cockpit.eval: not logged: {type(exc).__name__}: {exc}", once=repr(exc))
-
-    def _logged(
-        self,
-        values: dict[str, float],
-        val_loss: float | None,
-        problems: list[str],
-        step: int | None,
-    ) -> None:
-        for problem in problems:
-            self.tell(problem, once=problem)
-        at = self.step_count if step is None else int(step)
-        if val_loss is not None:
-            self.emit(
-                Eval(step=at, stage=self.stage, val_loss=val_loss, val_ppl=perplexity(val_loss))
-            )
-        if values:
-            self.emit(Scalars(step=at, stage=self.stage, values=values))
 
     def checkpoint(self, reason: str) -> tuple[bool, str]:
         """Save through the save function into checkpoints/step-N/; (written, what happened)."""
