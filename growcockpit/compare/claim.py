@@ -32,6 +32,10 @@ from growcockpit.compare.seed_stats import SeedTest, seed_test
 
 ClaimStatus = Literal["claimed", "unclaimed", "undecided"]
 NO_CLAIM = "no growth speedup is claimed"
+NO_GATE = (
+    "depth gate undecided: no fixed-size control (the final model at depth 1 and half depth, "
+    f"the same compute) was run; {NO_CLAIM}"
+)
 
 
 @dataclass(frozen=True)
@@ -151,7 +155,7 @@ def growth_claim(
     if gate is None or gate.undecided or missing or not seeds or not tests:
         what = list(missing)
         if gate is None and not what:
-            what = ["the fixed-size controls (none ran)"]
+            return GrowthClaim("undecided", target, tests, None, NO_GATE)
         if not seeds:
             what.append("every seed of the growth run")
         elif not tests:

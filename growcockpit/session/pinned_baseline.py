@@ -19,17 +19,19 @@ from pathlib import Path
 from typing import Any
 
 from growcockpit.compare import EvalPoint, load_progress
+from growcockpit.compare.claim import GrowthClaim, claim_text
 from growcockpit.compare.comparable import mismatches
 from growcockpit.compare.controls import control_depth, fixed_depth
 from growcockpit.compare.depth_gate import DepthArm, depth_gate
-from growcockpit.compare.progress import plan_of
+from growcockpit.compare.envelope import CurvePoint
+from growcockpit.compare.progress import RunProgress, plan_of
 from growcockpit.protocol.rundir import RunPaths
 from growcockpit.protocol.safe_fs import RunDirError
 from growcockpit.session.catalog import RunEntry, list_runs
 from growcockpit.session.compare_view import point_x
 from growcockpit.session.fold.axes import Axis
 from growcockpit.session.fold.state import RunData
-from growcockpit.session.pin_controls import PinGate, gate_note, pin_gate
+from growcockpit.session.pin_controls import PinGate, gate_note, pin_claim, pin_gate
 from growcockpit.session.plot_view import PINNED_SERIES, to_axis
 from growcockpit.session.settings import load_settings, save_settings
 
@@ -132,9 +134,31 @@ def standing(pin: PinnedBaseline, state: RunData, axis: Axis) -> str:
     gate = _gate(pin, state)
     if gate is not None:
         return f"{head}: this run is a control, {gate}"
-    claimed = pin.found is None or pin.found.gate.pays
+    if pin.found is None:
+        return _against(pin, state, axis, head, target, True)
+    claim = _claim(pin, state, target)
+    depth = pin.found.gate
+    claimed = claim.claimed if claim is not None else depth is not None and depth.pays
     line = _against(pin, state, axis, head, target, claimed)
-    return line if pin.found is None else f"{line}; {gate_note(pin.found)}"
+    if claim is not None and (claim.winner is not None or claim.status == "undecided"):
+        why = claim_text(claim, "").split("; measured:")[0]
+        return f"{line}; {why}"
+    extra = "; one seed: not a result" if claim is not None and not claim.claimed else ""
+    return f"{line}; {gate_note(pin.found)}{extra}"
+
+
+def _claim(pin: PinnedBaseline, state: RunData, target: float) -> GrowthClaim | None:
+    """The watched run's claim against the controls found beside the pin (None: the run
+    trains a fixed model itself, or the pin has no run record to measure the envelope)."""
+    mine = plan_of(state.plan_dict)
+    if pin.found is None or (mine is not None and fixed_depth(mine) is not None):
+        return None
+    steps = [float(s) for s in state.val.xs]
+    flops = to_axis(state, "flops", steps)
+    wall = to_axis(state, "time", steps)
+    grown = [CurvePoint(f, w, v) for f, w, v in zip(flops, wall, state.val.ys, strict=False)]
+    base = RunProgress(pin.name, evals=list(pin.evals), plan=pin.plan, status=pin.status)
+    return pin_claim(pin.found, base, grown, target)
 
 
 def _against(
