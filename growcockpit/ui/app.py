@@ -281,9 +281,16 @@ class GrowCockpitApp(App[None]):
 
     # ---- the command palette lists every action ------------------------------
     def get_system_commands(self, screen: Screen[object]) -> Iterable[SystemCommand]:
+        """The screen's keys, the themes, then the app's own commands and Textual's, each
+        once: Home's `c` Compare and the app's "Compare runs" (and two "New plan"s, two
+        "Quit"s) were listed side by side for one action."""
+        seen: set[str] = set()  # titles, case-folded
+        bound: set[str] = set()  # the screen's actions
         for binding in getattr(screen, "BINDINGS", []):
             if isinstance(binding, Binding) and binding.description:
                 key = binding.key_display or binding.key.split(",")[0]
+                seen.add(binding.description.casefold())
+                bound.add(binding.action.removeprefix("app."))
                 yield SystemCommand(
                     binding.description,
                     f"key {key} · {type(screen).__name__.removesuffix('Screen').lower()}",
@@ -295,11 +302,21 @@ class GrowCockpitApp(App[None]):
                 f"switch to the {name} theme (t cycles)",
                 partial(self.set_theme, name),
             )
-        yield SystemCommand("Home", "plans and runs", self.action_home)
-        yield SystemCommand("New plan", "open the designer on a new plan", self.action_new_plan)
-        yield SystemCommand(
-            "Compare runs", "overlay the loss curves of runs", self.action_open_compare
+        own = (
+            ("Home", "plans and runs", self.action_home, {"home"}),
+            ("New plan", "open the designer on a new plan", self.action_new_plan, {"new_plan"}),
+            (
+                "Compare runs",
+                "overlay the loss curves of runs",
+                self.action_open_compare,
+                {"compare", "open_compare"},
+            ),
         )
+        for title, about, callback, actions in own:
+            if title.casefold() not in seen and not bound & actions:
+                seen.add(title.casefold())
+                yield SystemCommand(title, about, callback)
         for command in super().get_system_commands(screen):
-            if command.title not in ("Theme",):
+            if command.title != "Theme" and command.title.casefold() not in seen:
+                seen.add(command.title.casefold())
                 yield command

@@ -8,6 +8,7 @@ refreshes itself every couple of seconds from each run's status.json.
 from __future__ import annotations
 
 import time
+from collections import Counter
 from pathlib import Path
 
 from rich.text import Text
@@ -73,6 +74,21 @@ def _short(path: Path) -> str:
         return str(path.resolve().relative_to(Path.cwd().resolve()))
     except (ValueError, OSError):
         return str(path)
+
+
+def plan_labels(plans: list[PlanEntry]) -> list[str]:
+    """Each plan's name, and where two plans share one (a copied file), its file too:
+    two identical rows could not be told apart. The file name, or its path where the
+    names of those files match as well."""
+    names = Counter(p.name for p in plans)
+    files = Counter(p.path.name for p in plans if names[p.name] > 1)
+    labels = []
+    for p in plans:
+        if names[p.name] < 2:
+            labels.append(p.name)
+        else:
+            labels.append(f"{p.name} · {p.path.name if files[p.path.name] < 2 else _short(p.path)}")
+    return labels
 
 
 class HomeScreen(Screen[None]):
@@ -163,10 +179,10 @@ class HomeScreen(Screen[None]):
         table = self.query_one("#plans-table", DataTable)
         cursor = table.cursor_row
         table.clear()
-        for i, p in enumerate(self.plans):
+        for i, (p, label) in enumerate(zip(self.plans, plan_labels(self.plans), strict=True)):
             about = p.problem or p.description
             table.add_row(
-                Text(p.name, style="bold"),
+                Text(label, style="bold"),
                 Text(p.origin, style="dim" if p.origin == "sample" else "green"),
                 str(p.stages),
                 str(p.steps),
@@ -218,7 +234,7 @@ class HomeScreen(Screen[None]):
     # ---- the runs table's columns, sort and filter ----------------------------------
     def action_columns(self) -> None:
         model = self.table_model
-        offered = ", ".join(available_columns(self.rows)[:40]) or "none yet"
+        offered = ", ".join(available_columns(self.rows)) or "none yet"  # all: the body scrolls
 
         def done(value: str | None) -> None:
             if value is None:

@@ -36,8 +36,9 @@ class PromptScreen(ModalScreen[str | None]):
     def compose(self) -> ComposeResult:
         with Vertical(id="prompt-box", classes="dialog"):
             yield Static(self._title, id="prompt-title", classes="dialog-title", markup=False)
-            if self._body:
-                yield Static(self._body, id="prompt-body", classes="dialog-body", markup=False)
+            if self._body:  # scrolls when long (every run column key): the field stays in view
+                with VerticalScroll(id="prompt-body-scroll"):
+                    yield Static(self._body, id="prompt-body", classes="dialog-body", markup=False)
             yield FieldInput(self._value, id="prompt-input")
             yield Static("", id="prompt-error", classes="field-error", markup=False)
             with Horizontal(classes="dialog-buttons"):
