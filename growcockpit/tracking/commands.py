@@ -15,6 +15,7 @@ from growcockpit.protocol.commands import CommandAck, CommandRequest, lr_scale_p
 from growcockpit.protocol.events import CommandEvent, Event, Paused, Resumed
 from growcockpit.protocol.pending import PendingCommand
 from growcockpit.tracking.lr_hook import NO_OPTIMIZER
+from growcockpit.tracking.ranks import QuietFiles, Ranks, share
 
 if TYPE_CHECKING:
     from growcockpit.tracking.lr_hook import LrFactorHook
@@ -49,7 +50,8 @@ class CommandDesk:
     A mixin of `Tracker`, which owns the state named below; kept apart so the step's
     bookkeeping and the command rules read separately."""
 
-    files: TrackedRunFiles
+    files: TrackedRunFiles | QuietFiles
+    ranks: Ranks | None
     lr_hook: LrFactorHook
     step_count: int
     lr_scale: float
@@ -66,12 +68,21 @@ class CommandDesk:
         raise NotImplementedError
 
     def handle_commands(self) -> None:
-        """Apply what arrived; while paused, wait here for more (resume or stop)."""
+        """Apply what arrived; while paused, wait here for more (resume or stop). Under DDP
+        rank 0 answers and every rank takes its state from one broadcast (ranks.py)."""
         for pending in self.files.control.poll():
             self._answer(pending)
+        self._share()
         while self.paused and not self.should_stop:
             for pending in self.files.control.wait(0.5):
                 self._answer(pending)
+            self._share()
+
+    def _share(self) -> None:
+        if self.ranks is not None:
+            self.paused, self.should_stop, self.lr_scale = share(
+                self.ranks, self.paused, self.should_stop, self.lr_scale
+            )
 
     def _answer(self, pending: PendingCommand) -> None:
         request = pending.request

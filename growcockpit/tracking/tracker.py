@@ -47,6 +47,7 @@ from growcockpit.tracking.guard import LossGuard, advice
 from growcockpit.tracking.layer_probe import LayerProbe
 from growcockpit.tracking.logged import LogDesk
 from growcockpit.tracking.lr_hook import LrFactorHook
+from growcockpit.tracking.ranks import QuietFiles, detect
 from growcockpit.tracking.run_files import TrackedRunFiles, TrackError
 from growcockpit.tracking.run_info import (
     family_model,
@@ -117,18 +118,25 @@ class Tracker(CommandDesk, LogDesk):
             blocks = list(get_layers(host)) if host is not None else None
         device = next((p.device for p in model.parameters()), torch.device("cpu"))
         notes = run_notes(root, note, tags)  # checked before anything is written
-        self.files = TrackedRunFiles(
-            root,
-            self.name,
-            total_steps,
-            self.metrics.system_every_s,
-            device,
-            resume=start_step is not None,
+        self.ranks = detect(device)  # under torchrun: rank 0 writes, every rank obeys
+        writer = self.ranks is None or self.ranks.writer
+        self.files: TrackedRunFiles | QuietFiles = (
+            TrackedRunFiles(
+                root,
+                self.name,
+                total_steps,
+                self.metrics.system_every_s,
+                device,
+                resume=start_step is not None,
+            )
+            if writer
+            else QuietFiles(root)
         )
         self.lr_hook = LrFactorHook(optimizer, lambda: self.lr_scale * self.schedule_factor)
-        self.guard = LossGuard(self.metrics.spike_window, self.metrics.spike_z) if guard else None
+        judge = guard and writer  # rank 0 judges; its pause reaches every rank
+        self.guard = LossGuard(self.metrics.spike_window, self.metrics.spike_z) if judge else None
         self._cut_at: int | None = None  # a resume: cut the plots before the first new step
-        if notes:  # the run's notes.json, as `growcockpit note` / `tag` write it
+        if notes and writer:  # the run's notes.json, as `growcockpit note` / `tag` write it
             write_notes(root, notes)
         plan_dict = dict(plan) if plan is not None else self._plan(blocks, total_steps)
         resumed = self.files.resumed or bool(start_step)
@@ -137,8 +145,9 @@ class Tracker(CommandDesk, LogDesk):
                 run_id=root.name,
                 plan=plan_dict,
                 device=str(device),
+                world_size=self.ranks.world if self.ranks is not None else 1,
                 pid=os.getpid(),
-                versions=versions(),
+                versions=versions() if writer else {},  # rank 0's alone is written
                 resumed_from=(resumed_from or f"step {self.step_count}") if resumed else None,
                 trainer=trainer,
                 config=plain_config(config),
@@ -146,9 +155,13 @@ class Tracker(CommandDesk, LogDesk):
         )
         if self.files.resumed:
             self._cut_at = self.step_count
-        self.console: ConsoleCopy | None = copy_console(self.files.paths.log) if console else None
+        self.console: ConsoleCopy | None = (
+            copy_console(self.files.paths.log) if console and writer else None
+        )
         self.probe: LayerProbe | None = None
-        if blocks is None:
+        if not writer:
+            pass  # rank 0 reports the per-layer stats
+        elif blocks is None:
             self.warn(
                 f"per-layer stats off: {type(model).__name__} is not a GPT-2, BERT or Llama "
                 f"model; pass layers=[...] (its blocks) to {self.api_name}"
@@ -227,7 +240,8 @@ class Tracker(CommandDesk, LogDesk):
             cut, self._cut_at = min(self._cut_at, self.step_count - 1), None
             self.tokens = tokens_at(self.files.paths.events, cut)
             self.emit(RolledBack(step=cut, stage=self.stage, tokens=self.tokens))
-        self.tokens += int(tokens)
+        tokens = int(tokens) * (self.ranks.world if self.ranks is not None else 1)  # the job's
+        self.tokens += tokens
         value = float(loss.detach().float()) if isinstance(loss, torch.Tensor) else loss
         used = self.lr_hook.used
         self.lr_hook.used = None
