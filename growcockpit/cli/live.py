@@ -154,9 +154,13 @@ def cmd_status(args: argparse.Namespace) -> int:
     # A finished run's stage index is one past the last stage; show the last one.
     stage = min(status.stage + 1, status.num_stages) if status.num_stages else status.stage + 1
     total = f"/{status.total_steps}" if status.total_steps else ""  # a tracked loop may not say
+    named = f" ({status.stage_name})" if status.stage_name else ""  # none yet while starting
+    state = status.state
+    if state == "starting" and status.phase:
+        state += f" ({status.phase})"
     line = (
-        f"{status.run_id}: {status.state}  plan {status.plan_name}  stage {stage}/{status.num_stages} "
-        f"({status.stage_name})  step {status.step}{total}  loss {loss}  pid {status.pid}"
+        f"{status.run_id}: {state}  plan {status.plan_name}  stage {stage}/{status.num_stages}"
+        f"{named}  step {status.step}{total}  loss {loss}  pid {status.pid}"
     )
     lines = [line]
     if status.state == "crashed":  # the one question a crashed run raises

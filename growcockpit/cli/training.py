@@ -8,8 +8,10 @@ nothing behind.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
+import signal
 import sys
 from pathlib import Path
 
@@ -32,6 +34,7 @@ from growcockpit.cli.launch import (
     run_torchrun,
     torchrun_prefix,
 )
+from growcockpit.plan.types import Plan
 from growcockpit.protocol.rundir import RunPaths
 
 
@@ -167,35 +170,36 @@ def cmd_resume(args: argparse.Namespace) -> int:
             "resume. `--force` retrains from its last checkpoint and rewrites final/"
         )
     step = checkpoint_step(args.from_step, "resume --from") if args.from_step else None
-    from growcockpit.backend.state.restore import RestoreError, pick_checkpoint, set_aside_later
-
-    try:
-        ckpt, notes = pick_checkpoint(RunPaths(run_dir).checkpoints, step)
-    except RestoreError as exc:
-        raise UserError(str(exc)) from None
-    again = ["resume", str(run_dir)] + device_args(args)
-    again += [f"--from=step-{step}"] if step is not None else []
-    again += ["--force"] if args.force else []
-    if args.detach:
-        return detach(again + distributed_args(args), run_dir)
-    prefix = torchrun_prefix(args)
-    if prefix is not None:
-        return run_torchrun(prefix, again)
-    from growcockpit.backend.state.checkpoint import CheckpointError, load_checkpoint
-    from growcockpit.backend.state.checkpoint_checks import check_state
-    from growcockpit.backend.state.resume_checks import check_resume_memory, check_resume_shape
-
+    ckpt, notes = _checkpoint_to_resume(run_dir, step)  # torch-free: refused before any start
+    if args.detach or torchrun_prefix(args) is not None:
+        again = ["resume", str(run_dir)] + device_args(args)
+        again += [f"--from=step-{step}"] if step is not None else []
+        again += ["--force"] if args.force else []
+        if args.detach:
+            return detach(again + distributed_args(args), run_dir)
+        return run_torchrun(torchrun_prefix(args) or [], again)
     plan = load_plan_or_fail(RunPaths(run_dir).plan, resuming=True)
-    try:  # a hostile pickle, contents that lie, or a planted giant: before anything is touched
-        checked = check_state(load_checkpoint(ckpt, mmap=True, plan=plan), ckpt)
-        check_resume_shape(plan, checked, ckpt, RunPaths(run_dir).plan)  # plan.toml edited?
-        check_resume_memory(plan, args.device, RunPaths(run_dir).plan)
-    except CheckpointError as exc:
-        raise UserError(str(exc)) from None
     from growcockpit.backend import startup
 
-    before = _status_bytes(run_dir)  # put back if the backend refuses the checkpoint
+    before = _status_bytes(run_dir)  # put back if the checkpoint or the plan is refused
+    # `status` says "starting" with this pid while torch loads and the checkpoint is checked
+    # (seconds), not the old run's "stopped … pid <old pid>"
     startup.guard_startup(run_dir, plan.name, len(plan.stages), plan.total_steps)
+    try:
+        _checked_resume(run_dir, ckpt, plan, args.device)
+    except UserError:
+        _put_back(run_dir, before)
+        raise
+    except startup.StartupInterrupted as exc:
+        _put_back(run_dir, before)
+        name = signal.Signals(exc.signum).name
+        print(
+            f"growcockpit: stopped by {name} before the resume began; the run is as it was",
+            file=sys.stderr,
+        )
+        return 0
+    from growcockpit.backend.state.restore import set_aside_later
+
     try:
         if is_rank_zero():
             for note in notes:
@@ -212,6 +216,42 @@ def cmd_resume(args: argparse.Namespace) -> int:
             )
     except startup.StartupInterrupted as exc:
         return startup.end_interrupted(run_dir, exc)
+
+
+def _checkpoint_to_resume(run_dir: Path, step: int | None) -> tuple[Path, list[str]]:
+    """The checkpoint a resume continues from, and notes on the ones passed over (no torch)."""
+    from growcockpit.backend.state.restore import RestoreError, pick_checkpoint
+
+    try:
+        return pick_checkpoint(RunPaths(run_dir).checkpoints, step)
+    except RestoreError as exc:
+        raise UserError(str(exc)) from None
+
+
+def _checked_resume(run_dir: Path, ckpt: Path, plan: Plan, device: str | None) -> None:
+    """The checkpoint, every part checked, and the run's plan checked against it and the
+    machine: a hostile pickle, contents that lie, a planted giant or an edited plan.toml is
+    a UserError before anything is built."""
+    from growcockpit.backend.state.checkpoint import CheckpointError, load_checkpoint
+    from growcockpit.backend.state.checkpoint_checks import check_state
+    from growcockpit.backend.state.resume_checks import check_resume_memory, check_resume_shape
+
+    try:
+        checked = check_state(load_checkpoint(ckpt, mmap=True, plan=plan), ckpt)
+        check_resume_shape(plan, checked, ckpt, RunPaths(run_dir).plan)  # plan.toml edited?
+        check_resume_memory(plan, device, RunPaths(run_dir).plan)
+    except CheckpointError as exc:
+        raise UserError(str(exc)) from None
+
+
+def _put_back(run_dir: Path, before: bytes | None) -> None:
+    """status.json as it was before this resume (a refused resume changes nothing)."""
+    if before is None or not is_rank_zero():
+        return
+    from growcockpit.protocol import safe_fs
+
+    with contextlib.suppress(OSError):
+        safe_fs.write_atomic(RunPaths(run_dir).status, before)
 
 
 def _status_bytes(run_dir: Path) -> bytes | None:

@@ -8,6 +8,7 @@ for byte as it was.
 
 from __future__ import annotations
 
+import os
 import re
 import shutil
 from pathlib import Path
@@ -69,3 +70,62 @@ def test_a_plan_too_big_for_the_machine_is_refused(tmp_path: Path) -> None:
     with pytest.raises(CheckpointError, match=r"big.toml: stage \d .* needs about .* per rank but"):
         check_resume_memory(plan, "cpu", Path("big.toml"))
     check_resume_memory(loads_plan(tiny_plan(), "tiny.toml"), "cpu", Path("tiny.toml"))
+
+
+def test_status_during_a_resume_start_is_starting_with_this_pid(
+    finished: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """While the checkpoint is checked (torch loading, seconds), `status` says "starting" and
+    the resuming process's pid, not the old run's "stopped … pid <old pid>"; a refusal then
+    puts status.json back byte for byte."""
+    import signal
+
+    from growcockpit.backend.state import checkpoint_checks
+    from growcockpit.cli import main
+    from growcockpit.protocol import read_status
+
+    run = _edited(finished, tmp_path, r"^hidden_size = 32$", "hidden_size = 32")
+    before = (run / "status.json").read_bytes()
+    seen: list[tuple[str, int]] = []
+
+    def checking(state: object, path: Path) -> object:
+        status = read_status(run)
+        seen.append((status.state, status.pid))
+        raise CheckpointError(f"{path}: refused by the test")
+
+    monkeypatch.setattr(checkpoint_checks, "check_state", checking)
+    handlers = {
+        sig: signal.getsignal(sig) for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP)
+    }
+    try:
+        assert main(["resume", str(run), "--force"]) == 2
+    finally:
+        for sig, handler in handlers.items():
+            signal.signal(sig, handler)
+    assert seen == [("starting", os.getpid())]
+    assert (run / "status.json").read_bytes() == before
+
+
+def test_status_of_a_starting_run_has_no_empty_stage_name(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from growcockpit.cli import main
+    from growcockpit.protocol.rundir import RunStatus, write_status
+
+    run = tmp_path / "run"
+    run.mkdir()
+    write_status(
+        run / "status.json",
+        RunStatus(
+            run_id="run",
+            plan_name="p",
+            state="starting",
+            num_stages=2,
+            total_steps=40,
+            pid=os.getpid(),
+            phase="imports",
+        ),
+    )
+    assert main(["status", str(run)]) == 0
+    line = capsys.readouterr().out.splitlines()[0]
+    assert "()" not in line and "starting (imports)" in line and "stage 1/2  step 0/40" in line
