@@ -10,7 +10,10 @@ def counted(n: int, noun: str, plural: str | None = None) -> str:
 
 def speed_word(speedup: float) -> str:
     """A ratio of baseline to plan compute as a reader says it: "1.25× faster", "1.14× slower"
-    (never "0.88× faster")."""
+    (never "0.88× faster"), and "as fast" for a ratio that rounds to 1.00 either way
+    (an equal-cost plan read "1.00× faster")."""
+    if f"{speedup:.2f}" == "1.00" or f"{1 / speedup:.2f}" == "1.00":
+        return "as fast"
     if speedup >= 1:
         return f"{speedup:.2f}× faster"
     return f"{1 / speedup:.2f}× slower"
