@@ -4,8 +4,10 @@ By default every method gets the baseline's budget: the estimated compute of N
 full-depth steps of the final model (`--budget`, default the scale's steps);
 each growth plan's fill stage is lengthened until its estimated cost equals it,
 so the steps it saves buy more tokens (bench/ttl/ttl_plans.py). The
-baseline trained with 0.5× and 0.75× of the budget (its own LR schedule) runs
-beside it. `--same-steps` gives every method the baseline's step count instead
+full model trained for ½ and ¼ of the budget (`full@0.5`, `full@0.25`: its
+schedule completed) and the fixed smaller models (`depth-1`, half depth) run
+beside it; a growth speedup is claimed only against all of them
+(bench/ttl/ttl_claims.py). `--same-steps` gives every method the baseline's step count instead
 (the older protocol, which stops a growth plan after 0.5-0.8× of the compute).
 
 Every method is a real `growcockpit train` subprocess of the same final model on

@@ -217,7 +217,7 @@ def test_time_to_loss_quick_budget(gc_cache: Path, tmp_path: Path) -> None:
     # full@plan: at this tiny budget a fitted plan is rounded down to 0.8-0.95 of it
     assert all(re.fullmatch(r"full@0\.\d+", m) for m in list(run)[8:])
     # the full model on shorter schedules runs by default; each growth method gets a claim
-    assert run["full@0.5"]["steps"] == 12 and run["full@0.25"]["steps"] == 6
+    assert run["full@0.5"]["steps"] == 12 and 0 < run["full@0.25"]["steps"] <= 6
     assert set(fam["claims"]) == {"mslt-longshallow-emb", "vcycle"}
     assert re.search(r"gpt2\.vcycle_claim=(claimed|unclaimed|undecided)", last)
     assert run["depth-1"]["steps"] > run["depth-2"]["steps"] > 24
@@ -247,11 +247,13 @@ def test_time_to_loss_quick_budget(gc_cache: Path, tmp_path: Path) -> None:
         tmp_path, gc_cache, "--methods", "baseline,vcycle", "--runs-dir", str(runs),
         "--lrs", "4e-3,2e-3", "--json", str(swept), "--no-depth-controls",
     )  # fmt: skip
-    assert again.returncode == 0 and again.stdout.count("(reused)") == 2, again.stdout
+    # reused: the baseline, vcycle and the two short-schedule controls at 2e-3
+    assert again.returncode == 0 and again.stdout.count("(reused)") == 4, again.stdout
     assert (runs / "gpt2" / "seed0" / "vcycle@lr0.004").is_dir()
     fam_sweep = json.loads(swept.read_text())["families"]["gpt2"]
     table = fam_sweep["lr_sweep"]
-    assert set(table) == {"baseline", "vcycle"} and set(table["vcycle"]["lrs"]) == {
+    assert set(table) == {"baseline", "vcycle", "full@0.5", "full@0.25"}
+    assert set(table["vcycle"]["lrs"]) == {
         "0.002",
         "0.004",
     }
