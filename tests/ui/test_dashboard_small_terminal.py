@@ -1,7 +1,8 @@
 """The dashboard at 80×24: the plot beside the loss (`v`) yields to the loss where two
 plots do not fit (the loss had 3 rows of curve, its legend over them), with a hint, and
 comes back when the terminal grows; a read-only cockpit's role stays on the header's
-last line instead of wrapping it over two."""
+last line instead of wrapping it over two; a pinned baseline's "not comparable" reason,
+cut at the plot's border, is wrapped under the plot instead."""
 
 from __future__ import annotations
 
@@ -9,12 +10,14 @@ from pathlib import Path
 
 import pytest
 from scalar_fixtures import write_wsd_run
-from ui_fixtures import T0, settle, wait_for, write_recorded_run
+from textual.widgets import OptionList
+from ui_fixtures import T0, recorded_events, settle, wait_for, write_events, write_recorded_run
 
 from growcockpit.session.controller import ControllerLock
 from growcockpit.session.run_state import RunState
 from growcockpit.ui import GrowCockpitApp
 from growcockpit.ui.widgets import LossPlot, RunHeader
+from growcockpit.ui.widgets.loss_plot import PinStanding
 from growcockpit.ui.widgets.run_header import fit_role, header_text
 from growcockpit.ui.widgets.scalar_plot import LOSS_MIN_ROWS, ScalarHint, ScalarPlot
 
@@ -74,3 +77,25 @@ async def test_a_read_only_header_keeps_three_lines_at_80x24(tmp_path: Path) -> 
             assert head.size.height == 3, str(head.render())
     finally:
         other.release()
+
+
+async def test_a_not_comparable_baseline_is_said_whole_at_80x24(tmp_path: Path) -> None:
+    runs = tmp_path / "runs"
+    run = write_recorded_run(runs / "mslt-demo")
+    events = recorded_events()
+    plan = dict(events[0].plan)  # type: ignore[attr-defined]
+    events[0].plan = {**plan, "model": {**plan["model"], "family": "llama"}}  # type: ignore[attr-defined]
+    (runs / "baseline-llama").mkdir()
+    write_events(runs / "baseline-llama" / "events.jsonl", events)
+    app = GrowCockpitApp(run_dir=run, runs_root=runs, clock=lambda: T0 + 100)
+    async with app.run_test(size=(80, 24)) as pilot:
+        screen = await settle(pilot)
+        plot, below = screen.query_one(LossPlot), screen.query_one(PinStanding)
+        await pilot.press("B")
+        await wait_for(pilot, lambda: app.screen.query(OptionList))
+        await pilot.press("enter")
+        await wait_for(pilot, lambda: plot.pinned is not None and below.display)
+        said = str(below.render())
+        assert "not comparable (family bert vs llama): a different loss, no ratio" in said
+        assert "not comparable" not in str(plot.border_subtitle)  # not cut at the border
+        assert below.size.height >= 2  # wrapped, not cut

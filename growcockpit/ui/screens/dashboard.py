@@ -50,7 +50,7 @@ from growcockpit.ui.widgets import (
     TimingPanel,
 )
 from growcockpit.ui.widgets.console import ConsolePanel
-from growcockpit.ui.widgets.loss_plot import axis_plots
+from growcockpit.ui.widgets.loss_plot import PinStanding, axis_plots
 from growcockpit.ui.widgets.samples_panel import SamplesPanel
 from growcockpit.ui.widgets.scalar_plot import (
     ScalarHint,
@@ -143,6 +143,7 @@ class DashboardScreen(DashboardViews):
                 with Horizontal(id="ov-top"):
                     with Vertical(id="ov-plots"):
                         yield LossPlot(id="loss-plot")
+                        yield PinStanding("", id="pin-standing")
                         yield ScalarPlot(id="scalar-plot")
                         yield ScalarHint("", id="scalar-hint")
                     yield LayerTable(id="layer-table")
@@ -224,6 +225,7 @@ class DashboardScreen(DashboardViews):
             ):
                 if self._on_screen(widget):
                     widget.show_state(self.state)
+        self.query_one(PinStanding).show(self.query_one(LossPlot).standing_below)
 
     def on_tabbed_content_tab_activated(self, event: TabbedContent.TabActivated) -> None:
         self.call_after_refresh(self._flush_all)

@@ -8,9 +8,11 @@ from __future__ import annotations
 
 from abc import abstractmethod
 
+from rich.text import Text
 from textual import events
 from textual.dom import DOMNode
 from textual.reactive import reactive
+from textual.widgets import Static
 from textual_plotext import PlotextPlot
 
 from growcockpit.session.fold.axes import Axis
@@ -33,6 +35,7 @@ MARKER_VARS = {
     "decay": "gc-val-line",  # the LR plot's: a "wsd" schedule's decay begins here
 }
 MARKER_LEGEND = "[$gc-stage]│[/]stage [$gc-grow]│[/]grow [$gc-pause]│[/]pause [$gc-lr]│[/]lr"
+BORDER_MARGIN = 8  # the corners, the title's gaps, room for the cursor's caption
 
 
 def draw_markers(plot: PlotextPlot, markers: list[tuple[float, str]]) -> None:
@@ -162,6 +165,7 @@ class LossPlot(AxisPlot):
     in the bottom border, where the run stands against it."""
 
     pinned: PinnedBaseline | None = None
+    standing_below: str = ""  # where the run stands, when too long for the border
 
     def pin(self, pinned: PinnedBaseline | None) -> None:
         """Draw `pinned` from the next replot on (None: unpin); the screen replots."""
@@ -173,7 +177,13 @@ class LossPlot(AxisPlot):
         return None if p is None else (p.path, p.mtime_ns, len(p.evals))
 
     def caption(self, state: RunState) -> str:
-        return "" if self.pinned is None else standing(self.pinned, state, self.axis)
+        """Where the run stands against the pinned baseline, in the border when it fits;
+        a longer line ("not comparable (…): a different loss, no ratio") was cut there, so
+        it goes to `standing_below` (the dashboard wraps it under the plot)."""
+        line = "" if self.pinned is None else standing(self.pinned, state, self.axis)
+        fits = len(line) <= self.size.width - BORDER_MARGIN
+        self.standing_below = "" if fits else line
+        return line if fits else ""
 
     raw: reactive[bool] = reactive(False)
     factor: reactive[float] = reactive(DEFAULT_FACTOR)
@@ -200,3 +210,12 @@ class LossPlot(AxisPlot):
         if name == "baseline" and self.pinned is not None:
             return self.pinned.label(), "gc-frozen"
         return f"train ({self.view.smoothing_text()})", "gc-train-line"
+
+
+class PinStanding(Static):
+    """The loss plot's standing against its pinned baseline, wrapped, when too long for
+    the plot's border; hidden otherwise."""
+
+    def show(self, line: str) -> None:
+        self.display = bool(line)
+        self.update(Text(line))  # plain: plan values are not markup
