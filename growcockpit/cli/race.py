@@ -65,6 +65,19 @@ def add_parsers(sub: Subparsers) -> None:
         "winner's speedup is claimed only where it beats them too",
     )
     r.add_argument(
+        "--metric",
+        choices=("val_loss", "accuracy"),
+        default="val_loss",
+        help="what the winner's growth claim is measured on (accuracy: exact match, higher "
+        "is better, where the task reports it; the race still ranks by validation loss)",
+    )
+    r.add_argument(
+        "--target-value",
+        type=float,
+        metavar="V",
+        help="the --metric value to reach (default: the baseline's; 0.95 for 95 %% accuracy)",
+    )
+    r.add_argument(
         "--join", action="store_true", help="join the race in --race-dir as one more worker"
     )
     r.add_argument(
@@ -96,6 +109,11 @@ def _spec(args: argparse.Namespace, race_dir: Path) -> object:
         if old is None:
             raise UserError("give PLAN files, or a --race-dir holding a race to resume or join")
         return old
+    value = args.target_value
+    if args.metric == "accuracy" and value is not None and not 0 < value <= 1:
+        raise UserError(
+            f"--target-value {args.target_value:g}: an accuracy target is in (0, 1]; 0.95 for 95 %"
+        )
     if args.keep < 1 or args.eta < 2 or args.workers < 1:
         raise UserError("--keep and --workers must be ≥ 1, --eta ≥ 2")
     try:
@@ -107,6 +125,8 @@ def _spec(args: argparse.Namespace, race_dir: Path) -> object:
             control=args.control,
             depth_controls=not args.no_depth_controls,
             short_controls=not args.no_short_controls,
+            metric=args.metric,
+            target_value=args.target_value,
         )
         spec = build_race(list(args.plans), args.vary, _seeds(args.seeds), race_dir,
                           write=False, fixed=tuple(args.sets), **build)  # fmt: skip

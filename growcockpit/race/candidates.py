@@ -70,6 +70,8 @@ class RaceSpec:
     control: bool = False
     depth_controls: bool = False  # fixed-size controls race too (build_race's default: on)
     short_controls: bool = False  # full@0.5, full@0.25 race too (build_race's default: on)
+    metric: str = "val_loss"  # what the winner's claim is measured on (val_loss, accuracy)
+    target_value: float | None = None  # its target (None: the baseline's loss at the rung)
 
     def to_json(self) -> str:
         return json.dumps(asdict(self), indent=1)
@@ -178,6 +180,8 @@ def build_race(
     control: bool = False,
     depth_controls: bool = True,
     short_controls: bool = True,
+    metric: str = "val_loss",
+    target_value: float | None = None,
     write: bool = True,
     fixed: tuple[str, ...] = (),
 ) -> RaceSpec:
@@ -272,6 +276,8 @@ def build_race(
         control,
         depth_controls,
         short_controls,
+        metric,
+        target_value,
     )
 
 

@@ -18,6 +18,7 @@ import optuna
 from optuna.trial import TrialState
 
 from growcockpit.compare.claim import GrowthClaim, claim_text
+from growcockpit.compare.envelope import metric_of
 from growcockpit.plan import PlanError, load_plan
 from growcockpit.race.candidates import Candidate, RaceSpec
 from growcockpit.race.depth_controls import Arm, RaceGate, race_gate
@@ -57,6 +58,8 @@ class RaceResult:
     speedup: Speedup | None
     tied: list[str] = field(default_factory=list)  # the best share one score: no winner
     depth_gate: RaceGate | None = None  # baseline against the fixed-size controls
+    metric: str = "val_loss"  # what the winner's claim is measured on
+    target_value: float | None = None  # its target (None: the baseline's loss)
 
     def to_dict(self) -> dict[str, Any]:
         out = asdict(self)
@@ -144,6 +147,8 @@ def _result(spec: RaceSpec, study: optuna.Study) -> RaceResult:
         _speedup(spec, rows, winner, race_flops),
         tie,
         _gate(spec, rows),
+        spec.metric,
+        spec.target_value,
     )
 
 
@@ -315,7 +320,10 @@ def winner_claim(result: RaceResult, win: Row, target_loss: float) -> GrowthClai
         return None
     missing = [r.key for r in result.rows if (r.short or r.depth) and r.state == "failed"]
     gate = result.depth_gate.gate if result.depth_gate is not None else None
-    return race_claim(win.runs, full, fixed, target_loss, gate, missing)
+    metric = metric_of(result.metric)
+    return race_claim(
+        win.runs, full, fixed, target_loss, gate, missing, (), metric, result.target_value
+    )
 
 
 def race_cost_text(with_race: float | None) -> str:

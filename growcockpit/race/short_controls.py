@@ -16,17 +16,20 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from growcockpit.compare import load_progress
 from growcockpit.compare.claim import GrowthClaim, SeedCosts, growth_claim
 from growcockpit.compare.depth_gate import DepthGate
 from growcockpit.compare.envelope import (
     SHORT_FRACTIONS,
     Cost,
     CurvePoint,
+    Metric,
     Target,
     cost_to,
     envelope,
 )
 from growcockpit.plan import Plan, fitted_plan
+from growcockpit.protocol.safe_fs import RunDirError
 from growcockpit.race.halving import Point
 from growcockpit.race.runs import run_state
 
@@ -64,6 +67,22 @@ def _curve(points: Sequence[Point]) -> list[CurvePoint]:
     return [CurvePoint(p.flops, None, p.loss) for p in sorted(points, key=lambda q: q.flops)]
 
 
+def _curve_of(run: str, metric: Metric) -> list[CurvePoint]:
+    """A run's `metric` against FLOPs (read only where run_state finds a safe event log)."""
+    state = run_state(Path(run))
+    if metric == "val_loss" or state.status == "missing":
+        return _curve(state.points)
+    try:
+        evals = load_progress(Path(run)).evals
+    except (OSError, RunDirError, ValueError):
+        return []
+    return [
+        CurvePoint(e.flops, None, e.accuracy)
+        for e in evals
+        if e.accuracy is not None and e.flops is not None
+    ]
+
+
 def race_claim(
     winner_runs: Sequence[str],
     full_runs: Mapping[str, Sequence[str]],
@@ -72,22 +91,29 @@ def race_claim(
     gate: DepthGate | None,
     missing: Sequence[str] = (),
     seed_ids: Sequence[int] = (),
+    metric: Metric = "val_loss",
+    value: float | None = None,
 ) -> GrowthClaim:
     """The winner's claim against the baseline's and the short controls' runs (`full_runs`,
     name → a run directory per seed) and the fixed-size controls' (`fixed_runs`), each
-    seed against the runs of its own seed, on FLOPs (a race does not time its steps)."""
+    seed against the runs of its own seed, on FLOPs (a race does not time its steps).
+    `metric`/`value`: an accuracy target (default: the first full run's final accuracy)
+    instead of `target_loss`."""
     target = Target("val_loss", target_loss)
+    if metric == "accuracy":
+        first = next((r[0] for r in full_runs.values() if r), None)
+        last = _curve_of(first, metric) if first is not None else []
+        goal = value if value is not None else (last[-1].value if last else math.nan)
+        target = Target("accuracy", goal)
+    elif value is not None:
+        target = Target("val_loss", value)
     seeds: list[SeedCosts] = []
     for i, run in enumerate(winner_runs):
-        curves = {
-            n: _curve(run_state(Path(r[i])).points) for n, r in full_runs.items() if i < len(r)
-        }
+        curves = {n: _curve_of(r[i], metric) for n, r in full_runs.items() if i < len(r)}
         fixed: dict[str, Cost | None] = {
-            n: cost_to(_curve(run_state(Path(r[i])).points), target)
-            for n, r in fixed_runs.items()
-            if i < len(r)
+            n: cost_to(_curve_of(r[i], metric), target) for n, r in fixed_runs.items() if i < len(r)
         }
-        grown = cost_to(_curve(run_state(Path(run)).points), target)
+        grown = cost_to(_curve_of(run, metric), target)
         seed = seed_ids[i] if i < len(seed_ids) else i
         seeds.append(SeedCosts(seed, grown, envelope(curves, target), fixed))
     return growth_claim(seeds, target, gate, missing)

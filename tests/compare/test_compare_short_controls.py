@@ -139,3 +139,24 @@ def test_cli_compare_names_the_short_schedule_and_takes_an_accuracy_target(
     assert data["claims"]["late"]["winner"] == "full@0.5"
     assert cli_main(["compare", *dirs, "--metric", "accuracy", "--target-value", "95"]) == 2
     assert "in (0, 1]" in capsys.readouterr().err
+
+
+def test_an_accuracy_target_reads_the_accuracy_of_the_evaluations() -> None:
+    def with_accuracy(plan: dict[str, Any], rise: float, final: float = 5.0) -> RunProgress:
+        evs = []
+        k = 0
+        for ev in events(plan, final):
+            if isinstance(ev, Eval):
+                k += 1
+                ev = Eval(step=ev.step, stage=ev.stage, val_loss=ev.val_loss,
+                          accuracy=min(1.0, rise * k))  # fmt: skip
+            evs.append(ev)
+        return fold_events(str(plan["name"]) + str(rise), evs)
+
+    runs = [with_accuracy(fixed(4, 100), 0.1), with_accuracy(grown(), 0.14),
+            with_accuracy(fixed(4, 50), 0.2), with_accuracy(fixed(1, 100), 0.05, 6.0)]  # fmt: skip
+    assert runs[1].evals[-1].accuracy == 1.0 and runs[1].evals[0].value("accuracy") == 0.14
+    gated = gated_verdicts(runs, runs[0], "accuracy", 0.95)
+    claim = gated.claims[runs[1].name]  # type: ignore[index]
+    assert claim.target.metric == "accuracy" and claim.winner == "full@0.5"
+    assert "95 % accuracy" in gated.verdicts[1].text

@@ -86,3 +86,29 @@ def test_a_short_schedule_that_wins_the_race_is_said_so(tmp_path: Path) -> None:
     line = verdict_line(RaceResult([10.0], 10.0, rows, 15.0, "full-0.5", None))
     assert "the full model trained for 0.5 of the budget (full@0.5)" in line
     assert line.endswith("no growth speedup is claimed")
+
+
+def _acc_run(root: Path, name: str, steps: int, rise: float) -> str:
+    """A run whose exact-match accuracy rises by `rise` per evaluation (capped at 1)."""
+    evs = _curve_events(5.0, steps)
+    out: list[Event] = []
+    k = 0
+    for ev in evs:
+        if isinstance(ev, Eval):
+            k += 1
+            ev = Eval(step=ev.step, stage=0, val_loss=ev.val_loss, accuracy=min(1.0, rise * k))
+        out.append(ev)
+    (root / name).mkdir(parents=True)
+    write_events(root / name / "events.jsonl", out)
+    return str(root / name)
+
+
+def test_an_accuracy_target_is_claimed_against_the_short_schedule_too(tmp_path: Path) -> None:
+    base = _acc_run(tmp_path, "base", 100, 0.1)  # 95 % at 95 steps
+    half = _acc_run(tmp_path, "half", 50, 0.2)  # 95 % at 47.5 steps: half the compute
+    grow = _acc_run(tmp_path, "grow", 100, 0.14)  # 95 % at ≈ 68 steps
+    lost = race_claim([grow], {"base": [base], "full@0.5": [half]}, {}, 5.0, None,
+                      metric="accuracy", value=0.95)  # fmt: skip
+    assert lost.winner == "full@0.5" and "95 % accuracy" in lost.text
+    alone = race_claim([grow], {"base": [base]}, {}, 5.0, None, metric="accuracy", value=0.95)
+    assert alone.winner is None and alone.status == "undecided"  # no fixed-size control ran
