@@ -89,6 +89,8 @@ class ConsoleCopy:
     """Copies the process's stdout and stderr into `path` until `close()`."""
 
     def __init__(self, path: Path, max_bytes: int = MAX_LOG_BYTES) -> None:
+        if sys.stdout is None or sys.stderr is None:  # pythonw, a daemon: nothing to copy
+            raise OSError("no console to copy")
         self.log = _LogFile(path, max_bytes)
         self.out = _Tee(sys.stdout, self.log)
         self.err = _Tee(sys.stderr, self.log)

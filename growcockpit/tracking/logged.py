@@ -36,7 +36,10 @@ class LogDesk:
                 return
             self._warned.add(once)
         print(f"growcockpit: {message}", file=sys.stderr, flush=True)
-        self.warn(message)
+        try:
+            self.warn(message)
+        except Exception:  # the run is closed (log after close): the line above said it
+            return
 
     def log(self, metrics: Mapping[str, Any], step: int | None = None) -> None:
         """Any scalars of yours at `step` (default: the last step): `log({"grad_norm": g})`.

@@ -162,6 +162,7 @@ def _short_run(run: Path, lr: float, seed: int) -> None:
         cockpit.log({f"k{i}": i for i in range(1000)})
         cockpit.log([1, 2, 3])  # type: ignore[arg-type]
         cockpit.eval(val_loss="low")
+    cockpit.log({"after_close": 1.0})  # one line on stderr, no exception
 
 
 def test_logged_scalars_and_evaluations_reach_the_run_and_compare(tmp_path: Path) -> None:
