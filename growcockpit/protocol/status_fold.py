@@ -83,8 +83,8 @@ class StatusFold:
         s.step, s.loss, s.stage = ev.step, ev.loss, ev.stage
         if s.stage < len(self.stage_names):
             s.stage_name = self.stage_names[s.stage]
-        if s.state == "starting":
-            s.state = "running"
+        if s.state in ("starting", "paused"):  # a step: the loop runs (a tracked loop told
+            s.state = "running"  # to stop while paused leaves the pause without a resume)
             return True
         return False
 

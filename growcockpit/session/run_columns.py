@@ -127,7 +127,7 @@ def cell_text(row: RunRow, column: str, now: float) -> str:
 def _natural(text: str) -> tuple[tuple[int, int | str], ...]:
     """`run-10` after `run-9`: digit runs compare as numbers, the rest case-insensitively."""
     parts = re.split(r"(\d+)", text.casefold())
-    return tuple((0, int(p)) if p.isdigit() else (1, p) for p in parts if p)
+    return tuple((0, int(p)) if p.isdecimal() else (1, p) for p in parts if p)
 
 
 def _sortable(value: Value) -> Value:

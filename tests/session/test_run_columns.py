@@ -7,7 +7,7 @@ import math
 from pathlib import Path
 
 import pytest
-from hypothesis import given
+from hypothesis import example, given
 from hypothesis import strategies as st
 
 from growcockpit.protocol.run_notes import RunNotes
@@ -152,6 +152,7 @@ def test_text_sorts_naturally_and_a_nan_loss_counts_as_missing() -> None:
     ),
     st.booleans(),
 )
+@example(["¹", "run-2"], False)  # a digit int() cannot read (str.isdigit() said it could)
 def test_sorting_keeps_every_row_and_puts_missing_last(
     values: list[object], descending: bool
 ) -> None:

@@ -38,6 +38,7 @@ def on_run_started(state: RunData, ev: RunStarted) -> None:
     state.device = ev.device
     state.trainer = ev.trainer
     state.status = "running"
+    state.stop_step, state.stop_ignored = None, False  # a resume starts a new process
     if not (ev.resumed_from and state.t_start is not None):  # a resume goes on counting
         state.t_start = ev.t or state.t_start
     state.t_finished = None

@@ -58,6 +58,8 @@ def on_command(state: RunData, ev: CommandEvent) -> None:
     if ev.command == "set_lr" and factor is not None:
         text = text.replace("set_lr", f"set_lr ×{factor:g}", 1)
     state.log_line(ev.step, "command", text, sev, ev.t)
+    if ev.command == "stop" and ev.accepted:
+        state.stop_step = ev.step
     if ev.command == "set_lr" and ev.accepted:
         if isinstance(factor, int | float) and not isinstance(factor, bool):
             state.lr_scale *= float(factor)

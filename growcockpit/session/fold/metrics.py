@@ -27,8 +27,15 @@ def on_step(state: RunData, ev: Step) -> None:
     state.tokens_per_s = ev.tokens_per_s or state.tokens_per_s
     state.step_ms = ev.step_ms or state.step_ms
     state.rank_step_ms = ev.rank_step_ms or state.rank_step_ms
-    if state.status == "starting":
-        state.status = "running"
+    if state.status in ("starting", "paused"):  # a step: the loop runs (a tracked loop
+        state.status = "running"  # told to stop while paused leaves the pause without a resume)
+    if state.stop_step is not None and ev.step > state.stop_step and not state.stop_ignored:
+        state.stop_ignored = True
+        text = (
+            f"still stepping after stop (step {ev.step}): the training loop did not end "
+            "when step() returned False"
+        )
+        state.log_line(ev.step, "warning", text, "warning", ev.t)
     state.train_loss.append(ev.step, ev.loss)
     state.lr_series.append(ev.step, ev.lr)
     if ev.tokens:

@@ -60,6 +60,8 @@ class RunData:
     last_checkpoint: str | None = None
     plan_edit_steps: list[int] = field(default_factory=list)  # steps of accepted edit_stages
     pause_reason: str = ""  # the Paused event's while paused: a blow-up offers a rollback
+    stop_step: int | None = None  # where an accepted stop arrived (a tracked loop may ignore it)
+    stop_ignored: bool = False  # steps came after it: said once in the events
     cpu_pct: float | None = None
     rss_bytes: int | None = None
     ram_used: int | None = None
