@@ -236,7 +236,9 @@ def build_race(
     budget = plan_flops(made[0][4])  # the first plan's; the baseline costs the same
     depths = _depth_controls(first, base_sets, budget, fixed) if depth_controls else []
     made += [m for m, _ in depths]
-    shorts = _short_controls(first, base_sets, fixed) if short_controls else []
+    at_plan = {round(plan_flops(m[4]) / budget, 2) for m in made if not m[3]}  # full@plan
+    shares = sorted({*short_fractions(), *(f for f in at_plan if 0.05 <= f < 0.95)}, reverse=True)
+    shorts = _short_controls(first, base_sets, fixed, shares) if short_controls else []
     made += [m for m, _ in shorts]
     _refuse_incomparable(made)
     controls = _controls(made, grown)
@@ -307,16 +309,20 @@ def _depth_controls(
 
 
 def _short_controls(
-    first: tuple[dict[str, Any], Plan], base_sets: list[list[str]], fixed: tuple[str, ...] = ()
+    first: tuple[dict[str, Any], Plan],
+    base_sets: list[list[str]],
+    fixed: tuple[str, ...],
+    shares: list[float],
 ) -> list[tuple[Made, float]]:
-    """The baseline's model on ½ and ¼ of its steps, its schedule completed over them, at
-    every choice of the non-stage keys (race/short_controls.py)."""
+    """The baseline's model on ½ and ¼ of its steps (and at a growth plan's own compute
+    where that is less: full@plan), its schedule completed over them, at every choice of
+    the non-stage keys (race/short_controls.py)."""
     out: list[tuple[Made, float]] = []
     for sets in base_sets:
         try:
             base = apply_overrides(baseline_tables(*first), [parse_override(s) for s in sets])
             plan = plan_from_dict(base)
-            for share in short_fractions():
+            for share in shares:
                 ctl = plan_from_dict(short_control_tables(base, plan, share))
                 label = _label(ctl.name, [s for s in sets if s not in fixed])
                 out.append(((label, ctl.name, sets, False, ctl, dump_plan(ctl)), share))

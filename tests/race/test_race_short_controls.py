@@ -112,3 +112,14 @@ def test_an_accuracy_target_is_claimed_against_the_short_schedule_too(tmp_path: 
     assert lost.winner == "full@0.5" and "95 % accuracy" in lost.text
     alone = race_claim([grow], {"base": [base]}, {}, 5.0, None, metric="accuracy", value=0.95)
     assert alone.winner is None and alone.status == "undecided"  # no fixed-size control ran
+
+
+def test_a_cheaper_growth_plan_gets_the_full_model_at_its_own_compute(tmp_path: Path) -> None:
+    from growcockpit.plan.flops import plan_flops
+
+    spec = build_race([PLAN], ["stages.1.steps=8,4"], [0], tmp_path, budget_fraction=0.5,
+                      depth_controls=False)  # fmt: skip
+    cheap = next(c for c in spec.candidates if c.key.endswith("steps4"))
+    share = round(plan_flops(load_plan(cheap.plan_files[0])) / spec.budget_flops, 2)
+    shorts = sorted(c.short for c in spec.candidates if c.short)
+    assert 0.25 < share < 0.95 and shorts == sorted({0.25, 0.5, share})
