@@ -7,7 +7,10 @@ other the same loop with `cockpit.step(loss=loss, tokens=n)` after each optimize
 the control socket polled: the defaults). A round is `--block` steps of each (a multiple of
 the cadences, so each tracked round holds its fair share of sampled steps); the overhead is
 the median over rounds of tracked/untracked time (robust to a load spike in one round),
-beside the ratio of the totals. Prints one line:
+beside the ratio of the totals and the time spent inside `cockpit.step()` itself (the loss
+read, the events, the spike guard, the commands polled) as a share of a step, which load
+noise cannot hide. The LR hook and the per-layer hooks run inside `optimizer.step()`, so
+only the A/B ratio sees them. Prints one line:
 
     track overhead: tracked=0.412s/step untracked=0.405s/step overhead=+1.7% (target <= 2%) ...
 
@@ -50,21 +53,25 @@ def _round(
     tracked: tuple[torch.nn.Module, torch.optim.Optimizer],
     batches: list[torch.Tensor],
     cockpit: Tracker | None,
-) -> tuple[float, float]:
-    """Seconds per step of each arm over one round, the arms taking turns step by step.
+) -> tuple[float, float, float]:
+    """Seconds per step of each arm over one round, the arms taking turns step by step, and
+    of the tracked arm's time spent inside `cockpit.step()` (the loss read, the events, the
+    guard, the commands polled: the part of the overhead load noise cannot hide).
 
     Both read the loss every step (as a loop that logs it does)."""
-    spent = [0.0, 0.0]
+    spent = [0.0, 0.0, 0.0]
     for ids in batches:
         for arm, (model, opt) in enumerate((plain, tracked)):
             start = time.perf_counter()
             loss = _step(model, opt, ids)
             if arm == 1 and cockpit is not None:
+                inside = time.perf_counter()
                 cockpit.step(loss=loss, tokens=ids.numel())
+                spent[2] += time.perf_counter() - inside
             else:
                 float(loss.detach())
             spent[arm] += time.perf_counter() - start
-    return spent[0] / len(batches), spent[1] / len(batches)
+    return spent[0] / len(batches), spent[1] / len(batches), spent[2] / len(batches)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -104,7 +111,7 @@ def main(argv: list[str] | None = None) -> int:
             optimizer=tracked_opt,
             config={k: v for k, v in vars(args).items() if k != "json"},
         )
-        rounds: list[tuple[float, float]] = []
+        rounds: list[tuple[float, float, float]] = []
         with cockpit:
             for _ in range(args.rounds):
                 rounds.append(_round(*pair, batches, cockpit))
@@ -112,13 +119,15 @@ def main(argv: list[str] | None = None) -> int:
         stats = sum(1 for line in log.open() if '"layer_stats"' in line)
     off = [r[0] for r in rounds]
     on = [r[1] for r in rounds]
-    overhead = statistics.median(b / a for a, b in rounds) - 1
+    overhead = statistics.median(r[1] / r[0] for r in rounds) - 1
+    in_step = sum(r[2] for r in rounds) / sum(off)  # of the untracked step time
     total = sum(on) / sum(off) - 1
     t_on, t_off = statistics.mean(on), statistics.mean(off)
     print(
         f"track overhead: tracked={t_on:.3f}s/step untracked={t_off:.3f}s/step "
         f"overhead={overhead * 100:+.1f}% (target <= 2%; median of {args.rounds} rounds, "
-        f"totals {total * 100:+.1f}%); {stats} layer_stats events in "
+        f"totals {total * 100:+.1f}%); inside step(): {in_step * 100:.2f}% of a step; "
+        f"{stats} layer_stats events in "
         f"{args.rounds * args.block} tracked steps"
     )
     if args.json:
@@ -129,6 +138,8 @@ def main(argv: list[str] | None = None) -> int:
             "untracked_s_per_step": t_off,
             "overhead": overhead,
             "overhead_of_totals": total,
+            "inside_step_share": in_step,
+            "inside_step_rounds": [r[2] for r in rounds],
             "tracked_rounds": on,
             "untracked_rounds": off,
             "layer_stats_events": stats,
