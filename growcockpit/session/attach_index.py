@@ -203,6 +203,8 @@ def load(run_dir: Path, events: Path) -> tuple[RunState, int, int] | None:
         return state_from_dict(data["state"]), offset, int(data["events"])
     except (OSError, ValueError, KeyError, TypeError, AttributeError, safe_fs.RunDirError):
         return None
+    except RecursionError:  # a planted index nested deep: rebuilt from the log, no traceback
+        return None
 
 
 def save(run_dir: Path, events: Path, state: dict[str, Any], offset: int, count: int) -> bool:

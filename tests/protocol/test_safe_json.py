@@ -85,3 +85,21 @@ def test_status_json_nested_deep_is_one_line(tmp_path: Path) -> None:
     (tmp_path / "status.json").write_bytes(b"[" * 300_000 + b"]" * 300_000)
     with pytest.raises(RunDirError, match="status.json: not valid JSON .nested more than 64"):
         read_status(tmp_path)
+
+
+def test_hostile_event_lines_are_skipped(tmp_path: Path) -> None:
+    """The event log readers keep their own line parsers; a deep line is skipped by each."""
+    from growcockpit.protocol.crash_reason import crash_reason
+    from growcockpit.protocol.event_codec import decode_event
+    from growcockpit.protocol.eventlog import _seq_of
+    from growcockpit.protocol.rundir import RunPaths
+    from growcockpit.session import attach_index
+
+    deep = b"[" * 200_000 + b"]" * 200_000
+    with pytest.raises(ValueError, match="nested too deeply"):
+        decode_event(deep)
+    assert _seq_of(deep) is None
+    (tmp_path / "events.jsonl").write_bytes(deep + b"\n")
+    assert "\n" not in crash_reason(RunPaths(tmp_path))
+    (tmp_path / attach_index.INDEX_NAME).write_bytes(deep)
+    assert attach_index.load(tmp_path, tmp_path / "events.jsonl") is None
