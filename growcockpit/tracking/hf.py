@@ -153,6 +153,9 @@ class CockpitCallback(TrainerCallback):
             total_steps=state.max_steps,
             trainer=self.trainer_name,
             plan=self.plan_dict(model, state),
+            # resume_from_checkpoint: the run directory's log goes on from the checkpoint
+            start_step=state.global_step or None,
+            resumed_from=f"a Trainer checkpoint at step {state.global_step}",
         )
         self.tracker.output_dir = args.output_dir or ""
         self.tracker.step_count = state.global_step  # a resumed Trainer counts on

@@ -18,6 +18,7 @@ from growcockpit.protocol.events import (
     Checkpoint,
     Eval,
     LayerStats,
+    RolledBack,
     RunFinished,
     RunStarted,
     Step,
@@ -91,3 +92,20 @@ def test_a_trainer_run_reports_steps_layers_and_evaluations(tmp_path: Path) -> N
     assert all(layer.grad_norm and layer.update_ratio for s in stats for layer in s.layers)
     assert all(layer.fwd_ms is not None for layer in stats[-1].layers)
     assert of_type(events, RunFinished)[-1].status == "completed"
+
+
+def test_a_resumed_trainer_appends_to_its_run(tmp_path: Path) -> None:
+    run = tmp_path / "runs" / "hf-resume"
+    out = tmp_path / "out"
+    first = tiny_trainer(
+        out, [growcockpit.CockpitCallback(run)], 8, save_strategy="steps", save_steps=4
+    )
+    first.train()
+    again = tiny_trainer(out, [growcockpit.CockpitCallback(run)], 8)
+    again.train(resume_from_checkpoint=str(out / "checkpoint-4"))
+    events = read_all(run / "events.jsonl")
+    started = of_type(events, RunStarted)
+    assert len(started) == 2 and started[1].resumed_from == "a Trainer checkpoint at step 4"
+    assert [r.step for r in of_type(events, RolledBack)] == [4]
+    assert [e.step for e in of_type(events, Step)] == [*range(1, 9), *range(5, 9)]
+    assert [f.status for f in of_type(events, RunFinished)] == ["completed", "completed"]
