@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import re
 import tomllib
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -201,12 +202,21 @@ def model_written(text: str | None) -> bool:
         return False
 
 
-def edited_plan_problems(plan: Plan, source: str, *, model_set: bool) -> list[PlanError]:
+def edited_plan_problems(
+    plan: Plan,
+    source: str,
+    *,
+    model_set: bool,
+    file_checks: Callable[[Plan], list[tuple[str, str]]] | None = None,
+) -> list[PlanError]:
     """The designer's validator: what `plan validate` says of the file it saves, so the two
     agree. That is `plan_problems`, and the [model] rule (`_model_problems`) while the file
-    has no [model] and no model key was set since (`model_set`)."""
+    has no [model] and no model key was set since (`model_set`). `file_checks`: the
+    designer's last answer of the checks that read files (validate.file_problems)."""
+    from growcockpit.plan.validate import file_problems, plan_problems
+
     missing = [] if model_set else _errors(_model_problems({}), source, None)
-    return missing + _validate(plan, source, None)
+    return missing + plan_problems(plan, source, None, file_checks or file_problems)
 
 
 def _validate(plan: Plan, source: str, text: str | None) -> list[PlanError]:

@@ -105,7 +105,23 @@ class _Checks:
         return False
 
 
-def _check_sections(plan: Plan, c: _Checks) -> None:
+FileChecks = Callable[[Plan], list[Problem]]
+
+
+def file_problems(plan: Plan) -> list[Problem]:
+    """The checks that read files: the data source and tokenizer, init_from's model. The
+    designer runs them in a worker after a pause in typing (never between two keystrokes)
+    and hands their last answer to `collect_problems`; every other caller runs them here."""
+    d = plan.data
+    data_problems = (
+        task_problems(d, plan.model.family)
+        if is_task_source(d.source)
+        else source_problems(d) + tokenizer_problems(d)
+    )
+    return data_problems + init_from_problems(plan)
+
+
+def _check_sections(plan: Plan, c: _Checks, file_checks: FileChecks) -> None:
     if (problem := name_problem(plan.name)) is not None:
         c.add("name", problem)
     c.at_least("seed", plan.seed, 0, "a non-negative integer")
@@ -123,12 +139,7 @@ def _check_sections(plan: Plan, c: _Checks) -> None:
     c.fraction("model.dropout", m.dropout)
 
     d = plan.data
-    data_problems = (
-        task_problems(d, m.family)
-        if is_task_source(d.source)
-        else source_problems(d) + tokenizer_problems(d)
-    )
-    for key, problem in data_problems:
+    for key, problem in file_checks(plan):  # [data]'s, and init_from's [model] ones
         c.add(key, problem)
     c.positive("data.seq_len", d.seq_len)
     if d.seq_len >= 1 and m.max_seq_len >= 1 and d.seq_len > m.max_seq_len:
@@ -302,12 +313,10 @@ def _shape_key(plan: Plan, index: int) -> tuple[int, int, int | None]:
     return shape.layers, shape.width, shape.level
 
 
-def collect_problems(plan: Plan) -> list[Problem]:
+def collect_problems(plan: Plan, file_checks: FileChecks = file_problems) -> list[Problem]:
     """(key path, problem) pairs for everything wrong with `plan`, in document order."""
     c = _Checks()
-    _check_sections(plan, c)
-    for key, problem in init_from_problems(plan):
-        c.add(key, problem)
+    _check_sections(plan, c, file_checks)
     if not plan.stages:
         c.add("stages", "no stages; add at least one [[stages]] table with name, layers and steps")
     limits = limit_problems(plan)
@@ -328,7 +337,9 @@ def collect_problems(plan: Plan) -> list[Problem]:
         if k.rsplit(".", 1)[0] not in wrong_layers or not k.endswith(".train")
     ]
     _operator_options(plan, c)
-    c.problems += advance_problems(plan) + probe_problems(plan, collect_problems, _shape_key)
+    c.problems += advance_problems(plan) + probe_problems(
+        plan, lambda p: collect_problems(p, file_checks), _shape_key
+    )
     c.problems += distributed_problems(plan) + samples_problems(plan)
     for key, problem in budget_problems(plan):
         c.add(key, problem)
@@ -340,16 +351,22 @@ def collect_problems(plan: Plan) -> list[Problem]:
     return [p for _, p in sorted(enumerate(problems), key=_order)]
 
 
-def plan_problems(plan: Plan, source: str = "<plan>", text: str | None = None) -> list[PlanError]:
+def plan_problems(
+    plan: Plan,
+    source: str = "<plan>",
+    text: str | None = None,
+    file_checks: FileChecks = file_problems,
+) -> list[PlanError]:
     """Every problem of `plan` as a `PlanError` ([] when valid).
 
-    With `text` (the plan's TOML), each error carries the line of its key.
+    With `text` (the plan's TOML), each error carries the line of its key; `file_checks`:
+    see `file_problems`.
     """
     locator = TomlLocator(text) if text is not None else None
     line: Callable[[str], int | None] = locator.line_of if locator else (lambda _key: None)
     return [
         PlanError(problem, key=key, source=source, line=line(key))
-        for key, problem in collect_problems(plan)
+        for key, problem in collect_problems(plan, file_checks)
     ]
 
 

@@ -98,15 +98,17 @@ def local_bytes(source: str) -> int | None:
     return None
 
 
-def data_state(source: str, tokenizer: str, family: str) -> str:
-    """One line for the designer: corpus size, token count, cached or not (and how long)."""
+def data_state(source: str, tokenizer: str, family: str, size: int | None = None) -> str:
+    """One line for the designer: corpus size, token count, cached or not (and how long).
+    `size`: the corpus' bytes when the caller knows its files (a directory's data files,
+    found by a bounded walk), else the file's or directory's size."""
     rec = read_record(record_path(source, tokenizer, family))
     if rec is not None and rec.current():
         return (
             f"cached: {rec.tokens:,} tokens from {rec.bytes / 1e6:,.1f} MB "
             f"({len(rec.files)} file{'s' if len(rec.files) != 1 else ''}); launches start at once"
         )
-    size = local_bytes(source)
+    size = local_bytes(source) if size is None else size
     if size is None:
         return f"will tokenize {source!r} on launch (its size is known once it is read)"
     what = f"{size / 1e6:,.1f} MB of text"

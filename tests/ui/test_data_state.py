@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from ui_fixtures import write_plan
+from ui_fixtures import wait_for, write_plan
 
 from growcockpit.backend.data.blocks import load_blocks
 from growcockpit.backend.data.corpus import builtin_files
@@ -60,7 +60,10 @@ async def test_designer_data_tab_shows_the_cache_state(
             field = screen.query_one(f"#data-{key}")
             field.value = value
             await pilot.pause()
+        await wait_for(pilot, screen.files_fresh)  # the corpus is looked at in a worker
         assert shown().startswith("cached:") and "1 file" in shown()
         field.value = "train:601"
         await pilot.pause()
+        assert shown().startswith("checking the data… cached:")  # the last answer, marked
+        await wait_for(pilot, screen.files_fresh)
         assert shown().startswith("will tokenize") and "MB of text" in shown()

@@ -10,6 +10,7 @@ import time
 from pathlib import Path
 
 import pytest
+from textual.notifications import Notify
 from ui_fixtures import (
     crashed_events,
     gpu_system,
@@ -499,9 +500,17 @@ async def test_edit_remaining_stages_sends_edit_stages(tmp_path: Path) -> None:
     write_plan(RunPaths(run_dir).plan)
     with FakeBackend(run_dir) as backend:
         app = GrowCockpitApp(run_dir=run_dir)
-        async with app.run_test(size=SIZE) as pilot:
+        raised: list[str] = []  # toasts, as raised (a slow build outlasts a toast's timeout)
+
+        def hook(message: object) -> None:
+            if isinstance(message, Notify):
+                raised.append(message.notification.message)
+
+        async with app.run_test(size=SIZE, message_hook=hook) as pilot:
             await settle(pilot)
             await pilot.press("e")
+            await wait_for(pilot, lambda: "opening the stage editor…" in raised)  # a sign first
+            await wait_for(pilot, lambda: isinstance(app.screen, DesignerScreen))
             await pilot.pause(0.3)
             designer = app.screen
             assert isinstance(designer, DesignerScreen) and designer.remaining

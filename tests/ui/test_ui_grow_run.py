@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from ui_fixtures import notes, write_plan, write_recorded_run
+from ui_fixtures import notes, wait_for, write_plan, write_recorded_run
 
 from growcockpit.plan import load_plan
 from growcockpit.ui import GrowCockpitApp
@@ -55,6 +55,7 @@ async def test_g_on_a_finished_run_opens_a_plan_that_grows_it(tmp_path: Path, mo
         plan = designer.plan
         assert plan.model.init_from == "runs/a-done/final"
         assert [s.layers for s in plan.stages] == [depth, 2 * depth, 2 * depth]
+        await wait_for(pilot, designer.files_fresh)  # init_from is read in a worker
         assert designer.problems == []
         assert designer.plan_path is None and designer.dirty
 
@@ -73,11 +74,13 @@ async def test_the_designer_checks_the_init_from_path(tmp_path: Path, monkeypatc
         field.focus()
         field.value = "runs/nowhere"
         await pilot.pause()
+        await wait_for(pilot, screen.files_fresh)  # read in a worker, after a pause in typing
         error = str(screen.query_one("#model-init-from-err").render())
         assert "no such directory" in error
         assert screen.plan.model.init_from == "runs/nowhere"
         field.value = "runs/a-done/final"  # the run's final model has the plan's shape
         await pilot.pause()
+        await wait_for(pilot, screen.files_fresh)
         assert str(screen.query_one("#model-init-from-err").render()) == ""
         field.value = ""
         await pilot.pause()

@@ -239,7 +239,10 @@ class DashboardCommands(Screen[None]):
             if stages is not None:
                 self.send("edit_stages", {"stages": stages})
 
-        self.app.push_screen(DesignerScreen(path, locked_stages=max(0, started)), done)
+        # building the editor takes seconds on a loaded machine: say so first, then build it
+        self.notify("opening the stage editor…", title="Edit stages", timeout=10)
+        editor = DesignerScreen(path, locked_stages=max(0, started))
+        self.set_timer(0.1, lambda: self.app.push_screen(editor, done))
 
     def _confirmed(self, command: str) -> Callable[[bool | None], None]:
         def callback(yes: bool | None) -> None:

@@ -19,7 +19,7 @@ from typing import Any
 
 from textual.app import ComposeResult
 from textual.binding import Binding
-from textual.containers import Horizontal, VerticalScroll
+from textual.containers import Horizontal
 from textual.content import Content
 from textual.css.query import NoMatches
 from textual.message import Message
@@ -39,8 +39,7 @@ from growcockpit.plan import PlanError, fit_budget, load_plan
 from growcockpit.plan.budget import apply_fit
 from growcockpit.plan.load import edited_plan_problems, model_written
 from growcockpit.plan.show import budget_lines
-from growcockpit.plan.types import BudgetSpec, Plan
-from growcockpit.protocol.token_index import data_state
+from growcockpit.plan.types import Plan
 from growcockpit.session.plan_drafts import (
     display_path,
     estimate,
@@ -48,9 +47,10 @@ from growcockpit.session.plan_drafts import (
     plan_summary,
     unique_name,
 )
-from growcockpit.ui.screens import designer_status, plan_edits
+from growcockpit.ui.screens import designer_sections, designer_status, plan_edits
 from growcockpit.ui.screens.confirm import ConfirmScreen
-from growcockpit.ui.screens.designer_save import DesignerSaving
+from growcockpit.ui.screens.designer_checks import CHECKING, FileChecking
+from growcockpit.ui.screens.designer_sections import BUILDING, pane_scroll
 from growcockpit.ui.screens.help_texts import DESIGNER_HELP
 from growcockpit.ui.screens.launch import LaunchOptions
 from growcockpit.ui.screens.prompt import HelpScreen, keys_of
@@ -69,15 +69,7 @@ TAB_TITLES = {tab: f"{i} {label}" for i, (tab, label) in TABS_BY_KEY}  # the key
 STAGE_ACTIONS = ("edit_stages", "move")  # a, d, x, [, ]: the stage table's keys
 
 
-def _pane_scroll(*, id: str | None = None) -> VerticalScroll:  # noqa: A002 - Textual's name
-    """A tab's scroll pane, not itself a focus stop: the first Tab from the tab bar lands in
-    the tab's first field (it stopped on the pane, and the letters typed next went to the
-    screen's keys: `x` removed a stage, the `l` of a path opened Launch). Focusing a field
-    scrolls it into view, so the pane needs no focus of its own."""
-    return VerticalScroll(id=id, can_focus=False)
-
-
-class DesignerScreen(DesignerSaving):
+class DesignerScreen(FileChecking):
     BINDINGS = [
         Binding("a", "edit_stages('add')", "Add"),
         Binding("d", "edit_stages('duplicate')", "Dup"),
@@ -122,7 +114,6 @@ class DesignerScreen(DesignerSaving):
         self.selected = 0
         self.field_errors: dict[str, str] = {}
         self.problems: list[PlanError] = []
-        self._data_key: tuple[str, str, str] | None = None
         self._load()
 
     def _load(self) -> None:
@@ -146,29 +137,19 @@ class DesignerScreen(DesignerSaving):
         with TabbedContent(id="designer-tabs", initial="tab-stages"):
             with (
                 TabPane(TAB_TITLES["tab-stages"], id="tab-stages"),
-                _pane_scroll(id="stages-scroll"),
+                pane_scroll(id="stages-scroll"),
             ):
                 yield StageTable(id="stage-table")
                 yield StageForm(id="stage-form")
                 yield StageTimeline(id="timeline")
-            plan = self.plan
-            with TabPane(TAB_TITLES["tab-model"], id="tab-model"), _pane_scroll():
-                if plan is not None:
-                    yield SectionForm("plan", plan, id="form-plan", disabled=self.remaining)
-                    yield SectionForm("model", plan.model, id="form-model", disabled=self.remaining)
-                    yield SectionForm(
-                        "budget",
-                        plan.budget or BudgetSpec(),
-                        id="form-budget",
-                        disabled=self.remaining,
-                    )
-            with TabPane(TAB_TITLES["tab-data"], id="tab-data"), _pane_scroll():
-                if plan is not None:
-                    yield SectionForm("data", plan.data, id="form-data", disabled=self.remaining)
-                    yield Static("", id="data-state", markup=False)
-            with TabPane(TAB_TITLES["tab-optim"], id="tab-optim"), _pane_scroll():
-                if plan is not None:
-                    yield SectionForm("optim", plan.optim, id="form-optim", disabled=self.remaining)
+            for tab in designer_sections.SECTION_TABS:
+                with TabPane(TAB_TITLES[tab], id=tab), pane_scroll():
+                    if self.plan is None:
+                        continue
+                    if self.remaining:  # read-only: built when first shown (`e` opens fast)
+                        yield designer_sections.placeholder()
+                    else:
+                        yield from designer_sections.section_widgets(self.plan, tab, False)
         yield Static("", id="plan-cost", markup=False)  # under every tab, never scrolled
         yield Static("", id="plan-problems", markup=False)
         with Horizontal(id="plan-actions"):
@@ -209,13 +190,19 @@ class DesignerScreen(DesignerSaving):
             fit is not None and fit.fill_index == self.selected,
             fit.fitted_steps if fit is not None else 0,
         )
+        self.want_file_check()  # what reads files: in a worker, after a pause in typing
         self.problems = edited_plan_problems(
-            plan, display_path(self.plan_path), model_set=self.model_set
+            plan,
+            display_path(self.plan_path),
+            model_set=self.model_set,
+            file_checks=self.file_checks,
         )
         by_key = designer_status.errors_by_key(self.problems, self.field_errors)
         stage_prefix = f"stages[{self.selected}]."
         self.query_one(StageForm).show_errors(designer_status.scoped_errors(by_key, stage_prefix))
         for form in self.query(SectionForm):
+            if form.has_class(BUILDING):
+                continue  # its fields are not there yet: shown once it is built
             form.show_errors(designer_status.section_errors(by_key, form.section))
         self.cost, cost_line = estimate(plan)
         self.query_one(StageTable).show_plan(
@@ -227,22 +214,18 @@ class DesignerScreen(DesignerSaving):
         )
         self._show_problems(by_key)
         self._show_title()
-        self._show_data_state(plan)
-
-    def _show_data_state(self, plan: Plan) -> None:
-        """Corpus size, token count and cache state; recomputed only when the data changes."""
-        key = (plan.data.source, plan.data.tokenizer, plan.model.family)
-        if key != self._data_key:
-            self._data_key = key
-            self.query_one("#data-state", Static).update(data_state(*key))
+        self.show_data_line()
 
     def _show_problems(self, by_key: dict[str, str]) -> None:
         box = self.query_one("#plan-problems", Static)
         box.set_class(bool(by_key), "-bad")
         box.set_class(not by_key, "-good")
         listed = designer_status.listed_problems(self.problems, self.field_errors)
+        line = designer_status.problems_line(listed, self.plan, self.remaining)
+        if not self.files_fresh():  # the data's problems shown are the last answer's
+            line += f"  · {CHECKING}"
         # literal text: a problem may name a table such as [model], which is not markup
-        box.update(Content(designer_status.problems_line(listed, self.plan, self.remaining)))
+        box.update(Content(line))
 
     def _show_title(self) -> None:
         assert self.plan is not None
@@ -368,8 +351,12 @@ class DesignerScreen(DesignerSaving):
             return False
         return active == "tab-stages" and not isinstance(self.focused, Input | Select)
 
-    def on_tabbed_content_tab_activated(self, _event: TabbedContent.TabActivated) -> None:
+    async def on_tabbed_content_tab_activated(self, event: TabbedContent.TabActivated) -> None:
         self.refresh_bindings()  # the stage keys show only on the Stages tab
+        if self.plan is not None and await designer_sections.build_lazy(
+            event.pane, self.plan, self.remaining
+        ):
+            self.revalidate()  # their problems and the corpus line
 
     def action_send(self) -> None:
         self.action_save()

@@ -14,8 +14,9 @@ model (name, seed, [model], [budget]), Data and Optimizer. Problems show under e
 as `growcockpit plan validate`). The timeline draws each stage's depth: trainable,
 new and frozen layers in different colours. The cost estimate compares the plan's
 compute with training the final model at full depth for as many steps.
-Stages: add one after the highlighted row (a), duplicate it (d), remove it (x or
-Delete), move it up or down ([ and ]). ctrl+s saves the plan (editing a live run's remaining
+Stages, on the Stages tab's table (in a field these keys are letters): add one after the
+highlighted row (a), duplicate it (d), remove it (x or Delete), move it up or down ([ and
+]). ctrl+s saves the plan (editing a live run's remaining
 stages, ctrl+s sends them to the run instead), S saves it as a new file, l launches it;
 Esc goes back (asking first when there are unsaved changes)."""
 

@@ -1,0 +1,168 @@
+"""The designer's checks that read files, as one answer computed off the UI thread.
+
+Typing `../byo/own.jsnl` into `data.source` made `.` and `..` directories for a keystroke
+each, and validating them walked the parent tree (a virtual environment included) between
+two keystrokes: 8 s for one `.` on a loaded machine. The plan's pure rules stay instant;
+what reads files (validate.file_problems: the data source, the tokenizer, init_from; and the
+Data tab's corpus line) runs here, in a worker, after a pause in typing (`DEBOUNCE_S`), on
+a copy of the plan. The screen keeps showing the last answer, marked as being re-checked,
+until the new one arrives.
+"""
+
+from __future__ import annotations
+
+import copy
+import os
+from abc import abstractmethod
+from dataclasses import dataclass
+from functools import partial
+from pathlib import Path
+
+from textual.timer import Timer
+from textual.widgets import Static
+from textual.worker import Worker, WorkerState
+
+from growcockpit.plan.data_source import SourceProblem, resolve_source
+from growcockpit.plan.types import Plan
+from growcockpit.plan.validate import Problem, file_problems
+from growcockpit.protocol.token_index import data_state
+from growcockpit.ui.screens.designer_save import DesignerSaving
+
+DEBOUNCE_S = 0.4  # a pause in typing this long starts a check
+CHECKING = "checking the data…"
+
+
+@dataclass(frozen=True)
+class FileAnswer:
+    """What the file checks said of the plan whose `check_key` is `key`."""
+
+    key: str
+    problems: tuple[Problem, ...]
+    data_line: str
+
+
+def check_key(plan: Plan) -> str:
+    """What the file checks read: [data] and [model] (init_from is checked against the
+    model's sizes); any other edit keeps the last answer fresh."""
+    return repr((plan.data, plan.model))
+
+
+def check_files(plan: Plan) -> FileAnswer:
+    """Runs in a worker thread, on a plan no one else edits (the screen passes a copy). An
+    unexpected failure is an answer too (one line under data.source), never a dead worker
+    that leaves the screen checking for ever."""
+    key = check_key(plan)
+    try:
+        return FileAnswer(key, tuple(file_problems(plan)), data_line(plan))
+    except Exception as exc:  # noqa: BLE001 - any failure of a check is shown, in one line
+        problem = f"could not be checked ({type(exc).__name__}: {str(exc)[:120]})"
+        return FileAnswer(key, (("data.source", problem),), "")
+
+
+def data_line(plan: Plan) -> str:
+    """The Data tab's corpus line. A directory's size is its data files' (the bounded walk
+    `resolve_source` does), not everything under it: `..` once read "1,608.8 MB of text",
+    a virtual environment counted."""
+    d = plan.data
+    size: int | None = None
+    if Path(d.source).expanduser().is_dir():
+        try:
+            found = resolve_source(d.source)
+        except SourceProblem:
+            return "the corpus' size is known once data.source can be read (see its problem)"
+        size = sum(_size(f) for f in (*found.files, *found.val_files))
+    return data_state(d.source, d.tokenizer, plan.model.family, size)
+
+
+def _size(path: str) -> int:
+    try:
+        return os.stat(path).st_size
+    except OSError:
+        return 0
+
+
+class FileChecking(DesignerSaving):
+    """The designer's part that schedules the file checks and keeps their last answer.
+
+    One writer: `_files` is set only here, from a finished worker (or `check_files_now`).
+    The screen calls `want_file_check` after each edit and passes `file_checks` to the
+    validator; `revalidate` is the screen's redraw."""
+
+    _files: FileAnswer | None = None
+    _wanted: str | None = None  # the key a scheduled or running check is for
+    _timer: Timer | None = None
+
+    @abstractmethod
+    def revalidate(self) -> None:
+        """The screen's: validate the plan and redraw what depends on it."""
+
+    def _blocked(self, what: str) -> bool:
+        self.check_files_now()  # launch or send: never on a stale answer
+        return super()._blocked(what)
+
+    def file_checks(self, _plan: Plan) -> list[Problem]:
+        """The last answer's problems (for `edited_plan_problems`); none before the first."""
+        return list(self._files.problems) if self._files is not None else []
+
+    def files_fresh(self) -> bool:
+        return (
+            self.plan is not None
+            and self._files is not None
+            and self._files.key == check_key(self.plan)
+        )
+
+    def want_file_check(self) -> None:
+        """After an edit: check once typing pauses (at once when nothing was checked yet)."""
+        if self.plan is None or self.files_fresh():
+            return
+        key = check_key(self.plan)
+        if key == self._wanted:
+            return
+        self._wanted = key
+        if self._timer is not None:
+            self._timer.stop()
+        if self._files is None:
+            self._start_check()
+        else:
+            self._timer = self.set_timer(DEBOUNCE_S, self._start_check)
+
+    def _start_check(self) -> None:
+        self._timer = None
+        if self.plan is not None:
+            work = partial(check_files, copy.deepcopy(self.plan))
+            self.run_worker(work, thread=True, group="file-check", exclusive=True)
+
+    def on_worker_state_changed(self, event: Worker.StateChanged) -> None:
+        worker = event.worker
+        if worker.group != "file-check" or event.state != WorkerState.SUCCESS:
+            return
+        answer = worker.result
+        if isinstance(answer, FileAnswer):
+            self._files = answer
+            if self._wanted == answer.key:
+                self._wanted = None
+            self.revalidate()
+
+    def check_files_now(self) -> None:
+        """Before a launch or a send: the answer for the plan as it is now (a wait the user
+        asked for, on a walk with a ceiling), so a bad source never launches unchecked."""
+        if self.plan is None or self.files_fresh():
+            return
+        if self._timer is not None:
+            self._timer.stop()
+            self._timer = None
+        self.workers.cancel_group(self, "file-check")
+        self._files = check_files(copy.deepcopy(self.plan))
+        self._wanted = None
+        self.revalidate()
+
+    def show_data_line(self) -> None:
+        """The Data tab's corpus line: the last answer, marked while a new one is on its way."""
+        found = self.query("#data-state")
+        if not found:  # the Data tab is not built yet (the stage editor builds it when shown)
+            return
+        box = found.first(Static)
+        fresh = self.files_fresh()
+        last = self._files.data_line if self._files is not None else ""
+        box.update(last if fresh else f"{CHECKING} {last}".rstrip())
+        box.set_class(not fresh, "-stale")
