@@ -20,7 +20,6 @@ from __future__ import annotations
 import os
 import stat
 import struct
-from pathlib import Path
 
 from growcockpit.plan.data_source import SourceFiles
 
@@ -82,7 +81,7 @@ def shard_problem(path: str, kind: str) -> str | None:
         return f"{path} cannot be read ({exc.strerror}); check the path and permissions"
     check = parquet_problem if kind == "parquet" else arrow_problem
     problem = check(head, tail, st.st_size)
-    return f"{Path(path).name} {problem}; {_RESAVE[kind]}" if problem else None
+    return f"{path} {problem}; {_RESAVE[kind]}" if problem else None
 
 
 def footer_problem(found: SourceFiles) -> str | None:
