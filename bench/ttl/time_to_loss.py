@@ -49,7 +49,13 @@ for _folder in (BENCH, BENCH / "ttl"):
 from common import METHODS, MSLT_VARIANTS, TTL_SIZES, Size, method_plan  # noqa: E402
 from corpus import CorpusError, text_path  # noqa: E402
 from ttl_args import BUDGET_METHODS, parse_args  # noqa: E402
-from ttl_claims import bench_claims, claim_lines, claimed_items, claims_json  # noqa: E402
+from ttl_claims import (  # noqa: E402
+    bench_claims,
+    claim_lines,
+    claimed_items,
+    claims_json,
+    is_control,
+)
 from ttl_flops import print_flops, speedups_by_method  # noqa: E402
 from ttl_gate import against_control, bench_gate, control_methods, gate_report, gated_items  # noqa: E402
 from ttl_plans import Budget, MethodError, budget_plan, method_label, stages_summary  # noqa: E402
@@ -310,16 +316,8 @@ def main(argv: list[str] | None = None) -> int:
                 else {}
             )
             print("\n".join(gate_report(family, gate, vs_control)))
-            asked = {m for _, vps in per_seed for v, _ in vps for m in [v.label]}
-            needed = tuple(
-                sorted(
-                    m
-                    for m in asked
-                    if m.startswith(("full@", "depth-"))
-                    or m != "baseline"
-                    and m.startswith("baseline")
-                )
-            )
+            asked = {v.method for _, vps in per_seed for v, _ in vps}  # keyed as `runs` are
+            needed = tuple(sorted(m for m in asked if is_control(m) and m != "baseline"))
             claims = bench_claims(runs, gate, args.metric, args.target, needed)
             print("\n".join(claim_lines(family, claims)))
             items = claimed_items(gated_items(items, gate, family), claims, family)

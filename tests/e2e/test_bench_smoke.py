@@ -262,6 +262,8 @@ def test_time_to_loss_quick_budget(gc_cache: Path, tmp_path: Path) -> None:
         assert row["lrs"][f"{best_lr:g}"] == min(v for v in row["lrs"].values() if v is not None)
         assert fam_sweep["runs"][0][method]["lr"] == best_lr
     assert "LR sweep, median final val loss" in again.stdout
+    # the short controls at their best LR count as finished (no depth control: undecided)
+    assert "did not finish" not in fam_sweep["claims"]["vcycle"]["text"]
     picked = fam_sweep["runs"][0]["baseline"]["lr"]
     assert fam_sweep["baseline_lr"] == {"lr": picked, "swept": [2e-3, 4e-3], "tuned": True}
     assert f"gpt2.baseline_lr=tuned({picked:g})" in again.stdout.splitlines()[-1]
