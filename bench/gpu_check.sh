@@ -53,9 +53,9 @@
 #   step    vs_reference (the engine's step / the reference loop's) and mfu_datasheet
 #
 # When a GPU machine is lent (the device's `run` tool), one call:
-#   bash bench/gpu/wheels.sh            # here, once: the wheels into shared/wheels/ (ignored)
+#   bash bench/gpu/wheels.sh            # here, once: the wheels into .whl/ (ignored by git)
 #   run  command: "bash bench/gpu_check.sh"   timeout_s: 600
-#        carry:   ["shared/wheels", "out/corpus/debian-docs.txt.xz"]   (≤ 64 MiB with the tree)
+#        carry:   [".whl", "out/corpus/debian-docs.txt.xz"]   (≤ 64 MiB with the tree)
 # and the gate's corpus is found by GPU_CHECK_CORPUS, which defaults to that carried path.
 #
 #   bash bench/gpu_check.sh                      # on the GPU machine
@@ -160,8 +160,10 @@ fi
 OPT=$(missing $OPTIONAL || true)
 echo "gpu_check.sh: wheels ok${OPT:+ (optional, not usable: $OPT)}"
 
-GPUS=$("$PY" -c 'import torch; print(torch.cuda.device_count() if torch.cuda.is_available() else 0)')
-"$PY" -c 'import sys, torch; print("gpu_check.sh: python", sys.version.split()[0], "torch", torch.__version__, "cuda", torch.cuda.is_available())'
+# one interpreter for the version line and the device count (a loaded machine pays each start)
+INFO=$("$PY" -c 'import sys, torch; print("gpu_check.sh: python", sys.version.split()[0], "torch", torch.__version__, "cuda", torch.cuda.is_available()); print(torch.cuda.device_count() if torch.cuda.is_available() else 0)')
+echo "${INFO%$'\n'*}"
+GPUS="${INFO##*$'\n'}"
 if [ "$GPUS" = 0 ] && [ "$TINY" = 0 ] && [ "$ALLOW_CPU" = 0 ]; then
   echo "gpu_check.sh: CUDA is not available to this torch (built for CUDA $("$PY" -c 'import torch; print(torch.version.cuda)'); does it match the driver?): not running the loan on the CPU; pass --tiny or --allow-cpu to run anyway"
   exit 3

@@ -188,8 +188,10 @@ def main(argv: list[str] | None = None) -> int:
     args = ap.parse_args(argv)
     passes = [p.strip() for p in args.passes.split(",") if p.strip()]
     if not passes or set(passes) - {"plain", "instrumented"}:
-        print(f"gpu_engine: --passes {args.passes}: a comma list of plain, instrumented",
-              file=sys.stderr)
+        print(
+            f"gpu_engine: --passes {args.passes}: a comma list of plain, instrumented",
+            file=sys.stderr,
+        )
         return 2
     import transformers
 

@@ -40,7 +40,7 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 import torch  # noqa: E402
 from gpu_datasheet import datasheet_for  # noqa: E402
 from gpu_roofline import busy_share  # noqa: E402
-from probe_checks import FAMILIES, check_family, probe_plan  # noqa: E402
+from probe_checks import FAMILIES, check_family  # noqa: E402
 
 from growcockpit.backend.control.reporter import RunReporter  # noqa: E402
 from growcockpit.backend.data.blocks import load_blocks  # noqa: E402
@@ -112,7 +112,15 @@ def ms_per_step(plan: Any, device: torch.device, seconds: float) -> dict[str, An
         trainer = Trainer(plan, Path(tmp), data, RunReporter(lambda _e: None), device)
         try:
             trainer.enter_stage()
-            sync = torch.cuda.synchronize if device.type == "cuda" else (lambda: None)
+            cuda = device.type == "cuda"
+
+            def sync() -> None:
+                if cuda:
+                    torch.cuda.synchronize(device)
+
+            def step() -> None:
+                trainer.train_step()
+
             if device.type == "cuda":
                 torch.cuda.reset_peak_memory_stats(device)
             for _ in range(3):
@@ -125,7 +133,7 @@ def ms_per_step(plan: Any, device: torch.device, seconds: float) -> dict[str, An
                 trainer.train_step()
                 sync()
                 times.append((time.perf_counter() - t) * 1e3)
-            busy = busy_share(lambda: trainer.train_step(), device)
+            busy = busy_share(step, device)
             peak = torch.cuda.max_memory_allocated(device) if device.type == "cuda" else None
         finally:
             trainer.prefetch.close()
@@ -165,8 +173,17 @@ def ladder(scale: str, device: torch.device, rec: Records, seconds: float) -> No
             + (f", busy {100 * busy:.0f}%" if busy is not None else ""),
             flush=True,
         )
-        rec.write({"kind": "ladder", "scale": scale, "depth": depth, "layers": size.layers,
-                   "tokens_per_step": tokens, "precision": precision, **fig})
+        rec.write(
+            {
+                "kind": "ladder",
+                "scale": scale,
+                "depth": depth,
+                "layers": size.layers,
+                "tokens_per_step": tokens,
+                "precision": precision,
+                **fig,
+            }
+        )
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -188,8 +205,11 @@ def main(argv: list[str] | None = None) -> int:
     rec = Records(args.jsonl)
     v = versions(device)
     rec.write(v)
-    peak = f"{v['datasheet_bf16_tflops']:g} TFLOP/s dense bf16 ({v['datasheet']})" if v[
-        "datasheet"] else "no datasheet peak"
+    peak = (
+        f"{v['datasheet_bf16_tflops']:g} TFLOP/s dense bf16 ({v['datasheet']})"
+        if v["datasheet"]
+        else "no datasheet peak"
+    )
     print(
         f"probe: python {v['python']} torch {v['torch']} transformers {v['transformers']} "
         f"tokenizers {v['tokenizers']} cuda {v['cuda']} device {v['device']}: {peak}",
@@ -197,25 +217,34 @@ def main(argv: list[str] | None = None) -> int:
     )
     for line in version_warnings(v):
         print(line, flush=True)
-    precisions = ("fp32", "bf16")
+    # on the CPU the device's fp32 step is the reference itself: bf16 alone is checked
+    precisions = ("fp32", "bf16") if device.type == "cuda" else ("bf16",)
     for family in args.families.split(","):
         try:
             checks = check_family(family, device, precisions)
         except Exception as exc:  # the loan stops here: one line, the traceback after it
             frame = traceback.extract_tb(exc.__traceback__)[-1]
             where = f"{Path(frame.filename).name}:{frame.lineno} {frame.name}"
-            print(f"probe: STOP {family} on {device.type}: {type(exc).__name__} at {where}: "
-                  f"{str(exc).splitlines()[0] if str(exc) else ''}", flush=True)
+            print(
+                f"probe: STOP {family} on {device.type}: {type(exc).__name__} at {where}: "
+                f"{str(exc).splitlines()[0] if str(exc) else ''}",
+                flush=True,
+            )
             traceback.print_exc()
-            rec.write({"kind": "stop", "family": family, "error": f"{type(exc).__name__} at {where}"})
+            rec.write(
+                {"kind": "stop", "family": family, "error": f"{type(exc).__name__} at {where}"}
+            )
             return 4
         for check in checks:
             print(check.line(), flush=True)
             rec.write(check.as_json())
         bad = [c for c in checks if not c.ok]
         if bad:
-            print(f"probe: STOP {family} {bad[0].precision} on {device.type}: the step differs "
-                  f"from the CPU's at {bad[0].operator}", flush=True)
+            print(
+                f"probe: STOP {family} {bad[0].precision} on {device.type}: the step differs "
+                f"from the CPU's at {bad[0].operator}",
+                flush=True,
+            )
             rec.write({"kind": "stop", "family": family, "error": bad[0].operator})
             return 4
     s = startup_s()

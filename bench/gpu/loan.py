@@ -34,7 +34,7 @@ for _path in (REPO, REPO / "bench", HERE):
     if str(_path) not in sys.path:
         sys.path.insert(0, str(_path))
 
-from loan_parts import LIMIT_S, PREAMBLE_S, budget_s, caps, command, step_env  # noqa: E402
+from loan_parts import LIMIT_S, SUMMARY_S, budget_s, caps, command, step_env  # noqa: E402
 from loan_summary import part_item, summary_line  # noqa: E402
 
 MIN_PART_S = 3.0  # a part with less left than this is skipped, not started
@@ -81,8 +81,14 @@ def run_part(
     lines: list[str] = []
     with log_path.open("a") as sink:
         proc = subprocess.Popen(
-            cmd, cwd=REPO, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-            text=True, bufsize=1, start_new_session=True,
+            cmd,
+            cwd=REPO,
+            env=env,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            text=True,
+            bufsize=1,
+            start_new_session=True,
         )
         assert proc.stdout is not None
         reader = threading.Thread(target=_pump, args=(proc.stdout, sink, lines), daemon=True)
@@ -121,7 +127,9 @@ def fold_json(loan: Loan, part: str, tmp: Path) -> None:
             data = json.loads(path.read_text())
         except (OSError, ValueError):
             continue
-        loan.record({"part": part, "kind": "json", "file": str(path.relative_to(tmp)), "data": data})
+        loan.record(
+            {"part": part, "kind": "json", "file": str(path.relative_to(tmp)), "data": data}
+        )
         path.rename(path.with_suffix(".json.folded"))
 
 
@@ -129,7 +137,9 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=(__doc__ or "").split("\n\n")[0])
     ap.add_argument("--tiny", action="store_true", help="the CPU rehearsal: tiny shapes")
     ap.add_argument(
-        "--budget-s", type=float, default=None,
+        "--budget-s",
+        type=float,
+        default=None,
         help=f"--tiny: the rehearsal's whole budget (default {LIMIT_S}); on the GPU the caps "
         "of loan_parts.py",
     )
@@ -149,10 +159,22 @@ def main(argv: list[str] | None = None) -> int:
         + ", ".join(f"{p.name} {s:.0f} s" for p, s in plan if p.name in wanted)
         + f"; results in {out}"
     )
-    loan.record({"part": "loan", "kind": "start", "budget_s": total, "tiny": args.tiny,
-                 "caps": {p.name: s for p, s in plan}})
+    loan.record(
+        {
+            "part": "loan",
+            "kind": "start",
+            "budget_s": total,
+            "tiny": args.tiny,
+            "caps": {p.name: s for p, s in plan},
+        }
+    )
+    # one clock: the parts share what the preamble left of the budget (their stated caps when
+    # it kept to its own; all of them shrunk alike when it overran on a loaded machine)
+    room = total * (1 - SUMMARY_S / budget_s()) - loan.elapsed()
+    factor = max(0.0, min(1.0, room / sum(s for _, s in plan)))
+    plan = [(p, s * factor) for p, s in plan]
     scale = total / budget_s()
-    deadline = t0 + PREAMBLE_S * scale
+    deadline = time.time()
     items: list[str] = []
     stopped = False
     with tempfile.TemporaryDirectory(prefix="gpu-loan-") as scratch:
@@ -178,8 +200,12 @@ def main(argv: list[str] | None = None) -> int:
                 items.append(f"{part.name} skipped (not landed)")
                 continue
             loan.say(f"{head} (≤ {left:.0f} s, at {loan.elapsed():.0f} s)")
-            env = {**os.environ, "PYTHONPATH": os.pathsep.join(
-                [str(REPO), os.environ.get("PYTHONPATH", "")]).rstrip(os.pathsep)}
+            env = {
+                **os.environ,
+                "PYTHONPATH": os.pathsep.join([str(REPO), os.environ.get("PYTHONPATH", "")]).rstrip(
+                    os.pathsep
+                ),
+            }
             if part.name == "step":
                 env.update(step_env(args.tiny, left, tmp))
             state, code, lines, took = run_part(cmd, out / f"{part.name}.log", left, env)
@@ -192,8 +218,16 @@ def main(argv: list[str] | None = None) -> int:
             elif state == "cut":
                 loan.say(f"{part.name}: cut at {took:.0f} s (its cap); what it measured is above")
             loan.say(item)
-            loan.record({"part": part.name, "kind": "outcome", "state": state, "exit": code,
-                         "seconds": took, "item": item})
+            loan.record(
+                {
+                    "part": part.name,
+                    "kind": "outcome",
+                    "state": state,
+                    "exit": code,
+                    "seconds": took,
+                    "item": item,
+                }
+            )
             items.append(item)
             stopped = part.name == "probe" and code == 4
     line = summary_line(loan.elapsed(), total, items)

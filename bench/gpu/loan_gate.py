@@ -114,8 +114,16 @@ def main(argv: list[str] | None = None) -> int:
     if corpus:
         print(f"gate: preparing {corpus} for {','.join(families)} (bench/ttl/corpus.py prepare)")
         prep = {
-            f: [sys.executable, "bench/ttl/corpus.py", "prepare", corpus, "--families", f,
-                "--scale", scale]
+            f: [
+                sys.executable,
+                "bench/ttl/corpus.py",
+                "prepare",
+                corpus,
+                "--families",
+                f,
+                "--scale",
+                scale,
+            ]
             for f in families
         }
         codes = run_all(prep, min(end - report_s, time.time() + 0.4 * args.seconds))
@@ -130,17 +138,40 @@ def main(argv: list[str] | None = None) -> int:
         print(f"gate: undecided({size.reason})")
         return 0
     base = [
-        sys.executable, "bench/time_to_loss.py", "--scale", scale, "--methods", ",".join(methods),
-        "--no-depth-controls", "--baseline-schedules", "wsd", "--budget", str(size.budget),
-        "--seeds", "0", "--parallel", str(size.parallel),
-        "--timeout-s", str(size.run_timeout_s), "--device", "cuda" if cuda else "cpu",
+        sys.executable,
+        "bench/time_to_loss.py",
+        "--scale",
+        scale,
+        "--methods",
+        ",".join(methods),
+        "--no-depth-controls",
+        "--baseline-schedules",
+        "wsd",
+        "--budget",
+        str(size.budget),
+        "--seeds",
+        "0",
+        "--parallel",
+        str(size.parallel),
+        "--timeout-s",
+        str(size.run_timeout_s),
+        "--device",
+        "cuda" if cuda else "cpu",
         *(["--corpus", corpus] if corpus else []),
         *(["--threads", "1", "--evals", "4"] if args.tiny else []),
     ]
 
     def cmd(f: str, *extra: str) -> list[str]:
-        return [*base, "--family", f, "--runs-dir", str(args.work / "runs" / f),
-                "--json", str(args.work / f"{f}.json"), *extra]
+        return [
+            *base,
+            "--family",
+            f,
+            "--runs-dir",
+            str(args.work / "runs" / f),
+            "--json",
+            str(args.work / f"{f}.json"),
+            *extra,
+        ]
 
     codes = run_all({f: cmd(f) for f in size.families}, end - report_s)
     cut = [f for f, c in codes.items() if c is None]
@@ -152,11 +183,20 @@ def main(argv: list[str] | None = None) -> int:
         data = json.loads(path.read_text()) if path.exists() else None
         fam = (data or {}).get("families", {}).get(f)
         verdict = family_verdict(fam, methods)
-        append(args.probe, {"kind": "verdict", "family": f, "verdict": verdict.word,
-                            "why": verdict.why, "cut": f in cut})
+        append(
+            args.probe,
+            {
+                "kind": "verdict",
+                "family": f,
+                "verdict": verdict.word,
+                "why": verdict.why,
+                "cut": f in cut,
+            },
+        )
         line = str((data or {}).get("summary", ""))
         speed = " ".join(
-            x for x in line.removeprefix("time_to_loss: ").split()
+            x
+            for x in line.removeprefix("time_to_loss: ").split()
             if x.startswith(f"{f}.") and "depth_gate" not in x and "best_fixed" not in x
         )
         item = f"{f}.depth_gate={verdict.word}" + (f"({verdict.why})" if verdict.why else "")
@@ -165,9 +205,16 @@ def main(argv: list[str] | None = None) -> int:
         speed = speed if verdict.word == "pays" else mark_unclaimed(speed)
         items.append(f"{item} {speed}".strip())
         if path.exists() and time.time() < end - 2:
-            table = [sys.executable, "bench/ttl/ttl_gate_table.py", str(path), "--family", f,
-                     "--point", f"{scale}, {Path(corpus).name if corpus else 'built-in corpus'}, "
-                     f"{size.budget} steps"]
+            table = [
+                sys.executable,
+                "bench/ttl/ttl_gate_table.py",
+                str(path),
+                "--family",
+                f,
+                "--point",
+                f"{scale}, {Path(corpus).name if corpus else 'built-in corpus'}, "
+                f"{size.budget} steps",
+            ]
             try:
                 subprocess.run(table, cwd=REPO, timeout=max(1.0, end - time.time() - 1))
             except subprocess.TimeoutExpired:

@@ -59,12 +59,24 @@ def main(argv: list[str] | None = None) -> int:
     for plan in hops_plans():
         run_dir = args.work / plan.stem
         procs[plan.stem] = subprocess.Popen(
-            [sys.executable, "-m", "growcockpit", "train", str(plan), "--run-dir", str(run_dir),
-             *device, *sets],
-            cwd=REPO, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
+            [
+                sys.executable,
+                "-m",
+                "growcockpit",
+                "train",
+                str(plan),
+                "--run-dir",
+                str(run_dir),
+                *device,
+                *sets,
+            ],
+            cwd=REPO,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.PIPE,
+            text=True,
         )
         print(f"hops: {plan.stem} started", flush=True)
-    for name, proc in procs.items():
+    for proc in procs.values():
         try:
             proc.wait(timeout=max(0.1, end - time.time()))
         except subprocess.TimeoutExpired:

@@ -1,9 +1,9 @@
 """The loan's parts, their caps and their commands: one table, read by bench/gpu/loan.py (which
 runs them on one clock) and by the test that checks the budget stated in gpu_check.sh's header.
 
-Caps are seconds on the GPU. Each part's deadline is the loan's start plus the caps of every
-part up to it (the wheels' preamble first), so a part that ends early leaves its time to the
-next ones and the whole never passes the budget. `--tiny` (the CPU rehearsal) shares a
+Caps are seconds on the GPU. Each part's deadline is the parts' start plus the caps of every
+part up to it, so a part that ends early leaves its time to the next ones and the whole never
+passes the budget (a preamble that overran shrinks every cap alike: bench/gpu/loan.py). `--tiny` (the CPU rehearsal) shares a
 smaller budget out by `tiny_share` instead: on the CPU the parts' costs stand in other ratios
 (a process's start-up is 11 s here, not 2 s).
 """
@@ -29,12 +29,12 @@ class Part:
 
 
 PARTS: tuple[Part, ...] = (
-    Part("probe", 45, 0.20, "versions; a step per family on the device vs the CPU; ms/step alone"),
-    Part("engine", 40, 0.09, "the engine on the BERT plan: plain pass, then instrumented"),
+    Part("probe", 45, 0.27, "versions; a step per family on the device vs the CPU; ms/step alone"),
+    Part("engine", 40, 0.08, "the engine on the BERT plan: plain pass, then instrumented"),
     Part("gate", 240, 0.38, "the depth gate, late and MSLT, sized from the probe"),
     Part("hops", 40, 0.05, "the depth-needing task (sample_plans/cpu-hops*.toml), if present"),
-    Part("stages", 60, 0.12, "every stage of two grown plans vs its full-depth baseline"),
-    Part("step", 90, 0.10, "the engine's step against the reference loop (eager)"),
+    Part("stages", 60, 0.10, "every stage of two grown plans vs its full-depth baseline"),
+    Part("step", 90, 0.12, "the engine's step against the reference loop (eager)"),
 )
 
 
@@ -73,8 +73,15 @@ def command(
         return [py, "bench/gpu/gpu_engine.py", *size, *cpu, "--passes", "plain,instrumented"]
     if name == "gate":
         return [
-            py, "bench/gpu/loan_gate.py", "--seconds", s, "--probe", str(jsonl),
-            "--work", str(tmp / "gate"), *(["--tiny"] if tiny else []),
+            py,
+            "bench/gpu/loan_gate.py",
+            "--seconds",
+            s,
+            "--probe",
+            str(jsonl),
+            "--work",
+            str(tmp / "gate"),
+            *(["--tiny"] if tiny else []),
         ]
     if name == "hops":
         if not hops_plans():
@@ -83,8 +90,15 @@ def command(
     if name == "stages":
         budget = str(max(5, int(seconds) - 25))
         return [
-            py, "bench/gpu/gpu_check.py", "--budget-s", budget, "--plans", "bert,llama",
-            "--no-compile", "--json", str(tmp / "gpu_check.json"),
+            py,
+            "bench/gpu/gpu_check.py",
+            "--budget-s",
+            budget,
+            "--plans",
+            "bert,llama",
+            "--no-compile",
+            "--json",
+            str(tmp / "gpu_check.json"),
             *(["--tiny", "--device", "cpu"] if tiny else []),
         ]
     if name == "step":

@@ -51,7 +51,9 @@ def part_item(
     if name == "probe":
         text = probe_text(lines)
     elif name == "engine":
-        text = ";".join(ln.removeprefix("gpu_engine: ") for ln in lines if ln.startswith(PREFIX[name]))
+        text = ";".join(
+            ln.removeprefix("gpu_engine: ") for ln in lines if ln.startswith(PREFIX[name])
+        )
     else:
         found = [ln for ln in lines if ln.startswith(PREFIX[name])]
         if not found and name == "step":
@@ -59,9 +61,11 @@ def part_item(
         text = found[-1].split(": ", 1)[1] if found else ""
     if name == "gate" and state != "ok" and not text.startswith("undecided"):
         text = "undecided (the gate part did not finish) " + text
-    head = {"ok": name, "cut": f"{name} cut at {took:.0f} s", "failed": f"{name} FAILED (exit {code})"}[
-        state
-    ]
+    head = {
+        "ok": name,
+        "cut": f"{name} cut at {took:.0f} s",
+        "failed": f"{name} FAILED (exit {code})",
+    }[state]
     return f"{head}: {text or 'nothing measured'}"
 
 

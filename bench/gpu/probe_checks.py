@@ -129,11 +129,11 @@ def check_family(family: str, device: torch.device, precisions: tuple[str, ...])
         loss, grad, model = one_step(probe_plan(family, precision), data, device)
         check = StepCheck(family, precision, device.type, loss, cpu_loss, grad, cpu_grad)
         if not check.ok:
-            ids = torch.randint(0, int(cpu_model.config.vocab_size), (2, 16))
+            config: Any = cpu_model.config
+            vocab = int(config.vocab_size)
+            ids = torch.randint(0, vocab, (2, 16))
             where = first_divergent_module(cpu_model, model, ids, device, precision)
-            check = StepCheck(
-                family, precision, device.type, loss, cpu_loss, grad, cpu_grad, where
-            )
+            check = StepCheck(family, precision, device.type, loss, cpu_loss, grad, cpu_grad, where)
         out.append(check)
     return out
 

@@ -79,7 +79,9 @@ def test_a_cut_part_says_cut_at_and_keeps_what_it_printed(tmp_path: Path) -> Non
     item = part_item("stages", "cut", None, lines, 61.4, tmp_path)
     assert item == "stages cut at 61 s: stage4_speedup=1.3 roofline_ratio=0.5"
     assert "FAILED" not in item
-    assert part_item("step", "cut", None, [], 10.0, tmp_path) == "step cut at 10 s: nothing measured"
+    assert (
+        part_item("step", "cut", None, [], 10.0, tmp_path) == "step cut at 10 s: nothing measured"
+    )
     assert part_item("step", "failed", 1, [], 3.0, tmp_path).startswith("step FAILED (exit 1)")
     gate = part_item("gate", "cut", None, ["sizing: …"], 200.0, tmp_path)
     assert gate.startswith("gate cut at 200 s: undecided")
