@@ -41,6 +41,7 @@ def read_run(events: Path) -> dict[str, Any]:
     total = 0.0
     evals: list[dict[str, Any]] = []
     finished = ""
+    pauses: list[int] = []
     for line in events.read_text().splitlines():
         ev = json.loads(line)
         kind = ev.get("type")
@@ -53,6 +54,8 @@ def read_run(events: Path) -> dict[str, Any]:
             evals.append(
                 {"step": ev["step"], "accuracy": ev.get("accuracy"), "val_loss": ev["val_loss"]}
             )
+        elif kind == "paused":
+            pauses.append(int(ev.get("step") or 0))
         elif kind == "run_finished":
             finished = str(ev.get("status", ""))
     assert plan is not None, f"{events}: no run_started"
@@ -68,6 +71,7 @@ def read_run(events: Path) -> dict[str, Any]:
         "total_flops": flops_through_step(plan, sum(s.steps for s in plan.stages)),
         "wall_s": total / 1000,
         "evals": evals,
+        "paused_at": pauses,  # steps where the run paused (a loss spike) and was resumed
     }
 
 

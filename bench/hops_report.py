@@ -168,7 +168,18 @@ def _verdict(
         f"× FLOPs {min(ratios_f):.2f}–{max(ratios_f):.2f} (median {statistics.median(ratios_f):.2f}), "
         f"× wall {min(ratios_w):.2f}–{max(ratios_w):.2f}"
     )
-    head = "claimed" if ok else "no growth speedup is claimed"
+    behind = sum(r < 1.0 for r in ratios_f)
+    if ok:
+        head = f"claimed: ≥ {CLAIM}× sooner than the full model's envelope on every seed"
+    elif behind:
+        head = (
+            f"no growth speedup is claimed: the full model trained from scratch reaches "
+            f"{target:.0%} with fewer FLOPs on {behind} of {len(seeds)} seeds"
+        )
+    else:
+        head = (
+            f"no growth speedup is claimed: ahead of the full model, but not {CLAIM}× on every seed"
+        )
     return f"{label}: {head} ({len(seeds)} seeds; {spread} against the full model's envelope){'; ' + '; '.join(lines) if lines else ''}"
 
 
