@@ -89,6 +89,9 @@ class CockpitLightningCallback(pl.Callback):
             save=save,
             total_steps=total,
             trainer=TRAINER,
+            # fit(ckpt_path=...): the run directory's log goes on from the checkpoint
+            start_step=trainer.global_step or None,
+            resumed_from=f"a Lightning checkpoint at step {trainer.global_step}",
         )
         self.tracker.step_count = trainer.global_step
 

@@ -98,3 +98,18 @@ def test_a_lightning_run_reports_steps_layers_and_validation(tmp_path: Path) -> 
     assert [s.step for s in of_type(events, LayerStats)] == [5, 10]
     assert [e.step for e in of_type(events, Eval)] == [5, 10]
     assert of_type(events, RunFinished)[-1].status == "completed"
+
+
+def test_a_resumed_lightning_run_appends_to_its_run(tmp_path: Path) -> None:
+    run = tmp_path / "runs" / "pl-resume"
+    first = _trainer(run, tmp_path, max_steps=4, limit_val_batches=0)
+    first.fit(TinyLM(), _loader(64))
+    ckpt = tmp_path / "at4.ckpt"
+    first.save_checkpoint(ckpt)
+    again = _trainer(run, tmp_path, max_steps=8, limit_val_batches=0)
+    again.fit(TinyLM(), _loader(64), ckpt_path=str(ckpt))
+    events = read_all(run / "events.jsonl")
+    started = of_type(events, RunStarted)
+    assert len(started) == 2 and started[1].resumed_from == "a Lightning checkpoint at step 4"
+    assert [e.step for e in of_type(events, Step)] == [*range(1, 9)]  # counts on from 4
+    assert [f.status for f in of_type(events, RunFinished)] == ["completed", "completed"]
