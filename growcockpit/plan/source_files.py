@@ -38,7 +38,7 @@ DTYPE_BYTES = {
     "I32": 4, "U32": 4, "F32": 4,
     "I64": 8, "U64": 8, "F64": 8,
 }  # fmt: skip
-_STRING = re.compile(r'"(?:[^"\\]|\\.)*"', re.S)
+_STRING = re.compile(r'"(?:[^"\\]|\\.)*"?', re.S)  # unterminated: to the end, linear
 _BRACKET = re.compile(r"[\[\]{}]")
 
 

@@ -103,3 +103,23 @@ def test_hostile_event_lines_are_skipped(tmp_path: Path) -> None:
     assert "\n" not in crash_reason(RunPaths(tmp_path))
     (tmp_path / attach_index.INDEX_NAME).write_bytes(deep)
     assert attach_index.load(tmp_path, tmp_path / "events.jsonl") is None
+
+
+def test_unterminated_strings_cost_linear_time() -> None:
+    """An opening quote followed by escaped quotes and no closing one made the string
+    pattern retry from every quote (quadratic: 40 KB took 19 s, a 1 MB race journal line
+    hours). 10x the input must cost about 10x (quadratic would be 100x); a ratio of two
+    timings in one run, so a loaded machine slows both alike."""
+    import time
+
+    from growcockpit.plan.source_files import json_depth
+    from growcockpit.race.journal import check_line
+
+    seconds = []
+    for n in (4_000, 40_000):
+        text = '[[ "' + '\\"' * n
+        started = time.perf_counter()
+        assert json_depth(text) == 2 and too_deep(text, 1)
+        assert check_line(text.encode())[0] is None
+        seconds.append(time.perf_counter() - started)
+    assert seconds[1] < 40 * max(seconds[0], 1e-3), seconds
