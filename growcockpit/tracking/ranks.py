@@ -7,7 +7,9 @@ commands that arrived and broadcasts what the loop must do (paused, stopping, th
 scale); every rank takes it in the same collective, so a pause holds them all at the
 same step instead of stalling the others inside their next all-reduce. While paused, rank
 0 broadcasts every half second, so no rank waits in one collective long enough to hit
-the process group's timeout. One broadcast of three numbers per step.
+the process group's timeout. One broadcast of three numbers per step, and every
+`metrics.every_steps` calls an all-gather of each rank's memory (`rank_memory`, as the
+engine reports it).
 """
 
 from __future__ import annotations
@@ -17,8 +19,10 @@ from pathlib import Path
 
 import torch
 import torch.distributed as dist
+from torch import nn
 
-from growcockpit.protocol.events import Event, RunFinished
+from growcockpit.backend.rank_memory import local_memory
+from growcockpit.protocol.events import Event, RanksMemory, RunFinished
 from growcockpit.protocol.pending import PendingCommand
 from growcockpit.protocol.rundir import RunPaths
 
@@ -53,6 +57,31 @@ def share(ranks: Ranks, paused: bool, stopping: bool, scale: float) -> tuple[boo
     dist.broadcast(state, src=0)
     held, stop, factor = state.tolist()
     return held > 0.5, stop > 0.5, float(factor)
+
+
+def gather_memory(
+    ranks: Ranks,
+    model: nn.Module,
+    optimizer: torch.optim.Optimizer | None,
+    device: torch.device,
+    where: tuple[int, int],
+) -> RanksMemory | None:
+    """Every rank's memory (the engine's `rank_memory`: parameters, gradients, optimizer
+    moments, device peak, RSS) on rank 0 as one event; None on the others. Every rank
+    calls it at the same `step()` call (one small all-gather)."""
+    mine = local_memory(model, optimizer, device, ranks.rank)
+    every: list[object] = [None] * ranks.world
+    dist.all_gather_object(every, mine)
+    if not ranks.writer:
+        return None
+    step, stage = where
+    return RanksMemory(
+        step=step,
+        stage=stage,
+        strategy="ddp",
+        world_size=ranks.world,
+        ranks=[m for m in every if m is not None],  # type: ignore[misc]
+    )
 
 
 class _QuietControl:

@@ -47,7 +47,7 @@ from growcockpit.tracking.guard import LossGuard, advice
 from growcockpit.tracking.layer_probe import LayerProbe
 from growcockpit.tracking.logged import LogDesk
 from growcockpit.tracking.lr_hook import LrFactorHook
-from growcockpit.tracking.ranks import QuietFiles, detect
+from growcockpit.tracking.ranks import QuietFiles, detect, gather_memory
 from growcockpit.tracking.run_files import TrackedRunFiles, TrackError
 from growcockpit.tracking.run_info import (
     family_model,
@@ -119,6 +119,7 @@ class Tracker(CommandDesk, LogDesk):
         device = next((p.device for p in model.parameters()), torch.device("cpu"))
         notes = run_notes(root, note, tags)  # checked before anything is written
         self.ranks = detect(device)  # under torchrun: rank 0 writes, every rank obeys
+        self._device, self._calls = device, 0
         writer = self.ranks is None or self.ranks.writer
         self.files: TrackedRunFiles | QuietFiles = (
             TrackedRunFiles(
@@ -260,6 +261,14 @@ class Tracker(CommandDesk, LogDesk):
             stats = self.probe.take()
             if stats is not None:
                 self.emit(LayerStats(step=self.step_count, stage=self.stage, layers=stats))
+        if self.ranks is not None:
+            self._calls += 1  # counted alike on every rank, whatever numbers step= gives
+            every = self.metrics.every_steps
+            if every > 0 and self._calls % every == 0:
+                where = (self.step_count, self.stage)
+                memory = gather_memory(self.ranks, self.model, self.optimizer, self._device, where)
+                if memory is not None:
+                    self.emit(memory)
         if self.guard is not None and not self.should_stop:
             self._judge(None if value is None else float(value))
         self.handle_commands()

@@ -14,7 +14,7 @@ from run_fixtures import env, of_type, wait_events
 from test_track_loop import ctl
 
 from growcockpit.protocol import read_all
-from growcockpit.protocol.events import RunFinished, RunStarted, Step
+from growcockpit.protocol.events import RanksMemory, RunFinished, RunStarted, Step
 
 pytestmark = pytest.mark.slow
 
@@ -110,3 +110,7 @@ def test_one_command_pauses_scales_and_stops_every_rank(tmp_path: Path) -> None:
     assert steps[-1].tokens == 8 * (steps[-1].step + 1)  # both ranks' tokens
     assert of_type(events, RunFinished)[-1].status == "stopped"
     assert sorted(os.listdir(run / "checkpoints")) == [f"step-{steps[-1].step}"]
+    memory = of_type(events, RanksMemory)  # every 5th step, as the engine's
+    assert memory and all(m.strategy == "ddp" and m.world_size == 2 for m in memory)
+    assert all([r.rank for r in m.ranks] == [0, 1] for m in memory)
+    assert all(r.params == 4 * (8 * 8 + 8 + 8 + 1) and r.rss > 0 for r in memory[0].ranks)
