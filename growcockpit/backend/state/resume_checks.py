@@ -8,8 +8,8 @@ backend allocate 17 GB and mark the run crashed. So before the model exists:
 - the shape `plan.toml` gives at the checkpoint's position must be the shape the
   checkpoint holds (its config, already checked against its tensors' shapes, which
   are read from the memory-mapped state dict without loading the tensors);
-- the plan's estimated memory (plan/memory.py, the largest stage on one rank) must
-  fit the machine that would run it.
+- the memory the plan's largest stage certainly allocates on one rank (weights, gradients
+  and optimizer moments, plan/memory.py) must fit the machine that would run it.
 
 A refusal is a CheckpointError: one line, and status.json is left as it was.
 """
@@ -75,7 +75,8 @@ def machine_bytes(device: str | None) -> tuple[float, str] | None:
 
 
 def check_resume_memory(plan: Plan, device: str | None, plan_file: Path) -> None:
-    """The plan's largest stage, as plan/memory.py estimates it on one rank, fits the device."""
+    """The plan's largest stage's weights, gradients and optimizer state (plan/memory.py, one
+    rank) fit the device."""
     have = machine_bytes(device)
     if have is None:
         return
@@ -84,9 +85,12 @@ def check_resume_memory(plan: Plan, device: str | None, plan_file: Path) -> None
     stages = plan_memory(plan, ranks)
     if not stages:
         return
-    largest = max(stages, key=lambda s: s.total)
-    if largest.total > total:
+    # weights, gradients and optimizer moments are allocated for certain (exact arithmetic);
+    # the activation estimate is not held against a resume of a run that trained before
+    largest = max(stages, key=lambda s: s.state)
+    if largest.state > total:
         raise CheckpointError(
             f"{plan_file}: stage {largest.index + 1} ({largest.name}) needs about "
-            f"{size(largest.total)} per rank but {what} is {size(total)}; {FIX}"
+            f"{size(largest.state)} per rank for its weights, gradients and optimizer state "
+            f"alone, but {what} is {size(total)}; {FIX}"
         )
