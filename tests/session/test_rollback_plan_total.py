@@ -100,3 +100,13 @@ def test_an_edit_without_a_rollback_keeps_the_ended_stages() -> None:
     state.apply_all([PlanChanged(step=176, from_stage=2, plan=plan_to_dict(longer), t=300.0)])
     assert state.total_steps == 151 + 300 + 500
     assert _plan_lines(state)[-1].endswith(f"now 3 stages, {151 + 300 + 500} steps")
+
+
+def test_either_order_of_the_two_events_says_the_same() -> None:
+    """The backend sends plan_changed first (backend/state/restore.py rollback_trainer); a
+    reader that met them the other way round must agree."""
+    run, back = events()
+    state = RunState()
+    state.apply_all(run + list(reversed(back)))
+    assert state.total_steps == 1000
+    assert _plan_lines(state)[-1].endswith("now 3 stages, 1000 steps")
