@@ -7,8 +7,9 @@ absolute path and a fingerprint of its content; `compare` holds two runs to the
 same data when their fingerprints agree (and falls back to the plan's text for
 runs logged before this existed).
 
-The fingerprint reads each file's size and its first and last 64 KB (not the
-whole corpus), in the source's file order, without names or paths: a copy of the
+The fingerprint reads each file's size, and the first and last 16 KB of the first
+256 files (not the corpus: a start stays fast), in the source's file order, without
+names or paths: a copy of the
 same data elsewhere has the same fingerprint; an edited file almost always not.
 Standard library only.
 """
@@ -20,8 +21,8 @@ import os
 
 from growcockpit.plan.data_source import SourceProblem, resolve_source
 
-EDGE_BYTES = 64 << 10
-MAX_READ_FILES = 1_000
+EDGE_BYTES = 16 << 10
+MAX_READ_FILES = 256
 """Files past this many count by their size only (a corpus of many shards starts fast)."""
 
 
