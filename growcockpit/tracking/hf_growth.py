@@ -10,8 +10,9 @@ re-warm-up are done from the callback too (hf_recipes.py: hooks on the blocks, a
 on the LR inside each optimizer step). What needs growcockpit's engine is refused at
 construction, every problem at once: width changes (`coalesce`, `decoalesce`,
 `interpolate`: the V-cycle) build a new model object the Trainer does not hold, probes
-train candidates side by side, and `advance = "manual"` / `"plateau"` end a stage on a
-signal where a Trainer stage ends on its steps (`ENGINE_ONLY`).
+train candidates side by side, and `advance = "manual"` waits for a command the
+Trainer's loop has no place for (`ENGINE_ONLY`). `advance = "plateau"` is the engine's
+trigger (backend/loop/plateau.py) on the step losses the callback reads.
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ import torch
 from torch import nn
 from transformers import TrainerControl, TrainerState, TrainingArguments
 
+from growcockpit.backend.loop.plateau import PlateauTrigger, check_event, trigger_for
 from growcockpit.families import spec_of
 from growcockpit.grow import GrowResult, apply_freeze, get_layers, stack_layers
 from growcockpit.plan import load_plan, plan_to_dict
@@ -59,10 +61,10 @@ def growth_problems(plan: Plan) -> list[str]:
         for key, why in ENGINE_ONLY.items():
             if getattr(stage, key, None) not in (None, 0, 0.0):
                 out.append(f"{where}: {key}: {why}")
-        if stage.advance != "auto":
+        if stage.advance == "manual":
             out.append(
-                f'{where}: advance = "{stage.advance}": a Trainer stage ends on its steps '
-                '(advance = "auto"), or train it with growcockpit train'
+                f'{where}: advance = "manual": a Trainer stage ends on its steps or on a '
+                'plateau (advance = "auto" / "plateau"), or train it with growcockpit train'
             )
     return out
 
@@ -127,9 +129,7 @@ class GrowthCallback(CockpitCallback):
         if problems:
             raise growth_error(self.plan, problems)
         self.stage_index = 0
-        self.ends = [
-            sum(s.steps for s in self.plan.stages[: i + 1]) for i in range(len(self.plan.stages))
-        ]
+        self.plateau: PlateauTrigger | None = None  # advance = "plateau": asked after each step
         self.model: nn.Module | None = None
         self.optimizer: torch.optim.Optimizer | None = None
         self.scheduler: Any = None
@@ -180,9 +180,26 @@ class GrowthCallback(CockpitCallback):
     ) -> None:
         super().on_step_end(args, state, control, **kwargs)
         nxt = self.stage_index + 1
-        if nxt < len(self.plan.stages) and state.global_step >= self.ends[self.stage_index]:
-            self.grow(nxt)
+        reason = self._stage_over(state.global_step)
+        if nxt < len(self.plan.stages) and reason is not None:
+            self.grow(nxt, reason)
         self._recipes_at(state.global_step)
+
+    def _stage_over(self, global_step: int) -> str | None:
+        """Why the stage ends after this step ("steps", "plateau"), else None: its steps
+        counted from its entry, or the engine's plateau trigger on the step's loss."""
+        tracker, recipes = self.tracker, self.recipes
+        if tracker is None or recipes is None:
+            return None
+        if global_step - recipes.entered_at >= self.plan.stages[self.stage_index].steps:
+            return "steps"
+        plateau, loss = self.plateau, tracker.last_loss
+        if plateau is None or loss is None:
+            return None
+        fired = plateau.observe(loss, tracker.tokens)
+        if fired or global_step % max(1, tracker.metrics.every_steps) == 0:
+            tracker.emit(check_event(plateau, global_step, self.stage_index))
+        return "plateau" if fired else None
 
     def _recipes_at(self, global_step: int) -> None:
         """The stage's gates, skipped blocks and LR factor for the next step (0-based
@@ -202,7 +219,7 @@ class GrowthCallback(CockpitCallback):
             self.recipes = None
         super().on_train_end(args, state, control, **kwargs)
 
-    def grow(self, index: int) -> None:
+    def grow(self, index: int, reason: str = "steps") -> None:
         """Enter stage `index` now: its operator, the optimizer and schedule, its freeze policy."""
         model, optimizer = self.model, self.optimizer
         assert model is not None and optimizer is not None, "grow() before on_train_begin"
@@ -214,7 +231,7 @@ class GrowthCallback(CockpitCallback):
             grown = stack_layers(model, stage.layers - depth, stage.source, stage.init)
             _add_to_optimizer(optimizer, self.scheduler, grown, get_layers(model))
         self.stage_index = index
-        self._enter(index, grown, time.perf_counter() - began, reason="steps", before=depth)
+        self._enter(index, grown, time.perf_counter() - began, reason=reason, before=depth)
         if self.tracker is not None and self.tracker.probe is not None:  # hook the new blocks too
             self.tracker.probe.arm(self.tracker.step_count + 1)
 
@@ -226,6 +243,7 @@ class GrowthCallback(CockpitCallback):
         assert model is not None
         if self.recipes is not None:
             self.recipes.close()
+        self.plateau = trigger_for(stage)
         self.recipes = StageRecipes(
             stage,
             index,

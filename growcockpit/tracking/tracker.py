@@ -110,6 +110,7 @@ class Tracker(CommandDesk, LogDesk):
         self.paused = False
         self.should_stop = False
         self.last_checkpoint: int | None = None
+        self.last_loss: float | None = None  # the last step's (a GrowthCallback's plateau)
         self._warned: set[str] = set()
         host = family_model(model)
         if layers is not None:
@@ -244,6 +245,7 @@ class Tracker(CommandDesk, LogDesk):
         tokens = int(tokens) * (self.ranks.world if self.ranks is not None else 1)  # the job's
         self.tokens += tokens
         value = float(loss.detach().float()) if isinstance(loss, torch.Tensor) else loss
+        self.last_loss = None if value is None else float(value)
         used = self.lr_hook.used
         self.lr_hook.used = None
         self.emit(

@@ -93,7 +93,7 @@ def test_a_trainer_run_grown_from_2_to_4_layers_saves_a_4_layer_model(
 
 @pytest.mark.parametrize(
     ("change", "named"),
-    [({"enter": "coalesce", "width": 16}, "enter"), ({"advance": "plateau"}, "advance")],
+    [({"enter": "coalesce", "width": 16}, "enter"), ({"advance": "manual"}, "advance")],
 )
 def test_a_stage_only_the_engine_runs_is_refused_naming_it(
     change: dict[str, object], named: str

@@ -20,7 +20,7 @@ from transformers import TrainerCallback
 import growcockpit
 from growcockpit.plan import load_plan, loads_plan
 from growcockpit.protocol import read_all
-from growcockpit.protocol.events import Grow, Step
+from growcockpit.protocol.events import Grow, PlateauCheck, StageStarted, Step
 from growcockpit.resources import sample_plans_dir
 from growcockpit.tracking.hf_growth import growth_problems
 from growcockpit.tracking.layer_probe import inner_optimizer
@@ -78,7 +78,7 @@ def test_ramp_layer_drop_peak_lr_and_rewarmup_inside_a_trainer(tmp_path: Path) -
 
 def test_every_problem_of_a_plan_is_named_at_once() -> None:
     plan = loads_plan(PLAN.format(source="top", init="copy", train="all"))
-    plan.stages[0] = dataclasses.replace(plan.stages[0], advance="plateau")
+    plan.stages[0] = dataclasses.replace(plan.stages[0], advance="manual")
     plan.stages[1] = dataclasses.replace(plan.stages[1], enter="coalesce", width=16)
     with pytest.raises(growcockpit.GrowthError) as err:
         growcockpit.GrowthCallback("unused", plan=plan)
@@ -97,3 +97,31 @@ def test_docs_name_the_shipped_plans_a_trainer_takes() -> None:
     listed = sorted(re.findall(r"`([\w.-]+\.toml)`", section))
     assert listed == taken
     assert "cpu-gpt2-zero.toml" in taken and "cpu-gpt2-ramp.toml" in taken
+
+
+PLATEAU = """
+advance = "plateau"
+patience = 3
+min_delta = 1e9
+"""
+
+
+def test_a_plateau_ends_a_trainer_stage_early(tmp_path: Path) -> None:
+    text = PLAN.format(source="top", init="copy", train="all")
+    first, second = text.split('[[stages]]\nname = "four"')
+    plan = tmp_path / "grow.toml"  # stage 1: up to 100 steps, or until the loss EMA flattens
+    plan.write_text(
+        first.replace("steps = 4", "steps = 100") + PLATEAU + '[[stages]]\nname = "four"' + second
+    )
+    run = tmp_path / "runs" / "plateau"
+    trainer = tiny_trainer(
+        tmp_path / "out", [growcockpit.GrowthCallback(run, plan=plan)], max_steps=10
+    )
+    trainer.train()
+    events = read_all(run / "events.jsonl")
+    stages = of_type(events, StageStarted)
+    assert [(s.index, s.reason) for s in stages] == [(0, "init"), (1, "plateau")]
+    assert stages[1].step == 4  # a drop over 3 steps needs 4 losses: then it is under 1e9/1M
+    checks = of_type(events, PlateauCheck)
+    assert checks and checks[-1].fired and checks[-1].step == 4
+    assert len(trainer.model.transformer.h) == 4
