@@ -3,7 +3,9 @@ the CPU's, to a tolerance, and the first divergent operator named when they diff
 
 from __future__ import annotations
 
+import json
 import sys
+from pathlib import Path
 
 import pytest
 import torch
@@ -41,3 +43,24 @@ def test_a_family_step_on_the_cpu_agrees_with_itself_in_fp32_and_bf16() -> None:
     checks = check_family("llama", torch.device("cpu"), ("fp32", "bf16"))
     assert [c.precision for c in checks] == ["fp32", "bf16"]
     assert checks[0].loss_error == 0.0 and all(c.ok for c in checks)
+
+
+def test_a_mismatch_stops_the_loan_in_one_line_naming_family_and_operator(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    import gpu_probe
+
+    bad = StepCheck("bert", "bf16", "cpu", 9.0, 7.6, 2.0, 2.0, "bert.encoder.layer.0 (BertLayer)")
+    monkeypatch.setattr(gpu_probe, "check_family", lambda *_a: [bad])
+    ladder: list[str] = []
+    monkeypatch.setattr(gpu_probe, "ladder", lambda *a: ladder.append("ran"))
+    jsonl = tmp_path / "loan.jsonl"
+    assert gpu_probe.main(["--jsonl", str(jsonl), "--families", "bert", "--device", "cpu"]) == 4
+    stops = [ln for ln in capsys.readouterr().out.splitlines() if "STOP" in ln]
+    assert stops == [
+        "probe: STOP bert bf16 on cpu: the step differs from the CPU's at "
+        "bert.encoder.layer.0 (BertLayer)"
+    ]
+    assert ladder == []  # nothing expensive after a stop
+    kinds = [json.loads(ln)["kind"] for ln in jsonl.read_text().splitlines()]
+    assert kinds == ["versions", "step_check", "stop"]
