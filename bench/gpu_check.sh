@@ -19,9 +19,9 @@
 #                   the corpus prepared, then the budget, every run's steps and cap computed
 #                   from the probe's ms/step so that every control finishes, runs sharing the
 #                   GPU only as far as the probe's busy share and memory say they fit; both
-#                   families if they fit at >= 300 steps, else GPT-2 alone (the sizing line
-#                   says which). "undecided" unless every requested control finished
-#                   (loan_gate.py, loan_sizing.py, loan_verdict.py)
+#                   families if they fit at >= 600 steps, else GPT-2 alone, else none (the
+#                   sizing line says which). "undecided" unless every requested control
+#                   (depth-*, full@*) finished (loan_gate.py, loan_sizing.py, loan_verdict.py)
 #   hops       40 s the depth-needing task (sample_plans/cpu-hops*.toml, k-hop induction), when
 #                   present; GPU_CHECK_HOPS_SET="k=v ..." scales it up (loan_hops.py)
 #   stages     60 s every stage of the BERT-Base MSLT plan and the SmolLM-shaped Llama plan

@@ -37,7 +37,7 @@ from loan_sizing import Probe, size_gate  # noqa: E402
 from loan_summary import mark_unclaimed  # noqa: E402
 from loan_verdict import family_verdict  # noqa: E402
 
-GPU = ("gpu", ["baseline", "depth-4", "depth-1", "late", "mslt-longshallow-emb"], 300, 6000)
+GPU = ("gpu", ["baseline", "depth-4", "depth-1", "late", "mslt-longshallow-emb"], 600, 6000)
 TINY = ("quick", ["baseline", "depth-2", "depth-1", "late", "mslt-longshallow-emb"], 20, 400)
 REPORT_IMPORTS = 2.5  # kept back, in import times: a --reuse-only report, the tables
 # time_to_loss adds the full-depth short-schedule controls (full@0.5, full@0.25, full@plan <

@@ -50,9 +50,9 @@ def test_one_family_when_two_do_not_fit_and_none_when_one_does_not() -> None:
     both = size_gate(H200ISH, 400.0, METHODS, "gpu", ("gpt2", "llama"), 300, 6000)
     assert both.families == ("gpt2", "llama")
     slow = Probe({1: 20.0, 4: 45.0, 8: 80.0}, 20.0, 0.5, 4e9, 140e9, 16)
-    one = size_gate(slow, 300.0, METHODS, "gpu", ("gpt2", "llama"), 300, 6000)
+    one = size_gate(slow, 400.0, METHODS, "gpu", ("gpt2", "llama"), 300, 6000)
     assert one.families == ("gpt2",) and "1 family" in one.reason
-    none = size_gate(slow, 100.0, METHODS, "gpu", ("gpt2", "llama"), 300, 6000)
+    none = size_gate(slow, 200.0, METHODS, "gpu", ("gpt2", "llama"), 300, 6000)
     assert none.families == () and none.budget == 0 and "does not fit" in none.line()
 
 
