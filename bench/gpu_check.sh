@@ -61,7 +61,7 @@
 #   bash bench/gpu_check.sh                      # on the GPU machine
 #   bash bench/gpu_check.sh --tiny               # the CPU rehearsal (tiny shapes; the budget
 #                                                # GPU_CHECK_BUDGET_S, default 540, shared out)
-#   bash bench/gpu_check.sh --tiny --parts gate  # one part (probe first if the gate needs it)
+#   bash bench/gpu_check.sh --parts probe,gate   # some parts only (the gate is sized by the probe)
 # Without CUDA it exits 3 after its version line, unless --tiny or --allow-cpu.
 # Wheels (checked first; each carried wheel in $WHEELS, default shared/wheels or .whl/, whose
 # distribution is not installed is installed on its own, --no-index, into a private dir):
