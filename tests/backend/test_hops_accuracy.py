@@ -11,8 +11,7 @@ import pytest
 import torch
 from run_fixtures import make_trainer, warm_growcockpit
 
-from growcockpit.backend.data.blocks import Batch
-from growcockpit.backend.data.hops import HopBlocks
+from growcockpit.backend.data.blocks import Batch, HopBlocks
 from growcockpit.backend.loop.evaluation import eval_event, val_scores
 from growcockpit.backend.loop.forward import StagedForward
 from growcockpit.backend.model import build_model

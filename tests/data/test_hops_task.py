@@ -7,12 +7,8 @@ import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from growcockpit.backend.data.hops import (
-    HopBlocks,
-    causal_labels,
-    fixed_tokenizer,
-    hop_targets,
-)
+from growcockpit.backend.data.blocks import HopBlocks
+from growcockpit.backend.data.hops import causal_labels, fixed_tokenizer, hop_targets
 from growcockpit.plan.types import DataSpec
 
 

@@ -23,10 +23,17 @@ from transformers import PreTrainedTokenizerBase
 
 from growcockpit.backend.control.startup_phases import StartupClock
 from growcockpit.backend.data.corpus import Corpus, CorpusLines, DataError, resolve_corpus
+from growcockpit.backend.data.hops import (
+    TRAIN_STREAM,
+    VAL_STREAM,
+    causal_labels,
+    fixed_tokenizer,
+    hop_targets,
+)
 from growcockpit.backend.data.token_cache import TokenShard, tokenize_to_shard
 from growcockpit.backend.data.tokenizer import build_tokenizer
 from growcockpit.plan.families import family_facts
-from growcockpit.plan.task_source import is_task_source
+from growcockpit.plan.task_source import is_task_source, task_name, task_problems
 from growcockpit.plan.types import DataSpec
 from growcockpit.protocol.safe_text import quoted
 from growcockpit.protocol.token_index import CacheRecord, read_record, record_path, write_record
@@ -293,8 +300,6 @@ def load_blocks(
     `clock` reports the tokenizer and the token cache as start-up phases.
     """
     if is_task_source(spec.source):  # generated, fixed vocabulary: no corpus, no cache
-        from growcockpit.backend.data.hops import load_task
-
         return load_task(spec, family, seed)
     clock = clock or StartupClock()
     corpus = resolve_corpus(spec.source, spec.text_column)
@@ -331,6 +336,48 @@ def load_blocks(
     )
 
 
+class HopBlocks(TokenBlocks):
+    """k-hop induction's batches (`data.source = "task:hops"`, backend/data/hops.py) behind
+    the text blocks' interface (train_batch, val_batches, tokenizer): the engine, probes and
+    calibration take either."""
+
+    def __init__(self, spec: DataSpec, family: str, seed: int) -> None:
+        self.tokenizer: PreTrainedTokenizerBase = fixed_tokenizer(spec.alphabet)
+        self.family = family
+        self.seed = seed
+        self.seq_len = spec.seq_len
+        self.hops = spec.hops
+        self.alphabet = spec.alphabet
+        self.vocab_size = len(self.tokenizer)
+        self.mlm_probability = 0.0
+
+    def sequences(self, stream: int, index: int, rows: int) -> torch.Tensor:
+        """`rows` sequences of batch `index` of `stream`, uniform over the alphabet."""
+        rng = np.random.default_rng([self.seed, stream, index])
+        return torch.from_numpy(rng.integers(0, self.alphabet, size=(rows, self.seq_len)))
+
+    def make(self, x: torch.Tensor) -> Batch:
+        return Batch(x, causal_labels(hop_targets(x, self.hops)))
+
+    def train_batch(self, step: int, batch_size: int) -> Batch:
+        return self.make(self.sequences(TRAIN_STREAM, step, batch_size))
+
+    def val_batches(self, batch_size: int, max_batches: int) -> list[Batch]:
+        return [self.make(self.sequences(VAL_STREAM, b, batch_size)) for b in range(max_batches)]
+
+
+def load_task(spec: DataSpec, family: str, seed: int) -> HopBlocks:
+    """The task a `task:` source names; DataError (one line, with the fix) on a bad plan."""
+    # the tokenizer key is the plan's business (a resumed run names its saved copy here)
+    problems = [p for p in task_problems(spec, family) if p[0] != "data.tokenizer"]
+    if problems:
+        key, problem = problems[0]
+        raise DataError(f"{key}: {problem}")
+    if task_name(spec.source) == "hops":
+        return HopBlocks(spec, family, seed)
+    raise DataError(f"data.source = {spec.source!r}: no such task")  # task_problems said so
+
+
 def _note_in_index(
     spec: DataSpec, family: str, corpus: Corpus, shard: TokenShard, seconds: float
 ) -> None:
@@ -348,7 +395,9 @@ __all__ = [
     "BatchPrefetcher",
     "BlockView",
     "DataError",
+    "HopBlocks",
     "TokenBlocks",
     "load_blocks",
+    "load_task",
     "mask_tokens",
 ]

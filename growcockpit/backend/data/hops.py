@@ -6,9 +6,10 @@ Answering it takes depth that grows with log k (Sanford, Hsu & Telgarsky, ICML 2
 it is a task on which a deeper model must win: the place to ask whether growing the depth
 pays on a given machine (docs/hops.md).
 
-Sequences are uniform over Σ and pure functions of (seed, stream, index): train batch i
-and validation batch j come from different streams, so validation never repeats training,
-and a resumed run sees the batches the uninterrupted run would have seen.
+The task's batches (`HopBlocks`, backend/data/blocks.py) draw sequences uniform over Σ as
+pure functions of (seed, stream, index): train batch i and validation batch j come from
+different streams, so validation never repeats training, and a resumed run sees the
+batches the uninterrupted run would have seen.
 
 Alignment with the causal loss: the product's causal loss scores position t's logits
 against label t + 1 (families/gpt2.py `causal_lm_loss`). The label tensor therefore holds
@@ -21,16 +22,11 @@ from __future__ import annotations
 
 import string
 
-import numpy as np
 import torch
 from tokenizers import Tokenizer, models, pre_tokenizers
-from transformers import PreTrainedTokenizerBase, PreTrainedTokenizerFast
+from transformers import PreTrainedTokenizerFast
 
-from growcockpit.backend.data.blocks import Batch, TokenBlocks
-from growcockpit.backend.data.corpus import DataError
 from growcockpit.backend.data.tokenizer import _fast
-from growcockpit.plan.task_source import task_name, task_problems
-from growcockpit.plan.types import DataSpec
 
 SYMBOLS = string.ascii_lowercase + string.ascii_uppercase + string.digits + "+/"  # 64
 END = "<|endoftext|>"
@@ -75,45 +71,12 @@ def fixed_tokenizer(alphabet: int) -> PreTrainedTokenizerFast:
     return _fast(tokenizer_object=core, eos_token=END, bos_token=END, unk_token=END, pad_token=END)
 
 
-class HopBlocks(TokenBlocks):
-    """The task's batches behind the same interface as the text blocks (train_batch,
-    val_batches, tokenizer): the engine, probes and calibration take either."""
-
-    def __init__(self, spec: DataSpec, family: str, seed: int) -> None:
-        self.tokenizer: PreTrainedTokenizerBase = fixed_tokenizer(spec.alphabet)
-        self.family = family
-        self.seed = seed
-        self.seq_len = spec.seq_len
-        self.hops = spec.hops
-        self.alphabet = spec.alphabet
-        self.vocab_size = len(self.tokenizer)
-        self.mlm_probability = 0.0
-
-    def sequences(self, stream: int, index: int, rows: int) -> torch.Tensor:
-        """`rows` sequences of batch `index` of `stream`, uniform over the alphabet."""
-        rng = np.random.default_rng([self.seed, stream, index])
-        return torch.from_numpy(rng.integers(0, self.alphabet, size=(rows, self.seq_len)))
-
-    def make(self, x: torch.Tensor) -> Batch:
-        return Batch(x, causal_labels(hop_targets(x, self.hops)))
-
-    def train_batch(self, step: int, batch_size: int) -> Batch:
-        return self.make(self.sequences(TRAIN_STREAM, step, batch_size))
-
-    def val_batches(self, batch_size: int, max_batches: int) -> list[Batch]:
-        return [self.make(self.sequences(VAL_STREAM, b, batch_size)) for b in range(max_batches)]
-
-
-def load_task(spec: DataSpec, family: str, seed: int) -> HopBlocks:
-    """The task a `task:` source names; DataError (one line, with the fix) on a bad plan."""
-    # the tokenizer key is the plan's business (a resumed run names its saved copy here)
-    problems = [p for p in task_problems(spec, family) if p[0] != "data.tokenizer"]
-    if problems:
-        key, problem = problems[0]
-        raise DataError(f"{key}: {problem}")
-    if task_name(spec.source) == "hops":
-        return HopBlocks(spec, family, seed)
-    raise DataError(f"data.source = {spec.source!r}: no such task")  # task_problems said so
-
-
-__all__ = ["HopBlocks", "causal_labels", "fixed_tokenizer", "hop_targets", "load_task"]
+__all__ = [
+    "END",
+    "SYMBOLS",
+    "TRAIN_STREAM",
+    "VAL_STREAM",
+    "causal_labels",
+    "fixed_tokenizer",
+    "hop_targets",
+]
