@@ -138,8 +138,10 @@ def test_wsd_only_baseline_schedule_trains_no_linear_baseline() -> None:
     size = TTL_SIZES["cpu"]["gpt2"]
     args = time_to_loss.parse_args(["--methods", "late", "--baseline-schedules", "wsd"])
     plans = dict(time_to_loss.method_plans(args, size, 0))
-    assert set(plans) == {"baseline", "late", "depth-1", "depth-4"}  # no linear, no baseline-wsd
+    # no linear, no baseline-wsd; the full model's short schedules complete WSD too
+    assert set(plans) == {"baseline", "late", "depth-1", "depth-4", "full@0.5", "full@0.25"}
     assert plans["baseline"].optim.schedule == "wsd"
+    assert {plans[f"full@{f}"].optim.schedule for f in ("0.5", "0.25")} == {"wsd"}
     assert time_to_loss.baseline_rivals(args) == () and time_to_loss.wsd_only(args)
     both = time_to_loss.parse_args(["--methods", "late", "--baseline-schedules", "linear,wsd"])
     plans = dict(time_to_loss.method_plans(both, size, 0))

@@ -41,10 +41,10 @@ def check_resume_shape(plan: Plan, checked: CheckedState, ckpt: Path, plan_file:
             f"{plan_file}: has {len(plan.stages)} stage(s) but checkpoint {ckpt.name} is "
             f"{where}; {FIX}"
         )
-    if plan.model.family != checked.plan.model.family:
+    trains, holds = plan.model.family, checked.plan.model.family
+    if trains != holds:  # two plans' families, compared as names: no family knowledge here
         raise CheckpointError(
-            f"{plan_file}: trains {plan.model.family} but checkpoint {ckpt.name} holds a "
-            f"{checked.plan.model.family} model; {FIX}"
+            f"{plan_file}: trains {trains} but checkpoint {ckpt.name} holds a {holds} model; {FIX}"
         )
     held = expected_shape(checked.plan, pos)
     built = expected_shape(plan, pos)
