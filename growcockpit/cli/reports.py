@@ -56,11 +56,7 @@ def cmd_compare(args: argparse.Namespace) -> int:
     from growcockpit.compare.command import CompareError, compare
 
     try:
-        print(
-            compare(
-                list(args.run_dirs), args.target, args.json, args.metric, args.target_value
-            )
-        )
+        print(compare(list(args.run_dirs), args.target, args.json, args.metric, args.target_value))
     except CompareError as exc:
         raise UserError(str(exc)) from None
     return EXIT_OK

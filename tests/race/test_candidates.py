@@ -53,7 +53,12 @@ def test_a_full_depth_plan_given_is_the_baseline(tmp_path: Path) -> None:
     full = tmp_path / "full.toml"
     full.write_text(text[:cut] + '[[stages]]\nname = "all"\nlayers = 4\nsteps = 8\n')
     spec = build_race(
-        [PLAN, full], [], [0], tmp_path / "race", budget_fraction=0.5, depth_controls=False,
+        [PLAN, full],
+        [],
+        [0],
+        tmp_path / "race",
+        budget_fraction=0.5,
+        depth_controls=False,
         short_controls=False,
     )
     # no second baseline; the same plan name twice gets two keys
