@@ -30,7 +30,8 @@ sys.path.insert(0, str(ROOT))
 from growcockpit.plan.flops import flops_through_step  # noqa: E402
 from growcockpit.plan.load import plan_from_dict  # noqa: E402
 
-OUT = ROOT / "bench" / "results" / "hops_cpu"
+# HOPS_CPU_OUT: another record folder (e.g. a back-to-back rerun for wall times)
+OUT = Path(os.environ.get("HOPS_CPU_OUT", ROOT / "bench" / "results" / "hops_cpu"))
 PY = str(ROOT / ".venv" / "bin" / "python")
 
 
