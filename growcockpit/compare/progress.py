@@ -192,9 +192,7 @@ def fold_events(name: str, events: Iterable[Event]) -> RunProgress:
             wall, fl, tok = at_step[ev.step]
             acc = getattr(ev, "accuracy", None)  # set by tasks with exact answers
             acc = float(acc) if isinstance(acc, int | float) and math.isfinite(acc) else None
-            run.evals.append(
-                EvalPoint(ev.step, wall, fl if plan else None, ev.val_loss, tok, acc)
-            )
+            run.evals.append(EvalPoint(ev.step, wall, fl if plan else None, ev.val_loss, tok, acc))
         elif isinstance(ev, RunFinished):
             run.status = ev.status
     if plan is not None:
