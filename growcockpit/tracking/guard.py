@@ -7,7 +7,7 @@ do is what matters most: stop the loop there (it waits in `step()`) before more 
 pile onto a blow-up, and say so with the engine's words and the advice that fits a loop
 of the user's own. The judgement is the sentinel's: a non-finite loss, or a robust
 z-score (median and MAD of the last `window` finite losses, the scale floored at 1 % of
-the median) over `limit`; after a spike the window starts afresh under a ceiling of
+the median and at LOSS_FLOOR nats) over `limit`; after a spike the window starts afresh under a ceiling of
 CEILING_FACTOR × the median from before it. The loss is already a host float here, so
 this is a few list operations per step.
 """
@@ -21,6 +21,7 @@ from collections import deque
 from growcockpit.backend.loop.sentinel import (
     ABSOLUTE_FLOOR,
     CEILING_FACTOR,
+    LOSS_FLOOR,
     MAD_TO_SIGMA,
     RELATIVE_FLOOR,
 )
@@ -62,7 +63,9 @@ class LossGuard:
             self.ceiling = None
             median = statistics.median(self.values)
             mad = statistics.median(abs(v - median) for v in self.values)
-            scale = max(MAD_TO_SIGMA * mad, RELATIVE_FLOOR * abs(median), ABSOLUTE_FLOOR)
+            scale = max(
+                MAD_TO_SIGMA * mad, RELATIVE_FLOOR * abs(median), LOSS_FLOOR, ABSOLUTE_FLOOR
+            )
             z = (loss - median) / scale
             if z > self.limit:
                 self._refill(median)

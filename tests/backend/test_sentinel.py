@@ -238,3 +238,21 @@ def test_reset_drops_the_ceiling() -> None:
     w.refill()
     w.reset()  # a new stage or a restored checkpoint: another loss level
     assert feed(w, [400.0]) == [True]
+
+
+def test_a_solved_task_rippling_a_tenth_of_a_nat_is_not_a_loss_spike() -> None:
+    """A loss near 0.01 (an exact task all but solved) has a MAD near zero: without the
+    loss window's floor of LOSS_FLOOR nats a rise to 0.17 scored z ≈ 35 and paused a run."""
+    from growcockpit.backend.loop.sentinel import LOSS_FLOOR
+
+    sentinel = SpikeSentinel(10, 8.0, 0.0, CPU)
+    solved = [0.01 + 0.002 * (i % 3) for i in range(10)]
+    for v in solved:
+        judge(sentinel, t(v), t(1.0), TRUE)
+    loss_check, _ = judge(sentinel, t(0.17), t(1.0), TRUE) or (None, None)
+    assert loss_check is not None and bool(loss_check.ok), "a tenth of a nat: noise"
+    assert float(loss_check.z) == pytest.approx((0.17 - 0.012) / LOSS_FLOOR, rel=1e-3)
+    loss_check, _ = judge(sentinel, t(1.5), t(1.0), TRUE) or (None, None)
+    assert loss_check is not None and not bool(loss_check.ok), "1.5 nats up is a blow-up"
+    # the gradient-norm window has no floor in nats (other units): its scale is unchanged
+    assert sentinel.grad.floor < LOSS_FLOOR

@@ -390,6 +390,10 @@ def test_a_loss_spike_pauses_and_the_guard_can_be_turned_off(tmp_path: Path) -> 
     assert "robust SDs above the median 2.01 of the last 10 steps" in verdict[1]
     assert guard.check(2.0, 11) is None  # refilling, under the ceiling
     assert guard.check(25.0, 12) is not None  # over 10x the pre-spike median
+    solved = LossGuard(window=10, limit=8.0)  # a loss near 0.01: the floor in nats holds
+    assert all(solved.check(0.01 + 0.002 * (i % 3), i) is None for i in range(10))
+    assert solved.check(0.17, 10) is None, "a tenth of a nat above a solved task: noise"
+    assert solved.check(1.5, 11) is not None
 
     run = tmp_path / "runs" / "unguarded"
     loop = GuardLoop(run, bad=3, guard=False)

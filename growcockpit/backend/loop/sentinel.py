@@ -12,7 +12,11 @@ before the spiking step.
 The score is robust so that one earlier outlier does not hide the next one:
 z = (x − median) / (1.4826 · MAD) over the last `window` accepted steps, with
 the scale floored at 1% of |median| (a flat loss has a MAD near 0, and a
-ripple of noise must not read as a spike). Only a rise counts: a falling loss
+ripple of noise must not read as a spike) and, for the loss, at LOSS_FLOOR nats: a
+model that has all but solved its task (a loss near 0.01 on an exact task) has a MAD and
+a median near zero, and a rise of a tenth of a nat — noise, not a blow-up — scored z ≈ 35
+and paused a run. With the floor, a loss must rise over `spike_z` × 0.05 nats (0.4 at
+the default 8) to count. Only a rise counts: a falling loss
 is training. The window starts empty at every stage entry and restore
 (another model, another loss level) and fills before it judges anything, so
 the first `window` steps of a stage are watched by the finiteness guard only.
@@ -34,6 +38,7 @@ import torch
 MAD_TO_SIGMA = 1.4826  # MAD of a normal distribution × this = its standard deviation
 RELATIVE_FLOOR = 0.01  # the scale is at least this fraction of |median|
 ABSOLUTE_FLOOR = 1e-12
+LOSS_FLOOR = 0.05  # nats: the loss window's scale is never under this (see above)
 CEILING_FACTOR = 10.0  # while the window refills after a spike: × the pre-spike median
 
 
@@ -72,9 +77,12 @@ class SpikeWindow:
     judged against.
     """
 
-    def __init__(self, size: int, limit: float, device: torch.device) -> None:
+    def __init__(
+        self, size: int, limit: float, device: torch.device, floor: float = ABSOLUTE_FLOOR
+    ) -> None:
         self.size = size if limit > 0 else 0
         self.limit = limit
+        self.floor = floor  # the least scale of a z-score, in the signal's own units
         self.device = device
         self.values = torch.full((max(1, self.size),), math.nan, device=device)
         self.count = 0  # steps offered since the last reset (host-side: no read needed)
@@ -122,7 +130,7 @@ class SpikeWindow:
             median = self.ceiling / CEILING_FACTOR
             ok = ~(value > self.ceiling)  # no ceiling (NaN) or a NaN value: not a spike here
             return SpikeCheck(ok, value, torch.nan_to_num(value / median), median)
-        median, z = robust_z(self.values, value)
+        median, z = robust_z(self.values, value, self.floor)
         ok = ~(z > self.limit)  # a NaN score (non-finite value) is the finiteness guard's
         return SpikeCheck(ok, value, z, median)
 
@@ -137,12 +145,15 @@ class SpikeWindow:
         self.count += 1
 
 
-def robust_z(window: torch.Tensor, value: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-    """(median of `window`, robust z-score of `value` against it); NaN entries are ignored."""
+def robust_z(
+    window: torch.Tensor, value: torch.Tensor, floor: float = ABSOLUTE_FLOOR
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """(median of `window`, robust z-score of `value` against it); NaN entries are ignored.
+    The scale is at least 1 % of |median| and at least `floor`."""
     median = torch.nanmedian(window)
     mad = torch.nanmedian((window - median).abs())
     scale = torch.maximum(MAD_TO_SIGMA * mad, RELATIVE_FLOOR * median.abs())
-    scale = torch.clamp(scale, min=ABSOLUTE_FLOOR)
+    scale = torch.clamp(scale, min=max(floor, ABSOLUTE_FLOOR))
     return median, (value - median) / scale
 
 
@@ -150,7 +161,7 @@ class SpikeSentinel:
     """The loss window and the gradient-norm window of a run (`[metrics]` spike keys)."""
 
     def __init__(self, window: int, loss_z: float, grad_z: float, device: torch.device) -> None:
-        self.loss = SpikeWindow(window, loss_z, device)
+        self.loss = SpikeWindow(window, loss_z, device, floor=LOSS_FLOOR)
         self.grad = SpikeWindow(window, grad_z, device)
 
     @property
