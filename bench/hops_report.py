@@ -3,20 +3,45 @@
 A record's tag is `<method>-lr<LR>-s<SEED>`: `fixed<L>` (a fixed L-layer model trained for
 the baseline's FLOPs; fixed4 is the full model's long schedule), `full@<f>` (the full
 model trained from scratch for a fraction f of the budget, its WSD decay at its own end),
-or a growth plan's name (`stack`, `late`). The full model's cost to a target is the lower
-envelope over its long and short schedules on the same seed; growth is claimed only where
-it beats that envelope, in FLOPs and in wall time, on every seed, while no smaller fixed
-model reaches the target at all.
+or a growth plan's name (`stack`, `late`). The verdict is the product's own
+(`growth_claim`, compare/claim.py, the rule the race, `compare` and the pin apply): growth
+is claimed only where the depth gate passes and growth reaches the target before the full
+model's envelope (its long and short schedules on the same seed) and every smaller fixed
+model, in FLOPs and in wall time, on every seed, with a one-sided paired t-test over ≥ 3
+seeds at p < 0.05. The bench's own bar, ≥ 1.5× on every seed, is reported beside it.
 """
 
 from __future__ import annotations
 
 import json
+import math
 import re
-import statistics
+import sys
 from collections import defaultdict
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from growcockpit.compare.claim import NO_GATE, GrowthClaim, SeedCosts, growth_claim  # noqa: E402
+from growcockpit.compare.depth_gate import (  # noqa: E402
+    DepthArm,
+    DepthGate,
+    control_depths,
+    depth_gate,
+)
+from growcockpit.compare.envelope import (  # noqa: E402
+    Axis,
+    CurvePoint,
+    Target,
+    envelope,
+    points,
+)
+from growcockpit.compare.envelope import cost_to as env_cost  # noqa: E402
+from growcockpit.compare.seed_stats import SeedTest, seed_test  # noqa: E402
+
+AXES: tuple[Axis, ...] = ("flops", "wall_s")
 
 TAG = re.compile(r"^(?P<method>.+?)-lr(?P<lr>.+)-s(?P<seed>\d+)$")
 FULL = 4
@@ -82,8 +107,160 @@ def best_lr(recs: list[dict[str, Any]], method: str) -> str | None:
     return str(max(runs, key=lambda r: r["evals"][-1]["accuracy"])["lr_tag"])
 
 
+def _control(method: str, lr: str) -> str:
+    """A control run's name as the product's claim words it (compare/envelope.py)."""
+    if method == f"fixed{FULL}":
+        return f"baseline (lr {lr})"
+    if method.startswith("fixed"):
+        return f"depth-{method[5:]} (lr {lr})"
+    return f"{method} (lr {lr})"  # full@0.5, full@0.25
+
+
+def _curve(run: dict[str, Any]) -> list[CurvePoint]:
+    return points(run["evals"], "accuracy")
+
+
+def gate_of(recs: list[dict[str, Any]]) -> DepthGate | None:
+    """The product's depth gate (compare/depth_gate.py) on the fixed depths' final val
+    losses, each depth at its best seed-0 LR, over the full model's seeds; None where no
+    smaller fixed model was run."""
+    seeds = sorted({r["seed_n"] for r in recs if r["method"] == f"fixed{FULL}"})
+
+    def arm(layers: int) -> DepthArm | None:
+        lr = best_lr(recs, f"fixed{layers}")
+        runs = [r for r in recs if r["method"] == f"fixed{layers}" and r["lr_tag"] == lr]
+        losses = tuple(float(r["evals"][-1]["val_loss"]) for r in runs if r["evals"])
+        return DepthArm(layers, losses) if losses else None
+
+    base = arm(FULL)
+    controls = [a for d in control_depths(FULL) if (a := arm(d)) is not None]
+    if base is None or not controls:
+        return None
+    return depth_gate(base, controls, needed=control_depths(FULL), seeds=len(seeds))
+
+
+@dataclass(frozen=True)
+class RecipeClaim:
+    """One growth method at one LR over the seeds it ran: the product's claim and whether
+    it meets this bench's target (≥ CLAIM× the strongest control on every seed, both axes)."""
+
+    method: str
+    lr: str
+    seeds_run: int
+    seeds_all: int
+    claim: GrowthClaim
+    tests: dict[Axis, SeedTest]  # every seed's ratio to the strongest control, per axis
+
+    @property
+    def meets_target(self) -> bool:
+        return self.claim.claimed and all(
+            t.ratios and min(t.ratios) >= CLAIM for t in self.tests.values()
+        )
+
+    @property
+    def line(self) -> str:
+        head = f"{self.method} (lr {self.lr}), {self.seeds_run} of {self.seeds_all} seeds"
+        goal = "met" if self.meets_target else "not met"
+        return f"{head}: {self.claim.text} (the {CLAIM}× target on every seed: {goal})"
+
+
+def claims(recs: list[dict[str, Any]], target: float) -> list[RecipeClaim]:
+    """Each growth method's verdict through `growth_claim` (compare/claim.py), the one rule
+    the race, `compare` and the pin apply: per seed growth's cost against the full model's
+    envelope (its long runs at every LR and its short schedules) and every smaller fixed
+    model (every LR), the seed spread and a one-sided paired t-test with ≥ 3 seeds."""
+    goal = Target("accuracy", target)
+    gate = gate_of(recs)
+    by: dict[tuple[str, str], dict[int, dict[str, Any]]] = defaultdict(dict)
+    for r in recs:
+        by[(r["method"], r["lr_tag"])][r["seed_n"]] = r
+    seeds = sorted({s for (m, _), runs in by.items() if m == f"fixed{FULL}" for s in runs})
+    controls = [k for k in by if k[0].startswith(("fixed", "full@"))]
+    missing = sorted(
+        f"{_control(*k)} seed {s}"
+        for k in controls
+        for s, r in by[k].items()
+        if r.get("status", "completed") != "completed"
+    )
+    out = []
+    for name in sorted(k for k in by if k not in controls):
+        per_seed = []
+        for seed in seeds:
+            run = by[name].get(seed)
+            if run is None:
+                continue
+            full = {
+                _control(*k): _curve(by[k][seed])
+                for k in controls
+                if not _control(*k).startswith("depth-") and seed in by[k]
+            }
+            fixed = {
+                _control(*k): env_cost(_curve(by[k][seed]), goal)
+                for k in controls
+                if _control(*k).startswith("depth-") and seed in by[k]
+            }
+            per_seed.append(
+                SeedCosts(seed, env_cost(_curve(run), goal), envelope(full, goal), fixed)
+            )
+        claim = growth_claim(per_seed, goal, gate, missing)
+        tests = {axis: _seed_test(per_seed, axis) for axis in AXES}
+        out.append(RecipeClaim(name[0], name[1], len(per_seed), len(seeds), claim, tests))
+    return out
+
+
+def _seed_test(per_seed: list[SeedCosts], axis: Axis) -> SeedTest:
+    """The seed spread and test on `axis` whatever the verdict: `growth_claim` stops at the
+    first seed a control wins, but the table shows every seed's ratio to the strongest
+    control (the envelope or a smaller fixed model; 0: growth never reached the target)."""
+    ratios = []
+    for s in per_seed:
+        mine = None if s.growth is None else s.growth.on(axis)
+        env, _ = s.full.on(axis)
+        costs = [c for c in (env, *(f.on(axis) for f in s.fixed.values() if f)) if c is not None]
+        if mine is None or mine <= 0:
+            ratios.append(0.0)
+        else:
+            ratios.append(min(costs) / mine if costs else math.inf)
+    return seed_test(ratios)
+
+
+def _range(c: RecipeClaim, axis: Axis) -> str:
+    t = c.tests.get(axis)
+    if t is None or not t.ratios:
+        return "-"
+    med, lo, hi = t.spread
+    if t.seeds == 1:
+        return f"{lo:.2f}"
+    return f"{lo:.2f}–{hi:.2f} (median {med:.2f})"
+
+
+def _p(c: RecipeClaim, axis: Axis) -> str:
+    t = c.tests.get(axis)
+    if t is None or t.p is None:
+        return "-"
+    return f"{t.p:.3g}"
+
+
+def claim_table(cs: list[RecipeClaim]) -> list[str]:
+    """Per recipe: × the strongest control per seed (min–max, median), the p-value of the
+    one-sided paired t-test of the log ratios, and the claim."""
+    rows = [
+        "| method | LR | seeds | × FLOPs (min–max, median) | × wall (min–max, median) "
+        "| p (FLOPs) | p (wall) | claim | 1.5× target |",
+        "|---|---|---|---|---|---|---|---|---|",
+    ]
+    for c in cs:
+        rows.append(
+            f"| {c.method} | {c.lr} | {c.seeds_run} | {_range(c, 'flops')} "
+            f"| {_range(c, 'wall_s')} | {_p(c, 'flops')} | {_p(c, 'wall_s')} "
+            f"| {c.claim.status} | {'met' if c.meets_target else 'not met'} |"
+        )
+    return rows
+
+
 def growth_table(recs: list[dict[str, Any]], target: float) -> tuple[list[str], list[str]]:
-    """Each seed's cost to the target for every method at its LR, the envelope, the ratios."""
+    """Each seed's cost to the target for every method at its LR, the envelope, the ratios;
+    and the verdict lines, one per growth method (`claims`)."""
     lr_full = best_lr(recs, f"fixed{FULL}")
     by: dict[tuple[str, str], dict[int, dict[str, Any]]] = defaultdict(dict)
     for r in recs:
@@ -96,7 +273,6 @@ def growth_table(recs: list[dict[str, Any]], target: float) -> tuple[list[str], 
         "| method | LR | seed | FLOPs to target | wall to target | full envelope FLOPs (by) | envelope wall (by) | × FLOPs | × wall |",
         "|---|---|---|---|---|---|---|---|---|",
     ]
-    verdict: list[str] = []
     for seed in seeds:
         env: dict[str, tuple[float, str] | None] = {"flops": None, "wall_s": None}
         for name in full_names:
@@ -120,91 +296,21 @@ def growth_table(recs: list[dict[str, Any]], target: float) -> tuple[list[str], 
                 f"| {_fmt(ew and ew[0], ' s')} ({ew[1] if ew else '-'}) "
                 f"| {_fmt(ef[0] / f if ef and f else None)} | {_fmt(ew[0] / w if ew and w else None)} |"
             )
-    for name in growth:
-        ratios = []
-        for seed in seeds:
-            run = by[name].get(seed)
-            if run is None:
-                ratios.append(None)
-                continue
-            f = cost_to(run["evals"], target, "flops")
-            w = cost_to(run["evals"], target, "wall_s")
-            ratios.append((f, w))
-        verdict.append(_verdict(name, ratios, seeds, by, full_names, target))
+    verdict = [c.line for c in claims(recs, target)]
     if lr_full:
         verdict.append(f"(the full model's long schedule at its best seed-0 LR: {lr_full})")
     return rows, verdict
-
-
-def _verdict(
-    name: tuple[str, str],
-    costs: list[tuple[float | None, float | None] | None],
-    seeds: list[int],
-    by: dict[tuple[str, str], dict[int, dict[str, Any]]],
-    full_names: list[tuple[str, str]],
-    target: float,
-) -> str:
-    label = f"{name[0]} (lr {name[1]})"
-    done = [c for c in costs if c is not None]
-    if len(done) < len(seeds):
-        return f"{label}: {len(done)} of {len(seeds)} seeds run: not a result"
-    lines = []
-    ratios_f, ratios_w = [], []
-    for seed, c in zip(seeds, costs, strict=True):
-        assert c is not None
-        env_f = _env(by, full_names, seed, target, "flops")
-        env_w = _env(by, full_names, seed, target, "wall_s")
-        if c[0] is None:
-            lines.append(f"seed {seed}: never reaches the target")
-            ratios_f.append(0.0)
-            ratios_w.append(0.0)
-            continue
-        rf = env_f / c[0] if env_f else float("inf")
-        rw = env_w / c[1] if env_w and c[1] else float("inf")
-        ratios_f.append(rf)
-        ratios_w.append(rw)
-    ok = all(r >= CLAIM for r in ratios_f + ratios_w)
-    spread = (
-        f"× FLOPs {min(ratios_f):.2f}–{max(ratios_f):.2f} (median {statistics.median(ratios_f):.2f}), "
-        f"× wall {min(ratios_w):.2f}–{max(ratios_w):.2f}"
-    )
-    behind = sum(r < 1.0 for r in ratios_f)
-    if ok:
-        head = f"claimed: ≥ {CLAIM}× sooner than the full model's envelope on every seed"
-    elif behind:
-        head = (
-            f"no growth speedup is claimed: the full model trained from scratch reaches "
-            f"{target:.0%} with fewer FLOPs on {behind} of {len(seeds)} seeds"
-        )
-    else:
-        head = (
-            f"no growth speedup is claimed: ahead of the full model, but not {CLAIM}× on every seed"
-        )
-    return f"{label}: {head} ({len(seeds)} seeds; {spread} against the full model's envelope){'; ' + '; '.join(lines) if lines else ''}"
-
-
-def _env(
-    by: dict[tuple[str, str], dict[int, dict[str, Any]]],
-    full_names: list[tuple[str, str]],
-    seed: int,
-    target: float,
-    axis: str,
-) -> float | None:
-    costs = [
-        c
-        for name in full_names
-        if (run := by[name].get(seed)) is not None
-        and (c := cost_to(run["evals"], target, axis)) is not None
-    ]
-    return min(costs) if costs else None
 
 
 def report(root: Path, target: float) -> str:
     recs = load(root)
     gate = gate_table(recs, target)
     rows, verdict = growth_table(recs, target)
+    g = gate_of(recs)
     return "\n".join(
         [f"## Gate (fixed depths, equal FLOPs; target {target:.0%} accuracy)", "", *gate, ""]
+        + [f"Depth gate (final val loss): {g.text if g else NO_GATE}", ""]
         + [f"## Growth against every control (target {target:.0%} accuracy)", "", *rows, ""]
+        + ["## Growth by recipe: spread over seeds, test, claim", "", *claim_table(claims(recs, target)), ""]
         + ["## Verdict", "", *[f"- {v}" for v in verdict]]
     )
