@@ -311,6 +311,11 @@ def report(root: Path, target: float) -> str:
         [f"## Gate (fixed depths, equal FLOPs; target {target:.0%} accuracy)", "", *gate, ""]
         + [f"Depth gate (final val loss): {g.text if g else NO_GATE}", ""]
         + [f"## Growth against every control (target {target:.0%} accuracy)", "", *rows, ""]
-        + ["## Growth by recipe: spread over seeds, test, claim", "", *claim_table(claims(recs, target)), ""]
+        + [
+            "## Growth by recipe: spread over seeds, test, claim",
+            "",
+            *claim_table(claims(recs, target)),
+            "",
+        ]
         + ["## Verdict", "", *[f"- {v}" for v in verdict]]
     )

@@ -90,7 +90,10 @@ def test_three_seeds_give_the_spread_and_the_p_value(tmp_path: Path) -> None:
     p = c.tests["flops"].p
     assert p is not None and 0 < p < 0.05
     text = report(tmp_path, 0.95)
-    assert f"| stack | 3e-3 | 3 | 2.00–3.00 (median 2.40) | 2.00–3.00 (median 2.40) | {p:.3g} |" in text
+    assert (
+        f"| stack | 3e-3 | 3 | 2.00–3.00 (median 2.40) | 2.00–3.00 (median 2.40) | {p:.3g} |"
+        in text
+    )
     assert "one-sided paired t-test p = " in text
     assert "Depth gate (final val loss): depth pays" in text
     # one seed: no test, and the product's words for it
@@ -116,4 +119,7 @@ def test_growth_behind_the_full_model_says_so(tmp_path: Path) -> None:
         write(tmp_path, f"fixed4-lr3e-3-s{seed}", curve((1e9, 0.5), (4e9, 1.0)))
         write(tmp_path, f"stack-lr3e-3-s{seed}", curve((1e9, 0.5), (6e9, 1.0)))
     text = report(tmp_path, 0.95)
-    assert "The full model on the long schedule (baseline (lr 3e-3)) reaches 95 % accuracy sooner" in text
+    assert (
+        "The full model on the long schedule (baseline (lr 3e-3)) reaches 95 % accuracy sooner"
+        in text
+    )
