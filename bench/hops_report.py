@@ -39,7 +39,7 @@ from growcockpit.compare.envelope import (  # noqa: E402
     points,
 )
 from growcockpit.compare.envelope import cost_to as env_cost  # noqa: E402
-from growcockpit.compare.seed_stats import SeedTest, seed_test  # noqa: E402
+from growcockpit.compare.seed_stats import MIN_SEEDS, SeedTest, seed_test  # noqa: E402
 
 AXES: tuple[Axis, ...] = ("flops", "wall_s")
 
@@ -122,8 +122,9 @@ def _curve(run: dict[str, Any]) -> list[CurvePoint]:
 
 def gate_of(recs: list[dict[str, Any]]) -> DepthGate | None:
     """The product's depth gate (compare/depth_gate.py) on the fixed depths' final val
-    losses, each depth at its best seed-0 LR, over the full model's seeds; None where no
-    smaller fixed model was run."""
+    losses, each depth at its best seed-0 LR; every depth must have MIN_SEEDS seeds (or as
+    many as the full model has, if fewer), else it is undecided; None where no smaller
+    fixed model was run."""
     seeds = sorted({r["seed_n"] for r in recs if r["method"] == f"fixed{FULL}"})
 
     def arm(layers: int) -> DepthArm | None:
@@ -136,7 +137,7 @@ def gate_of(recs: list[dict[str, Any]]) -> DepthGate | None:
     controls = [a for d in control_depths(FULL) if (a := arm(d)) is not None]
     if base is None or not controls:
         return None
-    return depth_gate(base, controls, needed=control_depths(FULL), seeds=len(seeds))
+    return depth_gate(base, controls, needed=control_depths(FULL), seeds=min(len(seeds), MIN_SEEDS))
 
 
 @dataclass(frozen=True)

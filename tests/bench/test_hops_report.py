@@ -123,3 +123,11 @@ def test_growth_behind_the_full_model_says_so(tmp_path: Path) -> None:
         "The full model on the long schedule (baseline (lr 3e-3)) reaches 95 % accuracy sooner"
         in text
     )
+
+
+def test_extra_full_model_seeds_keep_the_gate_decided(tmp_path: Path) -> None:
+    """Seeds 3 and 4 of the full model and one recipe only: the controls' 3 seeds suffice."""
+    gate_controls(tmp_path)
+    for seed in range(5):
+        write(tmp_path, f"fixed4-lr1e-2-s{seed}", curve((1e9, 0.5), (6e9, 0.95), (7e9, 1.0)))
+    assert "Depth gate (final val loss): depth pays" in report(tmp_path, 0.95)
