@@ -9,7 +9,9 @@ time leaves evaluations and start-up out, for every method alike.
   run TAG PLAN [--set K=V …]   one run, its JSON written when it ends
   queue FILE                   the jobs in FILE (one `TAG PLAN [K=V …]` a line), skipping
                                those already recorded: run two queues side by side at most
-  report [--target 0.95]       the tables (bench/results/hops_cpu.md is written from it)
+  report [--target 0.95]       the tables (bench/results/hops_cpu.md is written from it);
+         [--gate-from DIR]     the depth gate from DIR's records (a back-to-back rerun);
+         [--flops-only]        claim on FLOPs alone (runs made at different loads)
 """
 
 from __future__ import annotations
@@ -150,6 +152,8 @@ def main() -> None:
     rc.add_argument("--set", action="append", default=[])
     rep = sub.add_parser("report")
     rep.add_argument("--target", type=float, default=0.95)
+    rep.add_argument("--gate-from", type=Path, help="records the depth gate reads")
+    rep.add_argument("--flops-only", action="store_true", help="claim on FLOPs alone")
     args = ap.parse_args()
     if args.cmd == "run":
         print(run(args.tag, args.plan, args.set))
@@ -160,7 +164,7 @@ def main() -> None:
     else:
         from hops_report import report  # bench/hops_report.py
 
-        print(report(OUT, args.target))
+        print(report(OUT, args.target, args.gate_from, args.flops_only))
 
 
 if __name__ == "__main__":

@@ -116,8 +116,11 @@ def _control(method: str, lr: str) -> str:
     return f"{method} (lr {lr})"  # full@0.5, full@0.25
 
 
-def _curve(run: dict[str, Any]) -> list[CurvePoint]:
-    return points(run["evals"], "accuracy")
+def _curve(run: dict[str, Any], flops_only: bool = False) -> list[CurvePoint]:
+    """A run's accuracy curve; `flops_only` drops its wall times (runs made at different
+    machine loads, whose summed step times compare nothing), so a claim is made on FLOPs."""
+    evals = [{**e, "wall_s": None} for e in run["evals"]] if flops_only else run["evals"]
+    return points(evals, "accuracy")
 
 
 def gate_of(recs: list[dict[str, Any]]) -> DepthGate | None:
@@ -165,13 +168,20 @@ class RecipeClaim:
         return f"{head}: {self.claim.text} (the {CLAIM}× target on every seed: {goal})"
 
 
-def claims(recs: list[dict[str, Any]], target: float) -> list[RecipeClaim]:
+def claims(
+    recs: list[dict[str, Any]],
+    target: float,
+    gate_recs: list[dict[str, Any]] | None = None,
+    flops_only: bool = False,
+) -> list[RecipeClaim]:
     """Each growth method's verdict through `growth_claim` (compare/claim.py), the one rule
     the race, `compare` and the pin apply: per seed growth's cost against the full model's
     envelope (its long runs at every LR and its short schedules) and every smaller fixed
-    model (every LR), the seed spread and a one-sided paired t-test with ≥ 3 seeds."""
+    model (every LR), the seed spread and a one-sided paired t-test with ≥ 3 seeds.
+    `gate_recs`: the records the depth gate reads (a back-to-back rerun holds no fixed
+    1- and 2-layer runs of its own); `flops_only`: judge FLOPs alone (`_curve`)."""
     goal = Target("accuracy", target)
-    gate = gate_of(recs)
+    gate = gate_of(recs if gate_recs is None else gate_recs)
     by: dict[tuple[str, str], dict[int, dict[str, Any]]] = defaultdict(dict)
     for r in recs:
         by[(r["method"], r["lr_tag"])][r["seed_n"]] = r
@@ -191,20 +201,22 @@ def claims(recs: list[dict[str, Any]], target: float) -> list[RecipeClaim]:
             if run is None:
                 continue
             full = {
-                _control(*k): _curve(by[k][seed])
+                _control(*k): _curve(by[k][seed], flops_only)
                 for k in controls
                 if not _control(*k).startswith("depth-") and seed in by[k]
             }
             fixed = {
-                _control(*k): env_cost(_curve(by[k][seed]), goal)
+                _control(*k): env_cost(_curve(by[k][seed], flops_only), goal)
                 for k in controls
                 if _control(*k).startswith("depth-") and seed in by[k]
             }
             per_seed.append(
-                SeedCosts(seed, env_cost(_curve(run), goal), envelope(full, goal), fixed)
+                SeedCosts(
+                    seed, env_cost(_curve(run, flops_only), goal), envelope(full, goal), fixed
+                )
             )
         claim = growth_claim(per_seed, goal, gate, missing)
-        tests = {axis: _seed_test(per_seed, axis) for axis in AXES}
+        tests = {axis: _seed_test(per_seed, axis) for axis in AXES[: 1 if flops_only else 2]}
         out.append(RecipeClaim(name[0], name[1], len(per_seed), len(seeds), claim, tests))
     return out
 
@@ -259,7 +271,9 @@ def claim_table(cs: list[RecipeClaim]) -> list[str]:
     return rows
 
 
-def growth_table(recs: list[dict[str, Any]], target: float) -> tuple[list[str], list[str]]:
+def growth_table(
+    recs: list[dict[str, Any]], target: float, cs: list[RecipeClaim]
+) -> tuple[list[str], list[str]]:
     """Each seed's cost to the target for every method at its LR, the envelope, the ratios;
     and the verdict lines, one per growth method (`claims`)."""
     lr_full = best_lr(recs, f"fixed{FULL}")
@@ -297,17 +311,23 @@ def growth_table(recs: list[dict[str, Any]], target: float) -> tuple[list[str], 
                 f"| {_fmt(ew and ew[0], ' s')} ({ew[1] if ew else '-'}) "
                 f"| {_fmt(ef[0] / f if ef and f else None)} | {_fmt(ew[0] / w if ew and w else None)} |"
             )
-    verdict = [c.line for c in claims(recs, target)]
+    verdict = [c.line for c in cs]
     if lr_full:
         verdict.append(f"(the full model's long schedule at its best seed-0 LR: {lr_full})")
     return rows, verdict
 
 
-def report(root: Path, target: float) -> str:
+def report(
+    root: Path, target: float, gate_root: Path | None = None, flops_only: bool = False
+) -> str:
+    """The page's tables and verdicts for the records under `root` (`claims` for the
+    meaning of `gate_root`, the gate's records, and `flops_only`)."""
     recs = load(root)
+    gate_recs = None if gate_root is None else load(gate_root)
+    cs = claims(recs, target, gate_recs, flops_only)
     gate = gate_table(recs, target)
-    rows, verdict = growth_table(recs, target)
-    g = gate_of(recs)
+    rows, verdict = growth_table(recs, target, cs)
+    g = gate_of(recs if gate_recs is None else gate_recs)
     return "\n".join(
         [f"## Gate (fixed depths, equal FLOPs; target {target:.0%} accuracy)", "", *gate, ""]
         + [f"Depth gate (final val loss): {g.text if g else NO_GATE}", ""]
@@ -315,7 +335,7 @@ def report(root: Path, target: float) -> str:
         + [
             "## Growth by recipe: spread over seeds, test, claim",
             "",
-            *claim_table(claims(recs, target)),
+            *claim_table(cs),
             "",
         ]
         + ["## Verdict", "", *[f"- {v}" for v in verdict]]

@@ -131,3 +131,22 @@ def test_extra_full_model_seeds_keep_the_gate_decided(tmp_path: Path) -> None:
     for seed in range(5):
         write(tmp_path, f"fixed4-lr1e-2-s{seed}", curve((1e9, 0.5), (6e9, 0.95), (7e9, 1.0)))
     assert "Depth gate (final val loss): depth pays" in report(tmp_path, 0.95)
+
+
+def test_flops_only_and_a_gate_from_elsewhere(tmp_path: Path) -> None:
+    """A back-to-back folder has no 1-/2-layer runs: its gate comes from the main records;
+    runs made at different loads are judged on FLOPs alone (no wall column in the test)."""
+    main, wall = tmp_path / "main", tmp_path / "wall"
+    main.mkdir()
+    wall.mkdir()
+    gate_controls(main)
+    ahead = {0: 3.0e9, 1: 2.5e9, 2: 2.0e9}
+    for seed, at in ahead.items():
+        for root in (main, wall):
+            write(root, f"fixed4-lr1e-2-s{seed}", curve((1e9, 0.5), (6e9, 0.95), (7e9, 1.0)))
+        write(wall, f"stack-lr3e-3-s{seed}", curve((1e9, 0.5), (at, 0.95), (7e9, 1.0)))
+    assert "depth gate undecided" in report(wall, 0.95)
+    text = report(wall, 0.95, gate_root=main, flops_only=True)
+    assert "Depth gate (final val loss): depth pays" in text
+    assert "| stack | 3e-3 | 3 | 2.00–3.00 (median 2.40) | - | " in text
+    assert "(wall time)" not in text.split("## Verdict")[1]
