@@ -151,6 +151,20 @@ def open_read(path: Path | str) -> int:
     return open_fd(path, os.O_RDONLY)
 
 
+def read_up_to(fd: int, limit: int) -> bytes:
+    """At most `limit` + 1 bytes of `fd`: one byte past the limit tells the caller the file
+    grew after its size was checked (it may still be growing: never read it whole)."""
+    chunks: list[bytes] = []
+    total = 0
+    while total <= limit:
+        chunk = os.read(fd, min(1 << 20, limit + 1 - total))
+        if not chunk:
+            break
+        chunks.append(chunk)
+        total += len(chunk)
+    return b"".join(chunks)
+
+
 def read_bytes(path: Path | str, limit: int) -> bytes:
     """The whole of a regular file of at most `limit` bytes, else an UnsafePath."""
     fd = open_read(path)
@@ -161,17 +175,10 @@ def read_bytes(path: Path | str, limit: int) -> bytes:
                 f"{path}: is {size} bytes, over the {limit}-byte limit for this file; "
                 "it is not one growcockpit wrote (remove it, or use another run directory)"
             )
-        chunks: list[bytes] = []
-        total = 0
-        while total <= limit:
-            chunk = os.read(fd, min(1 << 20, limit + 1 - total))
-            if not chunk:
-                break
-            chunks.append(chunk)
-            total += len(chunk)
-        if total > limit:
+        data = read_up_to(fd, limit)
+        if len(data) > limit:
             raise UnsafePath(f"{path}: grew past the {limit}-byte limit while being read")
-        return b"".join(chunks)
+        return data
     finally:
         os.close(fd)
 

@@ -21,6 +21,8 @@ import re
 import stat
 from pathlib import Path
 
+from growcockpit.protocol.safe_fs import read_up_to
+
 MAX_JSON_BYTES = 64 << 20
 """The largest JSON file read by default (a large tokenizer.json is ~20 MB)."""
 MAX_JSON_DEPTH = 64
@@ -109,21 +111,14 @@ def read_bytes(path: Path | str, fix: str, limit: int = MAX_JSON_BYTES) -> bytes
     try:
         if not stat.S_ISREG(os.fstat(fd).st_mode):  # swapped for a FIFO since the stat
             raise JsonFileError(f"{path} is not a regular file; {fix}")
-        chunks: list[bytes] = []
-        total = 0
-        while total <= limit:
-            chunk = os.read(fd, min(1 << 20, limit + 1 - total))
-            if not chunk:
-                break
-            chunks.append(chunk)
-            total += len(chunk)
+        data = read_up_to(fd, limit)
     except OSError as exc:
         raise JsonFileError(f"{path}: cannot be read ({exc.strerror}); {fix}") from None
     finally:
         os.close(fd)
-    if total > limit:
+    if len(data) > limit:
         raise JsonFileError(f"{path}: grew past the {limit:,}-byte limit while read; {fix}")
-    return b"".join(chunks)
+    return data
 
 
 def read_json(
