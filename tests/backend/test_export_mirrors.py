@@ -11,6 +11,7 @@ import json
 import struct
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -202,8 +203,19 @@ def wandb_history(run_dir: Path) -> list[dict[str, object]]:
     not HAS_WANDB, reason='the wandb package is not installed (pip install "growcockpit[test]")'
 )
 def test_wandb_offline_run_holds_the_event_log(run: Path) -> None:
+    from google.protobuf.message import DecodeError
+
     events = read_all(run / "events.jsonl")
+    # the run trained in this process, so W&B's service outlives `finish()` and may still be
+    # writing the offline file (seen once under load: no history rows yet); wait for it
+    want, deadline = len(of(events, Step)), time.monotonic() + 60
     rows = wandb_history(run)
+    while sum("loss/train" in r for r in rows) < want and time.monotonic() < deadline:
+        time.sleep(0.5)
+        try:
+            rows = wandb_history(run)
+        except DecodeError:  # a record half written: read again
+            continue
     losses = [(r["_step"], r["loss/train"]) for r in rows if "loss/train" in r]
     assert losses == [(s.step, pytest.approx(s.loss)) for s in of(events, Step)]
     vals = [(r["_step"], r["loss/val"]) for r in rows if "loss/val" in r]
