@@ -9,6 +9,7 @@ checkpoint, so those commands are refused with the reason and what to do instead
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Literal
 
 from growcockpit.protocol.commands import CommandAck, CommandRequest, lr_scale_problem
@@ -47,27 +48,35 @@ def refusal(command: str) -> str:
 class CommandDesk:
     """The tracker's side of the control socket: each command answered at a step boundary.
 
-    A mixin of `Tracker`, which owns the state named below; kept apart so the step's
-    bookkeeping and the command rules read separately."""
+    It owns the steering state a command changes (`paused`, `should_stop`, `lr_scale`):
+    the tracker reads it and pauses through `pause()`, so each piece has one writer. What
+    it needs of the tracker (emit an event, save a checkpoint, the LR, the step) comes in
+    as functions, so a `Tracker` subclass's own `checkpoint` (the Trainer's) is the one
+    called."""
 
-    files: TrackedRunFiles | QuietFiles
-    ranks: Ranks | None
-    lr_hook: LrFactorHook
-    step_count: int
-    lr_scale: float
-    paused: bool
-    should_stop: bool
+    def __init__(
+        self,
+        files: TrackedRunFiles | QuietFiles,
+        ranks: Ranks | None,
+        lr_hook: LrFactorHook,
+        *,
+        emit: Callable[[Event], Event],
+        checkpoint: Callable[[str], tuple[bool, str]],
+        current_lr: Callable[[], float],
+        step: Callable[[], int],
+    ) -> None:
+        self.files = files
+        self.ranks = ranks
+        self.lr_hook = lr_hook
+        self._emit = emit
+        self._checkpoint = checkpoint
+        self._current_lr = current_lr
+        self._step = step
+        self.lr_scale = 1.0
+        self.paused = False
+        self.should_stop = False
 
-    def emit(self, event: Event) -> Event:
-        raise NotImplementedError
-
-    def checkpoint(self, reason: str) -> tuple[bool, str]:
-        raise NotImplementedError
-
-    def current_lr(self) -> float:
-        raise NotImplementedError
-
-    def handle_commands(self) -> None:
+    def handle(self) -> None:
         """Apply what arrived; while paused, wait here for more (resume or stop). Under DDP
         rank 0 answers and every rank takes its state from one broadcast (ranks.py)."""
         for pending in self.files.control.poll():
@@ -78,6 +87,16 @@ class CommandDesk:
                 self._answer(pending)
             self._share()
 
+    def pause(self, reason: str) -> None:
+        """Hold the loop at this step boundary (a command, or the loss guard)."""
+        self.paused = True
+        self._emit(Paused(step=self._step(), reason=reason))
+
+    def end(self) -> None:
+        """Let the loop end now, with no checkpoint (a script or test that must not wait)."""
+        self.should_stop = True
+        self.paused = False
+
     def _share(self) -> None:
         if self.ranks is not None:
             self.paused, self.should_stop, self.lr_scale = share(
@@ -87,16 +106,16 @@ class CommandDesk:
     def _answer(self, pending: PendingCommand) -> None:
         request = pending.request
         accepted, reason = self.apply(request)
-        ack = CommandAck(request.id, accepted, reason, self.step_count)
-        pending.reply(ack)
-        self.emit(
+        step = self._step()
+        pending.reply(CommandAck(request.id, accepted, reason, step))
+        self._emit(
             CommandEvent(
                 id=request.id,
                 command=request.command,
                 args=request.args,
                 accepted=accepted,
                 reason=reason,
-                step=self.step_count,
+                step=step,
             )
         )
 
@@ -107,25 +126,24 @@ class CommandDesk:
         command = request.command
         if command not in HONOURED:
             return False, refusal(command)
+        step = self._step()
         if command == "pause":
             if self.paused:
                 return False, "already paused"
-            self.paused = True
-            self.emit(Paused(step=self.step_count, reason="command"))
-            return True, f"paused at step {self.step_count}"
+            self.pause("command")
+            return True, f"paused at step {step}"
         if command == "resume":
             if not self.paused:
                 return False, "not paused"
             self.paused = False
-            self.emit(Resumed(step=self.step_count))
-            return True, f"resumed at step {self.step_count}"
+            self._emit(Resumed(step=step))
+            return True, f"resumed at step {step}"
         if command == "set_lr":
             return self.set_lr(float(request.args["factor"]))
         if command == "checkpoint":
-            return self.checkpoint("command")
-        accepted, saved = self.checkpoint("stop")
-        self.should_stop = True
-        self.paused = False
+            return self._checkpoint("command")
+        accepted, saved = self._checkpoint("stop")
+        self.end()
         return True, f"stopping: {saved}" if accepted else f"stopping without a checkpoint: {saved}"
 
     def set_lr(self, factor: float) -> tuple[bool, str]:
@@ -140,5 +158,5 @@ class CommandDesk:
         self.lr_scale *= factor
         return True, (
             f"LR scale now {self.lr_scale:g}: applied inside each optimizer step, whatever "
-            f"your loop sets (lr {self.current_lr():.3g} at the next step)"
+            f"your loop sets (lr {self._current_lr():.3g} at the next step)"
         )

@@ -1,6 +1,7 @@
 """The loop's own metrics: `cockpit.log({...})` and `cockpit.eval(val_loss=...)`.
 
-A mixin of `Tracker` (which owns the run's state): the values are checked (scalars.py),
+Composed into `Tracker`, which hands it how to emit, warn and where the run stands: the
+values are checked (scalars.py),
 a validation loss becomes the engine's `eval` event and the rest a `scalars` event, and a
 bad value is one line on the script's stderr and one warning in the run, once per
 problem, never an exception in the user's loop.
@@ -9,7 +10,7 @@ problem, never an exception in the user's loop.
 from __future__ import annotations
 
 import sys
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from growcockpit.protocol.events import Eval, Event, Scalars
@@ -17,17 +18,18 @@ from growcockpit.tracking.scalars import check_scalars, perplexity
 
 
 class LogDesk:
-    """`log`, `eval` and `tell` of a `Tracker`."""
+    """`log`, `eval` and `tell` of a `Tracker`; it owns which problems were said already."""
 
-    step_count: int
-    stage: int
-    _warned: set[str]
-
-    def emit(self, event: Event) -> Event:
-        raise NotImplementedError
-
-    def warn(self, message: str) -> None:
-        raise NotImplementedError
+    def __init__(
+        self,
+        emit: Callable[[Event], Event],
+        warn: Callable[[str], None],
+        position: Callable[[], tuple[int, int]],
+    ) -> None:
+        self._emit = emit
+        self._warn = warn
+        self._position = position  # (the last step, the stage)
+        self._warned: set[str] = set()
 
     def tell(self, message: str, once: str | None = None) -> None:
         """One line to the script's stderr and the run's events (once per `once` key)."""
@@ -37,7 +39,7 @@ class LogDesk:
             self._warned.add(once)
         print(f"growcockpit: {message}", file=sys.stderr, flush=True)
         try:
-            self.warn(message)
+            self._warn(message)
         except Exception:  # the run is closed (log after close): the line above said it
             return
 
@@ -79,10 +81,9 @@ class LogDesk:
     ) -> None:
         for problem in problems:
             self.tell(problem, once=problem)
-        at = self.step_count if step is None else int(step)
+        last, stage = self._position()
+        at = last if step is None else int(step)
         if val_loss is not None:
-            self.emit(
-                Eval(step=at, stage=self.stage, val_loss=val_loss, val_ppl=perplexity(val_loss))
-            )
+            self._emit(Eval(step=at, stage=stage, val_loss=val_loss, val_ppl=perplexity(val_loss)))
         if values:
-            self.emit(Scalars(step=at, stage=self.stage, values=values))
+            self._emit(Scalars(step=at, stage=stage, values=values))

@@ -31,7 +31,6 @@ from growcockpit.protocol.events import (
     Error,
     Event,
     LayerStats,
-    Paused,
     RolledBack,
     RunFinished,
     RunStarted,
@@ -61,7 +60,7 @@ from growcockpit.tracking.saving import SaveFn, default_save
 PLAIN_LOOP = "PyTorch loop"
 
 
-class Tracker(CommandDesk, LogDesk):
+class Tracker:
     """A tracked run. `step()` after each optimizer step; `close()` (or `with`) at the end.
 
     `step()` returns False once `stop` was accepted: end the loop then.
@@ -105,13 +104,10 @@ class Tracker(CommandDesk, LogDesk):
         self.step_count = start_step or 0
         self.stage = 0
         self.tokens = 0
-        self.lr_scale = 1.0
         self.schedule_factor = 1.0  # a GrowthCallback's re-warm-up, on top of the scale
-        self.paused = False
-        self.should_stop = False
         self.last_checkpoint: int | None = None
         self.last_loss: float | None = None  # the last step's (a GrowthCallback's plateau)
-        self._warned: set[str] = set()
+        self.logs = LogDesk(self.emit, self.warn, lambda: (self.step_count, self.stage))
         host = family_model(model)
         if layers is not None:
             blocks: list[nn.Module] | None = list(layers)
@@ -135,6 +131,15 @@ class Tracker(CommandDesk, LogDesk):
             else QuietFiles(root)
         )
         self.lr_hook = LrFactorHook(optimizer, lambda: self.lr_scale * self.schedule_factor)
+        self.commands = CommandDesk(
+            self.files,
+            self.ranks,
+            self.lr_hook,
+            emit=self.emit,
+            checkpoint=self.checkpoint,
+            current_lr=self.current_lr,
+            step=lambda: self.step_count,
+        )
         judge = guard and writer  # rank 0 judges; its pause reaches every rank
         self.guard = LossGuard(self.metrics.spike_window, self.metrics.spike_z) if judge else None
         self._cut_at: int | None = None  # a resume: cut the plots before the first new step
@@ -212,6 +217,34 @@ class Tracker(CommandDesk, LogDesk):
             reason="init",
         )
 
+    # ---- the steering state, owned by the command desk --------------------------------
+    @property
+    def paused(self) -> bool:
+        return self.commands.paused
+
+    @property
+    def should_stop(self) -> bool:
+        """True once `stop` was accepted: end the loop."""
+        return self.commands.should_stop
+
+    @property
+    def lr_scale(self) -> float:
+        """The product of the accepted `set_lr` factors."""
+        return self.commands.lr_scale
+
+    # ---- the loop's own metrics (logged.py) ---------------------------------------------
+    def log(self, metrics: Mapping[str, Any], step: int | None = None) -> None:
+        """Any scalars of yours at `step` (default: the last step); never raises."""
+        self.logs.log(metrics, step)
+
+    def eval(self, val_loss: Any = None, step: int | None = None, **metrics: Any) -> None:
+        """An evaluation at `step`: `eval(val_loss=2.1, accuracy=.6)`; never raises."""
+        self.logs.eval(val_loss, step, **metrics)
+
+    def tell(self, message: str, once: str | None = None) -> None:
+        """One line to the script's stderr and the run's events (once per `once` key)."""
+        self.logs.tell(message, once)
+
     def emit(self, event: Event) -> Event:
         return self.files.emit(event)
 
@@ -273,7 +306,7 @@ class Tracker(CommandDesk, LogDesk):
                     self.emit(memory)
         if self.guard is not None and not self.should_stop:
             self._judge(None if value is None else float(value))
-        self.handle_commands()
+        self.commands.handle()
         if self.probe is not None:
             self.probe.arm(self.step_count + 1)
         self._last = time.perf_counter()  # a pause is not step time
@@ -289,8 +322,7 @@ class Tracker(CommandDesk, LogDesk):
         run = str(self.files.paths.root)
         message = f"{what}: paused; {advice(run, self.last_checkpoint)}"
         self.emit(Error(message=message, step=self.step_count))
-        self.paused = True
-        self.emit(Paused(step=self.step_count, reason=reason))
+        self.commands.pause(reason)
         print(
             f"growcockpit: {message} (track(..., guard=False) turns this guard off)",
             file=sys.stderr,

@@ -58,5 +58,4 @@ async def test_the_cockpit_lists_attaches_and_steers_a_tracked_loop(tmp_path: Pa
         assert not loop.is_alive() and loop.error is None
         assert read_status(run).state == "stopped"
     finally:
-        loop.cockpit.should_stop = True
-        loop.cockpit.paused = False
+        loop.cockpit.commands.end()
