@@ -7,6 +7,7 @@ import re
 from pathlib import Path
 from typing import Any
 
+from growcockpit.plan.task_source import is_task_source, task_vocab_size
 from growcockpit.plan.types import Plan, Stage
 from growcockpit.protocol.wording import counted, speed_word
 from growcockpit.resources import sample_plans_dir
@@ -42,10 +43,15 @@ def display_path(path: Path | None) -> str:
 
 def plan_summary(plan: Plan) -> str:
     m, d, o = plan.model, plan.data, plan.optim
+    words = (  # a task has no tokenizer to name: its fixed vocabulary, as `plan show` says
+        f"k {d.hops}, alphabet {d.alphabet}, fixed vocabulary {task_vocab_size(d)}"
+        if is_task_source(d.source)
+        else f"tokenizer {d.tokenizer}"
+    )
     return (
         f"model {m.family} · hidden {m.hidden_size} · {m.num_heads} heads · "
         f"{counted(m.final_layers, 'layer')} at the end · seq {m.max_seq_len}\n"
-        f"data {d.source} · tokenizer {d.tokenizer} · {o.name} lr {o.lr:g} · "
+        f"data {d.source} · {words} · {o.name} lr {o.lr:g} · "
         f"batch {o.batch_size} · {counted(len(plan.stages), 'stage')}, {counted(plan.total_steps, 'step')}"
     )
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from hypothesis import given
 from hypothesis import strategies as st
-from repo_paths import TINY_TOML
+from repo_paths import REPO, TINY_TOML
 
 from growcockpit.plan import loads_plan
 from growcockpit.protocol.wording import speed_word
@@ -46,3 +46,16 @@ def test_speed_words_never_say_one_times(speedup: float) -> None:
     words = speed_word(speedup)
     assert "1.00×" not in words
     assert words == "as fast" or ("faster" in words) == (speedup > 1)
+
+
+def test_a_task_plan_names_its_fixed_vocabulary_not_a_tokenizer() -> None:
+    """The designer's header said `tokenizer train:8000` for a task:hops plan, which
+    trains no tokenizer: it now says what `plan show` says."""
+    from growcockpit.plan import load_plan
+    from growcockpit.session.plan_drafts import plan_summary
+
+    hops = plan_summary(load_plan(REPO / "sample_plans" / "cpu-hops-baseline.toml"))
+    assert "task:hops · k 4, alphabet 4, fixed vocabulary 5 ·" in hops
+    assert "tokenizer" not in hops
+    text = plan_summary(load_plan(REPO / "sample_plans" / "cpu-demo.toml"))
+    assert "tokenizer " in text
