@@ -111,6 +111,8 @@ def header_text(
         line.append(f" · loss {state.loss:.4f}")
     if state.val_loss is not None:
         line.append(f" · val {state.val_loss:.4f}")
+    if state.val_accuracy is not None:  # exact-match accuracy of the last evaluation
+        line.append(f" · acc {state.val_accuracy:.1%}")
     if state.tokens_per_s:
         line.append(f" · {state.tokens_per_s:,.0f} tok/s")
     if state.lr is not None and wide:
