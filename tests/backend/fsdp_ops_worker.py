@@ -210,6 +210,9 @@ def main() -> None:
     if dist.get_rank() == 0:
         with open(sys.argv[1], "w") as fh:
             fh.writelines(json.dumps(row) + "\n" for row in rows)
+    # Both ranks leave together: a rank that tears gloo down while its peer is still
+    # writing aborted once under load ("terminate called without an active exception").
+    dist.barrier()
     dist.destroy_process_group()
 
 

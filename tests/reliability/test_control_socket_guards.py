@@ -245,10 +245,18 @@ def test_idle_connections_make_room_for_a_command(run_dir: Path) -> None:
             while len(server._idle_since) < server.max_clients:
                 assert time.monotonic() < deadline, "the held connections were never served"
                 time.sleep(0.05)
+            # Connections are accepted in order (client ids 1, 2, ...), but their threads
+            # may start idling in any order under load: the victim is whichever idled first.
+            first_idle = min(server._idle_since, key=server._idle_since.__getitem__)
             ack = send_command(run_dir, CommandRequest("pause"), timeout=10)
             assert ack.accepted, ack.reason
-            held[0].settimeout(5)
-            assert held[0].recv(1) == b"", "the connection idle longest was the one closed"
+            victim = held[first_idle - 1]
+            victim.settimeout(5)
+            assert victim.recv(1) == b"", "the connection idle longest was the one closed"
+            other = held[first_idle % len(held)]
+            other.setblocking(False)
+            with pytest.raises(BlockingIOError):
+                other.recv(1)  # still open, nothing to read
         finally:
             for s in held:
                 s.close()

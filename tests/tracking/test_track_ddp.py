@@ -45,6 +45,7 @@ while True:
     time.sleep(0.02)
 cockpit.close()
 out.write("done\\n")
+dist.barrier()  # leave together: gloo torn down under a busy peer can abort
 dist.destroy_process_group()
 """
 
