@@ -31,9 +31,10 @@ from torch import nn
 from growcockpit.backend.calibrate import Clock
 from growcockpit.backend.data.blocks import Batch, TokenBlocks
 from growcockpit.backend.loop.forward import StagedForward
-from growcockpit.backend.loop.operators import GrowInput, LevelSnapshot, apply_operator
+from growcockpit.backend.loop.operators import GrowInput, apply_operator
 from growcockpit.backend.loop.optim import FUSED_ADAMW_DEVICES, build_optimizer, guarded_step
 from growcockpit.backend.model import build_model
+from growcockpit.backend.state.levels import LevelSnapshot
 from growcockpit.grow import apply_freeze, get_layers, set_train_modes
 from growcockpit.plan import load_plan, validate_plan
 from growcockpit.plan.shapes import resolve_shapes

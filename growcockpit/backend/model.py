@@ -28,7 +28,7 @@ def model_from_saved(
 ) -> nn.Module:
     """A model rebuilt from a checkpoint's config dict and weights, with SDPA attention as
     `build_model` gives it (checkpoints and V-cycle level snapshots). `state` None: the
-    weights come later (a sharded checkpoint's, backend/fsdp_checkpoint.py)."""
+    weights come later (a sharded checkpoint's, backend/state/fsdp_checkpoint.py)."""
     cfg = config_type.from_dict(config)
     cfg._attn_implementation = "sdpa"
     model = model_type(cfg)

@@ -16,7 +16,7 @@ from growcockpit.families import spec_of
 from growcockpit.families.spec import identity_init_refusal
 from growcockpit.grow.model_parts import get_layers, part, set_layers
 from growcockpit.plan.types import middle_insert_ids
-from growcockpit.text.safe_text import quoted
+from growcockpit.protocol.safe_text import quoted
 
 INITS = ("copy", "zero")
 
@@ -48,7 +48,7 @@ class GrowResult:
 class StackPlan:
     """Where `stack` puts its `k` new blocks (`at`: index of the first) and what each
     copies (`sources`, old block ids; None: freshly initialised). Shared by the in-place
-    operator below and the sharded one (backend/fsdp_grow.py), so both grow alike."""
+    operator below and the sharded one (backend/dist/fsdp_grow.py), so both grow alike."""
 
     depth: int
     width: int

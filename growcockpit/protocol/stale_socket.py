@@ -14,8 +14,7 @@ import os
 import stat
 from pathlib import Path
 
-from growcockpit.text.control_error import ControlError, one_line
-
+from .control_error import ControlError, one_line
 from .safe_fs import kind
 from .socket_path import (
     connect_path,

@@ -10,9 +10,9 @@ import pytest
 import torch
 from repo_paths import TESTS
 
-from growcockpit.backend.control.command_loop import run_command
 from growcockpit.backend.control.reporter import RunReporter
 from growcockpit.backend.data.blocks import load_blocks
+from growcockpit.backend.loop.command_loop import run_command
 from growcockpit.backend.loop.engine import Trainer
 from growcockpit.plan import loads_plan, plan_from_dict
 from growcockpit.protocol import CommandRequest, EventLog, RunPaths, read_all

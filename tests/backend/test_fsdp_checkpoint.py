@@ -14,14 +14,14 @@ import torch
 from repo_paths import TINY_TOML
 from transformers import BertConfig, BertForMaskedLM
 
-from growcockpit.backend.distributed import DistContext
-from growcockpit.backend.fsdp_checkpoint import (
+from growcockpit.backend.dist.distributed import DistContext
+from growcockpit.backend.state.checkpoint import CheckpointError, NonFiniteState
+from growcockpit.backend.state.checkpoint_dirs import SHARDS_DIR
+from growcockpit.backend.state.fsdp_checkpoint import (
     load_sharded_optimizer,
     load_sharded_weights,
     stage_shards,
 )
-from growcockpit.backend.state.checkpoint import CheckpointError, NonFiniteState
-from growcockpit.backend.state.checkpoint_dirs import SHARDS_DIR
 from growcockpit.backend.state.init_from import initial_model
 from growcockpit.backend.state.restore import pick_checkpoint
 from growcockpit.backend.state.shard_checks import check_shards, read_index

@@ -52,7 +52,7 @@ def test_an_ack_without_a_step_reads_back_without_one() -> None:
 def test_the_loop_refusing_while_stopping_gives_the_way_too() -> None:
     from repo_paths import TINY_TOML
 
-    from growcockpit.backend.loop.progress import Progress
+    from growcockpit.backend.control.progress import Progress
     from growcockpit.plan import load_plan
 
     run = Progress(load_plan(TINY_TOML), 0, 5, None, "running", stopping=True)

@@ -11,8 +11,8 @@ from repo_paths import REPO
 
 from growcockpit.cli import build_parser, main
 from growcockpit.plan import load_plan
+from growcockpit.protocol.wording import counted, speed_word
 from growcockpit.race import build_race
-from growcockpit.text.wording import counted, speed_word
 
 RACE_PLAN = REPO / "tests" / "race" / "tiny-race.toml"
 
@@ -100,9 +100,8 @@ def test_the_header_shows_the_scaled_lr_right_after_set_lr() -> None:
 def test_one_layer_reads_as_one_layer_where_a_user_meets_it() -> None:
     """A 1-layer stage (the late-expansion plans start with one) said "1 layers" in the
     dashboard's event log, the export and an advance's answer; a 1-layer model in plan show."""
-    from growcockpit.backend.loop.progress import Progress
-
     from growcockpit.backend.control.commands import Advance, decide
+    from growcockpit.backend.control.progress import Progress
     from growcockpit.export.records import _stage_text
     from growcockpit.plan import loads_plan
     from growcockpit.plan.show import format_plan

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from growcockpit.backend.loop.progress import Progress
+from growcockpit.backend.control.progress import Progress
 from growcockpit.plan import PlanError, parse_stages, replace_remaining_stages
 from growcockpit.plan.types import Plan
 from growcockpit.protocol.commands import (
@@ -21,8 +21,8 @@ from growcockpit.protocol.commands import (
     lr_factor_problem,
     lr_scale_problem,
 )
-from growcockpit.text.safe_text import quoted
-from growcockpit.text.wording import counted
+from growcockpit.protocol.safe_text import quoted
+from growcockpit.protocol.wording import counted
 
 
 @dataclass(frozen=True)

@@ -12,9 +12,9 @@ from __future__ import annotations
 import time
 
 from growcockpit.backend.control.command_source import CommandSource
+from growcockpit.backend.control.progress import Progress
 from growcockpit.backend.control.sinks import EventSink
 from growcockpit.backend.control.startup_phases import StartupClock
-from growcockpit.backend.loop.progress import Progress
 from growcockpit.protocol.commands import CommandAck, CommandRequest
 from growcockpit.protocol.events import (
     Checkpoint,

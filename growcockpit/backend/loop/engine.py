@@ -17,20 +17,19 @@ from pathlib import Path
 import torch
 from torch import nn
 
-from growcockpit.backend.control.command_loop import handle_commands
+from growcockpit.backend.control.progress import LoopState, Progress
 from growcockpit.backend.control.reporter import RunReporter
 from growcockpit.backend.data.blocks import Batch, BatchPrefetcher, TokenBlocks
-from growcockpit.backend.distributed import DistContext
-from growcockpit.backend.fsdp import DeviceMesh, is_sharded, root_gathered, unsharded
-from growcockpit.backend.fsdp_checkpoint import shard_stager
-from growcockpit.backend.fsdp_grow import ShardedChange
+from growcockpit.backend.dist.distributed import DistContext
+from growcockpit.backend.dist.fsdp import DeviceMesh, is_sharded, root_gathered, unsharded
+from growcockpit.backend.dist.fsdp_grow import ShardedChange
+from growcockpit.backend.dist.rank_memory import gather_rank_memory
+from growcockpit.backend.loop.command_loop import handle_commands
 from growcockpit.backend.loop.evaluation import eval_event, mean_val_loss
 from growcockpit.backend.loop.forward import LossModule, StagedForward
 from growcockpit.backend.loop.layer_checks import LayerHealth
-from growcockpit.backend.loop.operators import LevelSnapshot
 from growcockpit.backend.loop.optim import lr_at
 from growcockpit.backend.loop.plateau import PlateauTrigger, check_event, trigger_for
-from growcockpit.backend.loop.progress import LoopState, Progress
 from growcockpit.backend.loop.recipes import StageRecipes
 from growcockpit.backend.loop.samples import SampleCadence, write_samples
 from growcockpit.backend.loop.stage_entry import configure_training, enter_stage
@@ -40,7 +39,6 @@ from growcockpit.backend.loop.stage_events import (
 )
 from growcockpit.backend.loop.step import StepRunner
 from growcockpit.backend.loop.step_window import StepOutcome
-from growcockpit.backend.rank_memory import gather_rank_memory
 from growcockpit.backend.state.checkpoint import TrainerPosition
 from growcockpit.backend.state.checkpointing import (
     CheckpointCadence,
@@ -49,7 +47,9 @@ from growcockpit.backend.state.checkpointing import (
     write_checkpoint,
 )
 from growcockpit.backend.state.final import finish_run
+from growcockpit.backend.state.fsdp_checkpoint import shard_stager
 from growcockpit.backend.state.init_from import initial_model, loaded_event
+from growcockpit.backend.state.levels import LevelSnapshot
 from growcockpit.backend.state.restore import (
     advised_rollback_step,
     restore_trainer,
@@ -200,7 +200,7 @@ class Trainer:
         )
 
     def handle_commands(self, block: bool) -> None:
-        """Apply queued commands at this step boundary (backend/control/command_loop.py)."""
+        """Apply queued commands at this step boundary (backend/loop/command_loop.py)."""
         handle_commands(self, block)
 
     def train_step(self, report: bool = False) -> StepOutcome | None:
@@ -231,7 +231,7 @@ class Trainer:
 
     def report_rank_memory(self) -> None:
         """Every `metrics.every_steps` steps, each rank's memory in one event (all ranks
-        gather in step; backend/rank_memory.py)."""
+        gather in step; backend/dist/rank_memory.py)."""
         every = self.plan.metrics.every_steps
         if every <= 0 or self.pos.step % every != 0:
             return

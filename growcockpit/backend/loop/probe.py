@@ -25,14 +25,14 @@ from torch import nn
 
 from growcockpit.backend.control.reporter import RunReporter
 from growcockpit.backend.data.blocks import TokenBlocks
-from growcockpit.backend.distributed import DistContext
+from growcockpit.backend.dist.distributed import DistContext
 from growcockpit.backend.loop.evaluation import mean_val_loss
-from growcockpit.backend.loop.operators import LevelSnapshot
 from growcockpit.backend.loop.recipes import StageRecipes
 from growcockpit.backend.loop.step import StepHost, StepRunner
 from growcockpit.backend.loop.step_window import StepOutcome
 from growcockpit.backend.state.checkpoint import TrainerPosition
 from growcockpit.backend.state.checkpointing import CheckpointCadence, TrainState, write_checkpoint
+from growcockpit.backend.state.levels import LevelSnapshot
 from growcockpit.plan.operators import operator_label
 from growcockpit.plan.probe import candidate_stage, with_stage
 from growcockpit.plan.types import Plan, Stage

@@ -14,7 +14,7 @@ from typing import Protocol
 from torch import nn
 
 from growcockpit.backend.device import release_cached_memory
-from growcockpit.backend.fsdp import (
+from growcockpit.backend.dist.fsdp import (
     DeviceMesh,
     Sharding,
     is_sharded,
@@ -22,7 +22,7 @@ from growcockpit.backend.fsdp import (
     sharded_root,
     unsharded,
 )
-from growcockpit.backend.fsdp_grow import (
+from growcockpit.backend.dist.fsdp_grow import (
     ShardedChange,
     carry_sharded_optimizer_state,
     grow_locally,
@@ -108,7 +108,7 @@ def apply_stage_operator(t: StageHost, stage: Stage, depth_before: int) -> GrowR
     function (backend/loop/operators.py), with the level snapshots the plan walk names."""
     shape = resolve_shapes(t.plan)[t.pos.stage_index]
     family = t.plan.model.family
-    if t.fsdp and is_sharded(t.model):  # which path: backend/fsdp_grow.py
+    if t.fsdp and is_sharded(t.model):  # which path: backend/dist/fsdp_grow.py
         old = t.model
         if takes_local_path(stage):  # local shards, never the whole model
             growth, result = grow_locally(old, stage)
@@ -162,9 +162,9 @@ def configure_training(
 
 
 def sharded_loss_module(t: StageHost, change: ShardedChange | None) -> nn.Module:
-    """FSDP: the model sharded with its stage's forward as the root (backend/fsdp.py),
+    """FSDP: the model sharded with its stage's forward as the root (backend/dist/fsdp.py),
     or the local path's grown model materialised from the old shards
-    (backend/fsdp_grow.py); the optimizer built next sees only this rank's shards."""
+    (backend/dist/fsdp_grow.py); the optimizer built next sees only this rank's shards."""
     if t.mesh is None:
         t.mesh = mesh_for(t.device, t.dist.world_size)
     how = Sharding(t.mesh, t.steps.precision, t.plan.distributed.cpu_offload)

@@ -35,7 +35,7 @@ from torch.distributed.tensor import DTensor
 
 from growcockpit.backend.control.reporter import RunReporter
 from growcockpit.backend.data.blocks import Batch
-from growcockpit.backend.distributed import DistContext, no_sync
+from growcockpit.backend.dist.distributed import DistContext, no_sync
 from growcockpit.backend.loop.block_compile import BlockCompiler
 from growcockpit.backend.loop.forward import StagedForward
 from growcockpit.backend.loop.layer_checks import LayerHealth

@@ -91,7 +91,7 @@ def save_checkpoint(
     written. A failed write leaves no partial directory behind.
 
     `staged`: a temporary directory (`stage_dir`) whose `shards/` already holds the weights
-    and optimizer, written by every FSDP rank (backend/fsdp_checkpoint.py); `state.pt`
+    and optimizer, written by every FSDP rank (backend/state/fsdp_checkpoint.py); `state.pt`
     then holds the rest, and the whole directory becomes `step-N/` at once.
     """
     state = {

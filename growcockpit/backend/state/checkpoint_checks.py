@@ -261,7 +261,7 @@ def check_levels(
     raw: object, plan: Plan, pos: TrainerPosition, family: FamilySpec, file: Path
 ) -> None:
     """The V-cycle snapshots: one per open level, each at the shape its coalesce stage left."""
-    from growcockpit.backend.loop.operators import open_levels_at
+    from growcockpit.backend.state.levels import open_levels_at
 
     open_levels = open_levels_at(plan, pos.stage_index, pos.stage_entered)
     if not isinstance(raw, list) or len(raw) > len(open_levels):

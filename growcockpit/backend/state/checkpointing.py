@@ -19,10 +19,10 @@ import torch
 from torch import nn
 
 from growcockpit.backend.control.reporter import RunReporter
-from growcockpit.backend.distributed import DistContext
-from growcockpit.backend.loop.operators import LevelSnapshot, levels_to_save
+from growcockpit.backend.dist.distributed import DistContext
 from growcockpit.backend.state import rng
 from growcockpit.backend.state.checkpoint import NonFiniteState, TrainerPosition, save_checkpoint
+from growcockpit.backend.state.levels import LevelSnapshot, levels_to_save
 from growcockpit.plan import plan_to_dict
 from growcockpit.plan.types import CheckpointSpec, Plan
 from growcockpit.protocol.events import Checkpoint
@@ -86,7 +86,7 @@ def checkpoint_due(
 
 ShardStager = Callable[[Path, int], "Path | None"]
 """Under FSDP: every rank writes its shards of checkpoint `step` under `root` (a collective);
-the temporary directory holding them on rank 0, None on the others (backend/fsdp_checkpoint.py)."""
+the temporary directory holding them on rank 0, None on the others (backend/state/fsdp_checkpoint.py)."""
 
 
 def write_checkpoint(

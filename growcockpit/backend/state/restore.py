@@ -28,10 +28,10 @@ if TYPE_CHECKING:  # torch-heavy: choosing a checkpoint must not import them
     from torch import nn
 
     from growcockpit.backend.control.reporter import RunReporter
-    from growcockpit.backend.distributed import DistContext
-    from growcockpit.backend.loop.operators import LevelSnapshot
+    from growcockpit.backend.dist.distributed import DistContext
     from growcockpit.backend.loop.step import StepRunner
     from growcockpit.backend.state.checkpoint import TrainerPosition
+    from growcockpit.backend.state.levels import LevelSnapshot
     from growcockpit.grow import GrowResult
 
 SET_ASIDE = "rolled-back"
@@ -160,13 +160,16 @@ def restore_trainer(trainer: RestoreHost, checkpoint_dir: Path) -> None:
     optimizer state are matched before the trainer changes, so a refused
     checkpoint (CheckpointError) leaves a live run exactly as it was.
     """
-    from growcockpit.backend.fsdp import load_optimizer_state
-    from growcockpit.backend.fsdp_checkpoint import load_sharded_optimizer, load_sharded_weights
-    from growcockpit.backend.loop.operators import levels_from_saved, open_levels_at
+    from growcockpit.backend.dist.fsdp import load_optimizer_state
     from growcockpit.backend.model import model_from_saved
     from growcockpit.backend.state import rng
     from growcockpit.backend.state.checkpoint import load_checkpoint
     from growcockpit.backend.state.checkpoint_checks import check_state
+    from growcockpit.backend.state.fsdp_checkpoint import (
+        load_sharded_optimizer,
+        load_sharded_weights,
+    )
+    from growcockpit.backend.state.levels import levels_from_saved, open_levels_at
     from growcockpit.backend.state.state_checks import check_optimizer_params
 
     state = load_checkpoint(checkpoint_dir, plan=trainer.plan)  # a planted giant: unread

@@ -4,7 +4,7 @@ DCP unpickles its index with plain `pickle`, which runs code from a crafted file
 goes through an unpickler that builds only DCP's own metadata classes, torch sizes,
 dtypes, layouts and paths. The index is then checked against the model the saved config
 builds (names, shapes, dtypes), and the shards' total size against the run's cap, before
-a byte of weights is read (backend/fsdp_checkpoint.py reads them).
+a byte of weights is read (backend/state/fsdp_checkpoint.py reads them).
 """
 
 from __future__ import annotations

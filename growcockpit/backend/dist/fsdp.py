@@ -7,7 +7,7 @@ shapes (the V-cycle's) goes through state: each rank gathers the full weights
 model of the same class and config, and the unchanged operator table runs on it; the
 result is sharded anew after its freeze (`requires_grad` is set before `fully_shard`, so
 a frozen block never allocates a gradient and never joins a reduce-scatter). Depth
-growth by `stack` never gathers: backend/fsdp_grow.py copies local shards instead.
+growth by `stack` never gathers: backend/dist/fsdp_grow.py copies local shards instead.
 
 The root of the sharding is the `LossModule` (the model plus its stage's forward), so its
 forward hook gathers the embeddings and head however the staged forward reaches them.
@@ -76,7 +76,7 @@ def wrap_shards(
     root: nn.Module, model: nn.Module, mesh: DeviceMesh, precision: str, offload: bool
 ) -> None:
     """The `fully_shard` calls of `shard`, without naming the root (a model built on the
-    meta device gets its storage and weights in between: backend/fsdp_grow.py)."""
+    meta device gets its storage and weights in between: backend/dist/fsdp_grow.py)."""
     policy = MixedPrecisionPolicy(param_dtype=_PARAM_DTYPES[precision], reduce_dtype=torch.float32)
     off: OffloadPolicy = CPUOffloadPolicy() if offload else OffloadPolicy()
     for block in get_layers(model):
@@ -156,7 +156,7 @@ def load_optimizer_state(optimizer: torch.optim.Optimizer, state: dict[str, Any]
     """Load a whole-tensor optimizer state (a DDP or one-process checkpoint); under FSDP
     each moment is cut to this rank's shard of its parameter (every rank read the same
     checkpoint: no communication). FSDP's own checkpoints are sharded
-    (backend/fsdp_checkpoint.py)."""
+    (backend/state/fsdp_checkpoint.py)."""
     params = [p for group in optimizer.param_groups for p in group["params"]]
     slots_by_index = state["state"]
     for index, slots in slots_by_index.items():

@@ -26,9 +26,9 @@ from growcockpit.backend.control.commands import (
     TakeCheckpoint,
     decide,
 )
+from growcockpit.backend.control.progress import Progress
 from growcockpit.backend.control.reporter import RunReporter
-from growcockpit.backend.distributed import DistContext
-from growcockpit.backend.loop.progress import Progress
+from growcockpit.backend.dist.distributed import DistContext
 from growcockpit.backend.state.checkpoint import TrainerPosition
 from growcockpit.backend.state.restore import RestoreError
 from growcockpit.plan.types import Plan
