@@ -12,7 +12,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, TypeAlias
 
-from growcockpit.protocol.safe_text import quoted
+from growcockpit.text.safe_text import quoted
 
 if TYPE_CHECKING:
     from growcockpit.plan import Plan

@@ -140,7 +140,7 @@ def stages_from_file(value: str | None) -> list[dict[str, object]]:
 def cmd_status(args: argparse.Namespace) -> int:
     from growcockpit.protocol import RunDirError, read_status
     from growcockpit.protocol.node import latest_node
-    from growcockpit.protocol.safe_text import terminal_safe
+    from growcockpit.text.safe_text import terminal_safe
 
     try:
         status = read_status(args.run_dir)

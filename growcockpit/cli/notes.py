@@ -62,7 +62,7 @@ def notes_to_update(run: Path, setting: bool) -> RunNotes:
 
 def cmd_note(args: argparse.Namespace) -> int:
     from growcockpit.protocol.run_notes import note_problem, write_notes
-    from growcockpit.protocol.safe_text import terminal_safe
+    from growcockpit.text.safe_text import terminal_safe
 
     run = _run_dir(args.run_dir)
     notes = notes_to_update(run, args.text is not None)

@@ -80,7 +80,7 @@ def cmd_plan_validate(args: argparse.Namespace) -> int:
     designer lists the same ones); the exit is 2 if any file has a problem."""
     from growcockpit.plan.load import plan_file_problems
     from growcockpit.plan.show import budget_lines
-    from growcockpit.protocol.wording import counted
+    from growcockpit.text.wording import counted
 
     failed = 0
     for path in args.plans:

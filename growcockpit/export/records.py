@@ -31,7 +31,7 @@ from growcockpit.protocol.events import (
     WarningEvent,
 )
 from growcockpit.protocol.samples_event import Samples
-from growcockpit.protocol.wording import counted
+from growcockpit.text.wording import counted
 
 GIB = float(2**30)
 

@@ -16,7 +16,7 @@ from torch import nn
 
 from growcockpit.families.spec import BlockCall, FamilySpec, ModelShape, TensorRule
 from growcockpit.plan.families import FAMILIES, UnknownFamily
-from growcockpit.protocol.safe_text import quoted
+from growcockpit.text.safe_text import quoted
 
 # name -> (module, FamilySpec subclass): a family's module, and the transformers modeling
 # module it imports (seconds each), loads only when a plan of that family asks for it

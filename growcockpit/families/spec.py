@@ -22,7 +22,7 @@ from transformers import PretrainedConfig, PreTrainedTokenizerBase
 from growcockpit.families.fast_blocks import BlockForward
 from growcockpit.plan.families import FamilyFacts, family_facts
 from growcockpit.plan.types import ModelSpec
-from growcockpit.protocol.safe_text import quoted
+from growcockpit.text.safe_text import quoted
 
 # (dim, axis kind, role): kind "h" residual/head axis, "qkv" GPT-2 fused Q|K|V,
 # "ffn" FFN axis, "kv" a grouped-query K/V axis; role "row" = output side /

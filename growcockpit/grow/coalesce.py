@@ -49,7 +49,7 @@ from growcockpit.families import FAMILY_SPECS, ModelShape, TensorRule, spec_for
 from growcockpit.grow.model_parts import family_of, part
 from growcockpit.grow.stack import GrowResult
 from growcockpit.grow.width import Grouping, depth_groups
-from growcockpit.protocol.safe_text import quoted
+from growcockpit.text.safe_text import quoted
 
 RECIPES = ("auto", "multilevel", "preln-tied", "preln-untied")
 

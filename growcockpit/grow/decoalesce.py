@@ -48,7 +48,7 @@ from growcockpit.grow.coalesce import (
 from growcockpit.grow.model_parts import family_of, part
 from growcockpit.grow.stack import GrowResult
 from growcockpit.grow.width import depth_groups
-from growcockpit.protocol.safe_text import quoted
+from growcockpit.text.safe_text import quoted
 
 
 def decoalesced_shape(small: ModelShape, *, width: bool, depth: bool) -> ModelShape:

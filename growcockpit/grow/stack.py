@@ -16,7 +16,7 @@ from growcockpit.families import spec_of
 from growcockpit.families.spec import identity_init_refusal
 from growcockpit.grow.model_parts import get_layers, part, set_layers
 from growcockpit.plan.types import middle_insert_ids
-from growcockpit.protocol.safe_text import quoted
+from growcockpit.text.safe_text import quoted
 
 INITS = ("copy", "zero")
 

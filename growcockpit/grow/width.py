@@ -31,7 +31,7 @@ from dataclasses import dataclass, field
 
 import torch
 
-from growcockpit.protocol.safe_text import quoted
+from growcockpit.text.safe_text import quoted
 
 PAIRINGS = ("adjacent", "half")
 

@@ -28,7 +28,7 @@ from growcockpit.plan.data_source import (
 from growcockpit.plan.shard_footers import footer_problem
 from growcockpit.plan.source_files import SourceFileError, read_json
 from growcockpit.plan.types import DataSpec
-from growcockpit.protocol import safe_json
+from growcockpit.text import safe_json
 
 Problem = tuple[str, str]
 _ARROW_MAGIC = (b"ARROW1", b"\xff\xff\xff\xff")

@@ -28,7 +28,7 @@ from pathlib import Path
 from typing import Literal
 
 from growcockpit.plan.source_walk import walk_files
-from growcockpit.protocol import safe_json
+from growcockpit.text import safe_json
 
 SourceKind = Literal["text", "json", "parquet", "arrow", "hub"]
 

@@ -19,7 +19,7 @@ from pathlib import Path
 from growcockpit.plan.families import FAMILIES, FAMILY_FACTS, family_of_model_type
 from growcockpit.plan.source_files import SourceFileError, check_source_files, read_json
 from growcockpit.plan.types import Plan, Stage
-from growcockpit.protocol.safe_text import quoted
+from growcockpit.text.safe_text import quoted
 
 KEY = "model.init_from"
 

@@ -19,7 +19,7 @@ from collections.abc import Callable
 from typing import Any
 
 from growcockpit.plan.types import Plan, Stage
-from growcockpit.protocol.safe_text import quoted
+from growcockpit.text.safe_text import quoted
 
 PROBE = "probe"
 Problem = tuple[str, str]

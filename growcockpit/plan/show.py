@@ -13,7 +13,7 @@ from growcockpit.plan.operators import operator_label
 from growcockpit.plan.shapes import resolve_shapes
 from growcockpit.plan.task_source import is_task_source, task_vocab_size
 from growcockpit.plan.types import Plan, Stage
-from growcockpit.protocol.wording import counted
+from growcockpit.text.wording import counted
 
 
 def layer_ranges(ids: Iterable[int], sep: str = ", ") -> str:

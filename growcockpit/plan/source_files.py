@@ -17,8 +17,8 @@ import stat
 import struct
 from pathlib import Path
 
-from growcockpit.protocol import safe_json
-from growcockpit.protocol.safe_text import quoted
+from growcockpit.text import safe_json
+from growcockpit.text.safe_text import quoted
 
 MAX_JSON_BYTES = 64 << 20  # a large tokenizer.json is ~20 MB
 MAX_JSON_DEPTH = safe_json.MAX_JSON_DEPTH  # tokenizer.json nests ~6 deep, config.json ~3

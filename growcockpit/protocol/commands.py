@@ -14,7 +14,7 @@ import uuid
 from dataclasses import dataclass, field
 from typing import Any
 
-from growcockpit.protocol.safe_text import quoted
+from growcockpit.text.safe_text import quoted
 
 COMMANDS: tuple[str, ...] = (
     "pause",

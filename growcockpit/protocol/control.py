@@ -39,8 +39,9 @@ import time
 from pathlib import Path
 from types import TracebackType
 
+from growcockpit.text.control_error import ControlError, one_line
+
 from .commands import CommandAck, CommandError, CommandRequest, ended_first
-from .control_error import ControlError, one_line
 from .pending import PendingCommand
 from .socket_path import (
     connect_path,

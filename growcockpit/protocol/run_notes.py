@@ -16,9 +16,10 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
+from growcockpit.text.safe_text import quoted
+
 from .rundir import RunPaths
 from .safe_fs import RunDirError, UnsafePath, read_bytes, write_atomic
-from .safe_text import quoted
 
 MAX_NOTES_BYTES = 64 << 10
 MAX_NOTE_CHARS = 500

@@ -15,10 +15,12 @@ import time
 from dataclasses import asdict, dataclass, fields
 from pathlib import Path
 
-from . import finite_json, safe_json
+from growcockpit.text import safe_json
+from growcockpit.text.safe_text import quoted
+
+from . import finite_json
 from .safe_fs import DIR_MODE, MAX_STATUS_BYTES, UnsafePath, read_bytes, write_atomic
 from .safe_fs import RunDirError as RunDirError  # re-exported: its home was here
-from .safe_text import quoted
 
 LIVE_STATES = ("starting", "running", "paused", "waiting")
 FINAL_STATES = ("completed", "stopped", "crashed")

@@ -27,6 +27,8 @@ import tempfile
 from collections.abc import Callable
 from pathlib import Path
 
+from growcockpit.text.safe_json import read_up_to
+
 FILE_MODE = 0o600
 """Every file growcockpit writes into a run directory: the owner's alone."""
 DIR_MODE = 0o700
@@ -149,20 +151,6 @@ def open_log(path: Path | str) -> int:
 def open_read(path: Path | str) -> int:
     """A read-only descriptor of a regular file; FileNotFoundError when it is absent."""
     return open_fd(path, os.O_RDONLY)
-
-
-def read_up_to(fd: int, limit: int) -> bytes:
-    """At most `limit` + 1 bytes of `fd`: one byte past the limit tells the caller the file
-    grew after its size was checked (it may still be growing: never read it whole)."""
-    chunks: list[bytes] = []
-    total = 0
-    while total <= limit:
-        chunk = os.read(fd, min(1 << 20, limit + 1 - total))
-        if not chunk:
-            break
-        chunks.append(chunk)
-        total += len(chunk)
-    return b"".join(chunks)
 
 
 def read_bytes(path: Path | str, limit: int) -> bytes:

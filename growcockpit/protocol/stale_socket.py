@@ -14,7 +14,8 @@ import os
 import stat
 from pathlib import Path
 
-from .control_error import ControlError, one_line
+from growcockpit.text.control_error import ControlError, one_line
+
 from .safe_fs import kind
 from .socket_path import (
     connect_path,

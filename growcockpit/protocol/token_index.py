@@ -15,7 +15,7 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
-from growcockpit.protocol import safe_json
+from growcockpit.text import safe_json
 
 
 def cache_root() -> Path:

@@ -26,7 +26,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from growcockpit.protocol import safe_fs
-from growcockpit.protocol.safe_text import terminal_safe
+from growcockpit.text.safe_text import terminal_safe
 
 MAX_LINES = 2000
 FIRST_READ_BYTES = 256 << 10  # a big log is opened near its end, as `tail` does

@@ -9,8 +9,8 @@ from typing import Any
 
 from growcockpit.plan.task_source import is_task_source, task_vocab_size
 from growcockpit.plan.types import Plan, Stage
-from growcockpit.protocol.wording import counted, speed_word
 from growcockpit.resources import sample_plans_dir
+from growcockpit.text.wording import counted, speed_word
 
 
 def estimate(plan: Plan) -> tuple[Any, str]:

@@ -20,8 +20,8 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from growcockpit.protocol.run_notes import parse_tags
-from growcockpit.protocol.safe_text import quoted
 from growcockpit.session.catalog import RunEntry
+from growcockpit.text.safe_text import quoted
 
 PlanScalar = str | int | float | bool
 Value = float | str | None  # what a cell sorts by; None: the run has no such value

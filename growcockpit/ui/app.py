@@ -16,10 +16,10 @@ from textual.binding import Binding
 from textual.notifications import SeverityLevel
 from textual.screen import Screen
 
-from growcockpit.protocol.safe_text import quoted
 from growcockpit.resources import themes_dir
 from growcockpit.session.run_client import LaunchError, RunClient
 from growcockpit.session.settings import load_settings, save_settings
+from growcockpit.text.safe_text import quoted
 from growcockpit.ui.screens import (
     CompareScreen,
     ConfirmScreen,

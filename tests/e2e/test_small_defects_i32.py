@@ -11,8 +11,8 @@ from repo_paths import REPO
 
 from growcockpit.cli import build_parser, main
 from growcockpit.plan import load_plan
-from growcockpit.protocol.wording import counted, speed_word
 from growcockpit.race import build_race
+from growcockpit.text.wording import counted, speed_word
 
 RACE_PLAN = REPO / "tests" / "race" / "tiny-race.toml"
 

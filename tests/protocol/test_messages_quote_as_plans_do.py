@@ -8,7 +8,7 @@ import pytest
 from growcockpit.cli.common import UserError, checkpoint_step
 from growcockpit.plan.limits import echo
 from growcockpit.protocol import CommandError, CommandRequest, lr_factor_problem
-from growcockpit.protocol.safe_text import quoted
+from growcockpit.text.safe_text import quoted
 
 
 def messages() -> list[str]:

@@ -8,8 +8,8 @@ from hypothesis import strategies as st
 from repo_paths import REPO, TINY_TOML
 
 from growcockpit.plan import loads_plan
-from growcockpit.protocol.wording import speed_word
 from growcockpit.session.plan_drafts import estimate
+from growcockpit.text.wording import speed_word
 
 ONE_STAGE = """
 name = "flat"

@@ -21,8 +21,8 @@ from growcockpit.protocol.commands import (
     lr_factor_problem,
     lr_scale_problem,
 )
-from growcockpit.protocol.safe_text import quoted
-from growcockpit.protocol.wording import counted
+from growcockpit.text.safe_text import quoted
+from growcockpit.text.wording import counted
 
 
 @dataclass(frozen=True)

@@ -21,10 +21,10 @@ from growcockpit.protocol.events import (
     Step,
     WarningEvent,
 )
-from growcockpit.protocol.safe_text import terminal_safe
 from growcockpit.protocol.samples_event import Samples
 from growcockpit.protocol.startup_phases import LAST_PHASE, ended_text
-from growcockpit.protocol.wording import counted
+from growcockpit.text.safe_text import terminal_safe
+from growcockpit.text.wording import counted
 
 if TYPE_CHECKING:
     from growcockpit.export import Mirrors

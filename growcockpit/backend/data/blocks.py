@@ -35,8 +35,8 @@ from growcockpit.backend.data.tokenizer import build_tokenizer
 from growcockpit.plan.families import family_facts
 from growcockpit.plan.task_source import is_task_source, task_name, task_problems
 from growcockpit.plan.types import DataSpec
-from growcockpit.protocol.safe_text import quoted
 from growcockpit.protocol.token_index import CacheRecord, read_record, record_path, write_record
+from growcockpit.text.safe_text import quoted
 
 
 @dataclass

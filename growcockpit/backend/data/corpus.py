@@ -16,7 +16,7 @@ from dataclasses import dataclass
 
 from growcockpit.plan.data_checks import datasets_cached, hub_cached
 from growcockpit.plan.data_source import SourceProblem, resolve_source
-from growcockpit.protocol.safe_text import quoted
+from growcockpit.text.safe_text import quoted
 
 
 class DataError(Exception):

@@ -24,8 +24,8 @@ from transformers import PreTrainedTokenizerBase
 
 from growcockpit.backend.data.corpus import Corpus, iter_line_batches
 from growcockpit.plan.families import family_facts
-from growcockpit.protocol import safe_json
 from growcockpit.protocol.token_index import cache_root
+from growcockpit.text import safe_json
 
 CACHE_VERSION = "v4"  # v4: the separator id is part of the key
 SHARD = "tokens.bin"

@@ -17,8 +17,8 @@ from transformers import PreTrainedTokenizerBase, PreTrainedTokenizerFast
 
 from growcockpit.backend.data.corpus import Corpus, DataError
 from growcockpit.plan.families import family_facts
-from growcockpit.protocol.safe_text import quoted
 from growcockpit.protocol.token_index import cache_root
+from growcockpit.text.safe_text import quoted
 
 
 def build_tokenizer(

@@ -28,7 +28,7 @@ from growcockpit.families import spec_for
 from growcockpit.plan.init_from import KEY
 from growcockpit.plan.source_files import SourceFileError, check_safetensors
 from growcockpit.plan.types import Plan
-from growcockpit.protocol.safe_text import quoted
+from growcockpit.text.safe_text import quoted
 
 FLOAT_DTYPES = ("F16", "BF16", "F32", "F64")
 _INDEX = re.compile(r"\.\d+\.")

@@ -19,13 +19,13 @@ from growcockpit.protocol.events import (
 from growcockpit.protocol.rundir import FINAL_STATES
 from growcockpit.protocol.stage_steps import StageSteps
 from growcockpit.protocol.startup_phases import FIRST_PHASE, LAST_PHASE, ended_text
-from growcockpit.protocol.wording import counted
 from growcockpit.session.fold import axes
 from growcockpit.session.fold.layers import LayerRow
 from growcockpit.session.fold.plan import StageInfo, decode_plan, stages_of
 from growcockpit.session.fold.plateau import REASON_TEXT
 from growcockpit.session.fold.records import StageTiming
 from growcockpit.session.fold.rollback import blow_up_hint
+from growcockpit.text.wording import counted
 
 if TYPE_CHECKING:
     from growcockpit.session.fold.state import RunData

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from growcockpit.protocol.safe_text import terminal_safe
 from growcockpit.protocol.samples_event import Samples
+from growcockpit.text.safe_text import terminal_safe
 
 if TYPE_CHECKING:
     from growcockpit.session.fold.state import RunData

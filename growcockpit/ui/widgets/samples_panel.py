@@ -15,7 +15,6 @@ from textual.containers import VerticalScroll
 from textual.widgets import Static
 
 from growcockpit.plan.samples import MASK
-from growcockpit.protocol.safe_text import terminal_safe
 from growcockpit.protocol.samples_event import Samples, SampleText, percent
 from growcockpit.session.fold.plan import StageInfo
 from growcockpit.session.run_state import RunState
@@ -25,6 +24,7 @@ from growcockpit.session.samples_view import (
     empty_text,
     position_text,
 )
+from growcockpit.text.safe_text import terminal_safe
 from growcockpit.ui.widgets.text_bits import colour
 
 KEYS_HINT = "←/→ earlier/later evaluation · Home the first · End the latest"

@@ -9,8 +9,8 @@ here: the path is `stat`ed before it is opened (anything but a regular file is
 refused without opening it), opened non-blocking, capped in size, and its
 nesting depth is bounded by a linear scan before `json.loads` sees it.
 Every refusal is a `JsonFileError` whose message is one line naming the file
-and the fix. Standard library only, so `plan`, `protocol`, `backend`, `race`
-and the cockpit share it.
+and the fix. Standard library only and importing no other growcockpit package, so `plan`,
+`protocol`, `backend`, `race` and the cockpit share it.
 """
 
 from __future__ import annotations
@@ -20,8 +20,6 @@ import os
 import re
 import stat
 from pathlib import Path
-
-from growcockpit.protocol.safe_fs import read_up_to
 
 MAX_JSON_BYTES = 64 << 20
 """The largest JSON file read by default (a large tokenizer.json is ~20 MB)."""
@@ -33,6 +31,20 @@ _PAIR = re.compile(rb"[\[{][\]}]")
 _NOT_BRACKET = bytes(b for b in range(256) if b not in b"[]{}")
 _NONBLOCK = getattr(os, "O_NONBLOCK", 0)
 _CLOEXEC = getattr(os, "O_CLOEXEC", 0)
+
+
+def read_up_to(fd: int, limit: int) -> bytes:
+    """At most `limit` + 1 bytes of `fd`: one byte past the limit tells the caller the file
+    grew after its size was checked (it may still be growing: never read it whole)."""
+    chunks: list[bytes] = []
+    total = 0
+    while total <= limit:
+        chunk = os.read(fd, min(1 << 20, limit + 1 - total))
+        if not chunk:
+            break
+        chunks.append(chunk)
+        total += len(chunk)
+    return b"".join(chunks)
 
 
 class JsonFileError(ValueError):

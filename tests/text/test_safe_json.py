@@ -10,9 +10,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from growcockpit.protocol import safe_json
 from growcockpit.protocol.rundir import RunDirError, read_status
-from growcockpit.protocol.safe_json import JsonFileError, loads, read_json, too_deep
+from growcockpit.text import safe_json
+from growcockpit.text.safe_json import JsonFileError, loads, read_json, too_deep
 
 LEAVES = st.none() | st.booleans() | st.integers() | st.text(alphabet='[]{}"\\ab', max_size=6)
 VALUES = st.recursive(
