@@ -1,11 +1,17 @@
-"""The one table of stage operators (`enter`): options, shape rule, label, verb.
+"""The one table of stage operators (`enter`): options, shape rule, labels, verb and
+the facts other layers ask of an operator.
 
 Everything that needs to know an operator reads `OPERATORS` here: the shape
-walk (`shapes.walk_shapes`), validation (which options apply), saving (which
-options are written next to `enter`), `plan show` and the cockpit (labels,
-the stage form's option fields), the run state (does it change the model),
-and the backend's dispatch (`backend/loop/operators.py` maps each name to its
-grow function; a test checks both cover the same names).
+walk (`shapes.walk_shapes`), validation (which options apply, which operators
+a ramp can gate: `recipe_checks.RAMP_OPERATORS`), saving (which options are
+written next to `enter`), `plan show` and the cockpit (labels, the stage list's
+action, the stage form's option fields), the run state (does it change the
+model), the sharded stage change (which operators grow shard by shard:
+`backend/dist/fsdp_grow.py`), and the backend's dispatch
+(`backend/loop/operators.py` maps each name to its grow function, the one table
+that cannot live here because plan knows no torch; a test checks both cover the
+same names). Those readers derive their sets from the rows, so an operator's
+name is written once.
 
 A new operator goes here (an `OperatorSpec` with its shape rule), in
 `types.Operator`, in `grow/` (the function that transforms the model) and in
@@ -64,13 +70,24 @@ OPTION_LABELS: dict[str, Callable[[Stage, str], str | None]] = {
 
 @dataclass(frozen=True)
 class OperatorSpec:
-    """One operator: its stage options, shape rule, and how the cockpit names it."""
+    """One operator: its stage options, shape rule, how the cockpit names it, and how the
+    backend may run it."""
 
     name: str
     verb: str  # what it does to the model, for one-line descriptions
+    action: str  # the cockpit's stage list: "<action> to 4 layers, train all, 100 steps"
     options: tuple[str, ...]  # Stage fields that belong to this operator
     rule: ShapeRule
     changes_model: bool = True  # False: no grow event, no loss probe around it
+    # True: under FSDP every rank builds the new model from its own shards, never
+    # gathering the whole model (the others gather, apply the operator, reshard)
+    shard_local: bool = False
+
+    @property
+    def ramps(self) -> bool:
+        """Whether a ramp (`ramp_steps`) can gate the blocks it adds: exactly the operators
+        that take the option, so the fact is written once."""
+        return "ramp_steps" in self.options
 
     def label(self, stage: Stage, family: str = "bert") -> str:
         """e.g. "stack (top)", "interpolate (adjacent, α=0.25)"."""
@@ -81,27 +98,51 @@ class OperatorSpec:
 OPERATORS: dict[str, OperatorSpec] = {
     spec.name: spec
     for spec in (
-        OperatorSpec("init", "builds the model", (), init_rule, changes_model=False),
-        OperatorSpec("continue", "keeps the model", (), continue_rule, changes_model=False),
         OperatorSpec(
-            "stack", "copies blocks to grow depth", ("source", "init", "ramp_steps"), stack_rule
+            "init", "builds the model", "build the model", (), init_rule, changes_model=False
         ),
-        OperatorSpec("coalesce", "halves width and/or depth", ("pairing",), coalesce_rule),
+        OperatorSpec(
+            "continue",
+            "keeps the model",
+            "keep the model",
+            (),
+            continue_rule,
+            changes_model=False,
+            shard_local=True,
+        ),
+        OperatorSpec(
+            "stack",
+            "copies blocks to grow depth",
+            "stack new layers",
+            ("source", "init", "ramp_steps"),
+            stack_rule,
+            shard_local=True,
+        ),
+        OperatorSpec(
+            "coalesce",
+            "halves width and/or depth",
+            "coalesce layers",
+            ("pairing",),
+            coalesce_rule,
+        ),
         OperatorSpec(
             "decoalesce",
             "doubles width and/or depth back to a level",
+            "de-coalesce layers",
             ("pairing", "ramp_steps"),
             return_to_level_rule,
         ),
         OperatorSpec(
             "interpolate",
             "doubles back to a level and mixes in its weights",
+            "interpolate layers",
             ("pairing", "alpha"),
             return_to_level_rule,
         ),
         OperatorSpec(
             "probe",
             "tries candidate operators for probe_steps each and keeps the best",
+            "probe",
             ("probe_steps", "candidates"),
             _probe,
         ),
@@ -125,6 +166,11 @@ OPTION_DEFAULTS: dict[str, object] = {
 def operators_with(option: str) -> tuple[str, ...]:
     """The operators that take `option`."""
     return tuple(name for name, spec in OPERATORS.items() if option in spec.options)
+
+
+def operators_where(fact: Callable[[OperatorSpec], bool]) -> tuple[str, ...]:
+    """The operators whose row has `fact`, in table order (e.g. `lambda s: s.shard_local`)."""
+    return tuple(name for name, spec in OPERATORS.items() if fact(spec))
 
 
 def operator_label(stage: Stage, family: str = "bert") -> str:

@@ -8,13 +8,15 @@ Kept apart from `validate` so each recipe's rules read as one table of
 from __future__ import annotations
 
 from growcockpit.plan.families import FAMILY_FACTS
+from growcockpit.plan.operators import operators_where
 from growcockpit.plan.shapes import StageShape
 from growcockpit.plan.types import STACK_INITS, Plan, Stage
 
 Problem = tuple[str, str]
 
 # operators whose new blocks a ramp can gate (decoalesce: only with depth growth)
-RAMP_OPERATORS: tuple[str, ...] = ("stack", "decoalesce")
+RAMP_OPERATORS: tuple[str, ...] = operators_where(lambda spec: spec.ramps)
+_RAMP_NAMES = " or ".join(f'"{op}"' for op in RAMP_OPERATORS)  # "stack" or "decoalesce"
 
 
 def recipe_problems(plan: Plan, shapes: list[StageShape]) -> list[Problem]:
@@ -48,7 +50,7 @@ def _ramp(key: str, stage: Stage, shape: StageShape) -> list[Problem]:
             (
                 key,
                 f'gates the blocks a growing operator adds, but enter = "{stage.enter}" adds none; '
-                'use it on an enter = "stack" or "decoalesce" stage, or remove ramp_steps',
+                f"use it on an enter = {_RAMP_NAMES} stage, or remove ramp_steps",
             )
         ]
     if stage.enter == "decoalesce" and shape.layers == shape.prev_layers:

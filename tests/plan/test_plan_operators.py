@@ -15,6 +15,7 @@ from growcockpit.plan.operators import (
     OPTION_LABELS,
     changes_model,
     operator_label,
+    operators_where,
     operators_with,
 )
 from growcockpit.plan.types import OPERATORS as TYPE_OPERATORS
@@ -91,3 +92,57 @@ def test_options_apply_only_to_their_operators(extra: str, key: str, needle: str
     problems = text_problems(HEAD + f'[[stages]]\nname = "b"\nlayers = 4\nsteps = 1\n{extra}\n')
     assert [p.key for p in problems] == [key]
     assert needle in problems[0].problem
+
+
+# ---- readers that derive their sets from the table (the sets they once wrote by hand) ----
+def test_ramp_operators_derive_from_the_rows() -> None:
+    from growcockpit.plan.recipe_checks import RAMP_OPERATORS
+
+    assert RAMP_OPERATORS == ("stack", "decoalesce")
+    assert operators_with("ramp_steps") == RAMP_OPERATORS  # ramps: takes the option
+
+
+def test_a_ramp_on_a_stage_that_adds_no_blocks_names_the_ramp_operators() -> None:
+    problems = text_problems(
+        HEAD + '[[stages]]\nname = "b"\nlayers = 4\nsteps = 1\nramp_steps = 1\n'
+    )
+    assert [p.key for p in problems] == ["stages[1].ramp_steps"]
+    assert problems[0].problem == (
+        'gates the blocks a growing operator adds, but enter = "continue" adds none; '
+        'use it on an enter = "stack" or "decoalesce" stage, or remove ramp_steps'
+    )
+
+
+def test_shard_local_operators_derive_from_the_rows() -> None:
+    assert operators_where(lambda spec: spec.shard_local) == ("continue", "stack")
+    # the sharded path of a model-changing local operator is stack's (fsdp_grow.grow_locally)
+    assert [op for op in operators_where(lambda s: s.shard_local) if changes_model(op)] == ["stack"]
+
+
+def test_fsdp_local_path_reads_the_table() -> None:
+    pytest.importorskip("torch")
+    from growcockpit.backend.dist.fsdp_grow import LOCAL_OPERATORS, takes_local_path
+
+    assert frozenset({"continue", "stack"}) == LOCAL_OPERATORS
+    assert [op for op in OPERATOR_NAMES if takes_local_path(Stage("s", 4, 1, enter=op))] == [
+        "continue",
+        "stack",
+    ]
+
+
+def test_cockpit_stage_list_actions_derive_from_the_rows() -> None:
+    from growcockpit.session.fold.plan import ACTIONS, StageInfo
+
+    assert ACTIONS == {
+        "init": "build the model",
+        "continue": "keep the model",
+        "stack": "stack new layers",
+        "coalesce": "coalesce layers",
+        "decoalesce": "de-coalesce layers",
+        "interpolate": "interpolate layers",
+        "probe": "probe",  # as the stage list wrote an operator it had no words for
+    }
+    assert StageInfo(1, "grow", 4, 40, enter="stack").describe() == (
+        "stack new layers to 4 layers, train all, 40 steps"
+    )
+    assert StageInfo(1, "x", 4, 40, enter="bogus").describe().startswith("bogus to 4 layers")

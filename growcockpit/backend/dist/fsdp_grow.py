@@ -53,9 +53,10 @@ from growcockpit.families import spec_of
 from growcockpit.grow import GrowResult, get_layers
 from growcockpit.grow.optimizer_state import copied_blocks, keeps_outer_tensors, kept_blocks
 from growcockpit.grow.stack import fresh_layer, plan_stack
+from growcockpit.plan.operators import OPERATORS, operators_where
 from growcockpit.plan.types import Stage
 
-LOCAL_OPERATORS = frozenset({"continue", "stack"})
+LOCAL_OPERATORS = frozenset(operators_where(lambda spec: spec.shard_local))
 
 
 @dataclass
@@ -87,7 +88,7 @@ def takes_local_path(stage: Stage) -> bool:
 def grow_locally(model: nn.Module, stage: Stage) -> tuple[LocalGrowth, GrowResult | None]:
     """Plan `stage`'s operator on the sharded `model` (a `LOCAL_OPERATORS` one)."""
     depth = len(get_layers(model))
-    if stage.enter == "continue":
+    if not OPERATORS[stage.enter].changes_model:  # continue: every block from itself
         return LocalGrowth(model, skeleton_of(model, depth), {i: i for i in range(depth)}), None
     plan = plan_stack(model, stage.layers - depth, stage.source, stage.init)
     result = plan.result()

@@ -12,15 +12,10 @@ from dataclasses import dataclass
 from typing import Any
 
 from growcockpit.plan import Plan, PlanError, plan_from_dict
+from growcockpit.plan.operators import OPERATORS
 
-VERBS = {
-    "init": "build the model",
-    "continue": "keep the model",
-    "stack": "stack new layers",
-    "coalesce": "coalesce layers",
-    "decoalesce": "de-coalesce layers",
-    "interpolate": "interpolate layers",
-}
+# what the stage list says each operator does, from the plan's one operator table
+ACTIONS: dict[str, str] = {name: spec.action for name, spec in OPERATORS.items()}
 
 
 @dataclass
@@ -34,7 +29,7 @@ class StageInfo:
     advance: str = "auto"
 
     def describe(self) -> str:
-        verb = VERBS.get(self.enter, self.enter)
+        verb = ACTIONS.get(self.enter, self.enter)
         return f"{verb} to {self.layers} layers, train {self.train}, {self.steps} steps"
 
 
