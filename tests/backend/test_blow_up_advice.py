@@ -1,4 +1,4 @@
-"""Issue 31 §3: the advice after a blow-up is a command `ctl` accepts, relative to the
+"""The advice after a blow-up is a command `ctl` accepts, relative to the
 checkpoint's own LR scale, and it says that the rolled-back run still waits for `resume`."""
 
 from __future__ import annotations

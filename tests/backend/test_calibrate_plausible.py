@@ -1,4 +1,4 @@
-"""Issue 23 §1.10: a calibration a busy machine measured is flagged, not printed as fact.
+"""A calibration a busy machine measured is flagged, not printed as fact.
 The check is pure logic over the measured numbers (no timing here)."""
 
 from __future__ import annotations

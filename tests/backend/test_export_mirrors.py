@@ -226,7 +226,7 @@ def test_wandb_offline_run_holds_the_event_log(run: Path) -> None:
 
 
 def test_tensorboard_files_need_no_package(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """`logging.tensorboard = true` on the default install (issue 23 §1.6): no package."""
+    """`logging.tensorboard = true` on the default install: no package."""
     for name in [m for m in sys.modules if m.startswith(("tensorboard", "growcockpit.export.tb"))]:
         monkeypatch.delitem(sys.modules, name)
     monkeypatch.setitem(sys.modules, "tensorboard", None)

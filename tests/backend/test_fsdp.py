@@ -178,7 +178,7 @@ def test_fsdp_checkpoint_resumes_on_one_process_and_back(
 
 
 def test_fsdp_reports_each_ranks_memory_as_the_plan_estimates(fsdp_run: Path) -> None:
-    """Issue 33: rank 0 gathers every rank's shards at the metrics cadence; each rank holds
+    """Rank 0 gathers every rank's shards at the metrics cadence; each rank holds
     half the state the estimate gives one process, and the grown stage (old blocks frozen)
     holds fewer gradients and optimizer moments per parameter."""
     events = list(read_all(fsdp_run / "events.jsonl"))

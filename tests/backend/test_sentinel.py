@@ -202,7 +202,7 @@ def test_unjudged_windows_fold_nothing_into_the_flag() -> None:
 
 
 def test_after_a_spike_a_ceiling_guards_the_refill() -> None:
-    """Issue 31 §3: a blow-up that goes on after a resume (1.9e6 → 9.4e10 in six steps) is
+    """A blow-up that goes on after a resume (1.9e6 → 9.4e10 in six steps) is
     caught as it rises, not once NaN: while the window refills, a value over 10x the
     pre-spike median is a spike; an expected new level under it is learned as before."""
     w = SpikeWindow(10, 8.0, CPU)

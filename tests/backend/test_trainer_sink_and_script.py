@@ -75,7 +75,7 @@ def test_pause_resume_and_a_manual_advance_from_a_script(tmp_path: Path) -> None
 
 
 def test_an_early_advance_replans_the_stage_to_the_steps_it_ran(tmp_path: Path) -> None:
-    """Issue 23 §1.1: `advance` at step 3 of a 20-step stage: the stage counts 3 steps in
+    """`advance` at step 3 of a 20-step stage: the stage counts 3 steps in
     the plan (plan_changed, plan.toml), so totals, ETAs and the LR schedule follow."""
     from growcockpit.plan import load_plan
     from growcockpit.protocol.events import PlanChanged

@@ -1,4 +1,4 @@
-"""A tiny real run under `schedule = "wsd"`: its step events' LR is the planned curve (issue 19).
+"""A tiny real run under `schedule = "wsd"`: its step events' LR is the planned curve.
 
 The step events are what the cockpit's LR line, `status` and the exports read, so checking
 them against plan/schedule.py's `lr_curve` checks every surface at once. The plan grows

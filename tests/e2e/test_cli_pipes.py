@@ -1,4 +1,4 @@
-"""Issue 23 §1.6: output to a reader that leaves (`growcockpit status RUN | head -1`) ends
+"""Output to a reader that leaves (`growcockpit status RUN | head -1`) ends
 quietly: no BrokenPipeError traceback, the exit status of a process SIGPIPE stopped."""
 
 from __future__ import annotations

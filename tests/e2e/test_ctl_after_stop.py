@@ -1,4 +1,4 @@
-"""Issue 32 §2.9: after `ctl stop`, a rollback said "refused at step 0".
+"""After `ctl stop`, a command the loop never saw says the run is ending, not "refused at step 0".
 
 A command the training loop never saw (the run ended while it waited, or the server was
 already closing) was answered with the ack's default step 0. It now names no step, says

@@ -1,4 +1,4 @@
-"""Issue 23 §1.6: `growcockpit export --tensorboard` works on the README's install (no
+"""`growcockpit export --tensorboard` works on the README's install (no
 tensorboard package): the files are written by `export.tfevents`, whose bytes are
 TensorBoard's own protos and which TensorBoard's loader reads back."""
 

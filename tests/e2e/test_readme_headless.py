@@ -1,4 +1,4 @@
-"""Issue 31 §1: every command line of the README's "Headless use" block, typed as a user
+"""Every command line of the README's "Headless use" block, typed as a user
 types it, into the installed `growcockpit` executable, against a live tiny CPU run.
 
 The block is parsed, not copied: `a|b|c` is each of a, b, c; `[X]` is the line with and

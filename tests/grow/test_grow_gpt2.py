@@ -98,7 +98,7 @@ def test_gpt2_interpolation_alpha_default_quarter_runs() -> None:
 
 
 def test_bert_refuses_the_preln_tied_recipe() -> None:
-    """Issue 10 §4: D with "preln-tied" on BERT changed logits by up to 12.6; it is refused."""
+    """D with "preln-tied" on BERT changed logits by up to 12.6; it is refused."""
     bert = tiny_model("bert", layers=2)
     small, _ = coalesce_model(bert, width=True, depth=False)
     for call in (

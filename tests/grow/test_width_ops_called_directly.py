@@ -1,4 +1,4 @@
-"""Issue 31 §4: the width operators called directly (the public API), not through a plan.
+"""The width operators called directly (the public API), not through a plan.
 
 - `decoalesce` in width on a Llama with tied embeddings changed the logits (by up to 4.9):
   the shared token table took the head's rule. It is refused, naming the tie.

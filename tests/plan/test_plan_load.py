@@ -224,7 +224,7 @@ def test_sample_plan_loads(path: Path) -> None:
 
 
 def test_seq_len_defaults_to_a_short_max_seq_len(tmp_path: Path) -> None:
-    # issue 10 §4: a plan that only sets max_seq_len = 32 was rejected (seq_len 128 > 32)
+    # a plan that only sets max_seq_len = 32 was rejected (seq_len 128 > 32)
     text = HEAD.replace("max_seq_len = 128", "max_seq_len = 32") + (
         '\n[[stages]]\nname = "all"\nlayers = 4\nsteps = 10\n'
     )

@@ -1,4 +1,4 @@
-"""`schedule = "wsd"`: the LR curve of plan/schedule.py (pure logic, issue 19 §1)."""
+"""`schedule = "wsd"`: the LR curve of plan/schedule.py (pure logic)."""
 
 from __future__ import annotations
 

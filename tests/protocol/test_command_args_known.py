@@ -1,4 +1,4 @@
-"""Issue 31 §4: a command with an argument it does not take is refused before it is sent
+"""A command with an argument it does not take is refused before it is sent
 (`advance` with {"steps": 5} used to be carried out as a plain advance)."""
 
 from __future__ import annotations

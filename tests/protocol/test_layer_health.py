@@ -1,4 +1,4 @@
-"""Issue 23 §4: layer health as pure logic (protocol/layer_health.py)."""
+"""Layer health as pure logic (protocol/layer_health.py): the verdicts the layers table shows."""
 
 from __future__ import annotations
 

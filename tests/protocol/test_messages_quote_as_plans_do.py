@@ -1,4 +1,4 @@
-"""Issue 31 §4: a value the user gave is shown in a message the way a plan writes it
+"""A value the user gave is shown in a message the way a plan writes it
 ("…" for a string, a number bare), never inside Python's '…'."""
 
 from __future__ import annotations

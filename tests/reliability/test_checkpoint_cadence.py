@@ -1,4 +1,4 @@
-"""Issue 11 §5: checkpoints by default (stage starts, wall clock), and resuming from a stage start."""
+"""Checkpoints by default (stage starts, wall clock), and resuming from a stage start."""
 
 from __future__ import annotations
 

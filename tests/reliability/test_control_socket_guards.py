@@ -231,7 +231,7 @@ def test_burst_of_silent_connects_does_not_starve_real_clients(run_dir: Path) ->
 
 
 def test_idle_connections_make_room_for_a_command(run_dir: Path) -> None:
-    """Issue 31 §4: 256 idle connections (the default bound) locked `ctl` out for the 30 s
+    """256 idle connections (the default bound) locked `ctl` out for the 30 s
     of their idle timeout; the one idle longest is now closed to make room."""
     path = RunPaths(run_dir).control
     for server in _serve(path):

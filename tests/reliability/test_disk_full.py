@@ -1,4 +1,4 @@
-"""Issue 11 §7: a full disk is one clear line, a crashed status, no partial checkpoint left."""
+"""A full disk is one clear line, a crashed status, no partial checkpoint left."""
 
 from __future__ import annotations
 

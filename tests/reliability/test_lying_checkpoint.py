@@ -1,4 +1,4 @@
-"""Issue 22 §2: a checkpoint that passes `weights_only` but lies is refused before use.
+"""A checkpoint that passes `weights_only` but lies is refused before use.
 
 A real tiny run's checkpoint is copied and one part of it made to lie (a config
 that would build a 17 GB model, a position field of the wrong type or range,

@@ -1,4 +1,4 @@
-"""Issue 22 §2: an `init_from` source that lies is refused before the run directory exists.
+"""An `init_from` source that lies is refused before the run directory exists.
 
 The source is a real `save_pretrained` directory of a tiny BERT that fits
 tests/plans/tiny.toml; one file is then made to lie: a safetensors header

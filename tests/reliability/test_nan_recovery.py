@@ -1,4 +1,4 @@
-"""Issue 11 §6: a blown-up LR never destroys the last good state, and rollback restores it."""
+"""A blown-up LR never destroys the last good state, and rollback restores it."""
 
 from __future__ import annotations
 

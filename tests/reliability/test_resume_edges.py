@@ -1,4 +1,4 @@
-"""Issue 11 §8: completed runs, truncated checkpoints, `--from`, and liveness beyond the pid."""
+"""Resume at its edges: completed runs, truncated checkpoints, `--from`, and liveness beyond the pid."""
 
 from __future__ import annotations
 

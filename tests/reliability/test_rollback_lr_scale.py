@@ -1,4 +1,4 @@
-"""Issue 22 §5: after a blow-up, one `ctl rollback --lr-scale` line gets the run training on.
+"""After a blow-up, one `ctl rollback --lr-scale` line gets the run training on.
 
 The fault-table case: ×1000 LR twice via set_lr blows the tiny run up; the pause's
 error names `rollback` and the checkpoint step to return to, and `rollback`

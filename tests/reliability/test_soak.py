@@ -1,4 +1,4 @@
-"""Issue 11 §15: the soak benchmark, short (about 20 s of soak; `bench/soak.py --minutes N` for real)."""
+"""The soak benchmark, short (about 20 s of soak; `bench/soak.py --minutes N` for real)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Issue 22 §5: a loss spike is caught before it reaches the weights, and one ctl line recovers.
+"""A loss spike is caught before it reaches the weights, and one ctl line recovers.
 
 A tiny run whose spike window is full (10 steps) gets `set_lr ×1000`: the
 first update at that LR goes in (nothing can foresee it), the loss of the
@@ -99,7 +99,7 @@ def test_lr_spike_is_skipped_paused_and_one_ctl_line_recovers(
         assert f"loss spike at step {spike_step}" in message, message
         assert "robust SDs above the median" in message and "update skipped" in message
         assert f"of the last {WINDOW} steps (metrics.spike_z = 8)" in message, message
-        # a tenth of the checkpoint's own scale (1), not of the ×1000 that blew up (issue 31 §3)
+        # a tenth of the checkpoint's own scale (1), not of the ×1000 that blew up
         assert f"`growcockpit ctl {run} rollback {good} --lr-scale 0.1`, then " in message
         assert f"then `growcockpit ctl {run} resume`" in message, message
         steps = {s.step: s.loss for s in of_type(events, Step)}

@@ -1,4 +1,4 @@
-"""Issue 11 §9: SIGTERM while the backend is still importing torch ends as "stopped", with a line."""
+"""SIGTERM while the backend is still importing torch ends as "stopped", with a line."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Issue 31 §4: a crash on a full disk still leaves status.json saying "crashed": the atomic
+"""A crash on a full disk still leaves status.json saying "crashed": the atomic
 write (a temp file, then a rename) needs a free block and failed, so the file kept saying
 "running"; it is now rewritten in place, in the blocks it already has."""
 

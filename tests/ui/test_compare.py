@@ -292,7 +292,7 @@ def _run_of(run_dir: Path, plan: dict[str, object], step_ms: float, slope: float
 async def test_compare_many_runs_baseline_target_whole_names_and_selection(
     tmp_path: Path,
 ) -> None:
-    """Issue 23 §1.8: the baseline (a one-stage plan, whatever its name) is the default
+    """The baseline (a one-stage plan, whatever its name) is the default
     target, not the newest run; names are whole; six verdict rows fit at 160x48; selected
     and unselected runs read differently."""
     from textual.widgets import DataTable, SelectionList

@@ -1,4 +1,4 @@
-"""Issue 32 §2.3: three selected runs, all three on the compare screen.
+"""Three selected runs, all three on the compare screen.
 
 A new user selected three runs; one was missing from both plots and the verdict table,
 while `growcockpit compare` listed all three. Two causes, both reproduced with three

@@ -1,4 +1,4 @@
-"""Issue 32 §2.7: the designer's tabs have keys (1-4) and no label is cut short."""
+"""The designer's tabs have keys (1-4) and no label is cut short."""
 
 from __future__ import annotations
 

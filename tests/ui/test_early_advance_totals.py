@@ -1,4 +1,4 @@
-"""Issue 23 §1.1: a stage left early with `advance` counts the steps it ran, on every
+"""A stage left early with `advance` counts the steps it ran, on every
 surface that shows a total (cockpit header and ETA, Home, `status --json`, compare).
 
 The log here is what a backend that does not re-plan on `advance` writes (older runs,

@@ -1,4 +1,4 @@
-"""Issue 32 §2.7: the `?` help lists every key the screen answers to.
+"""The `?` help lists every key the screen answers to.
 
 The list was one binding a row under the whole help text: the dashboard's help showed
 9 of its 31 keys, the rest below the fold. It is now generated from the bindings of the

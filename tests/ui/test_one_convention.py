@@ -1,4 +1,4 @@
-"""Issue 23 §1.7: one stage numbering and one state word on every surface. Stages are
+"""One stage numbering and one state word on every surface. Stages are
 numbered from 1 wherever a person reads them (cockpit, Home, `plan show`, `status`);
 JSON for scripts carries 0-based indexes (`stage` in `status --json`, `index` in events).
 A run that ran all its stages is `completed` everywhere (never `finished`)."""

@@ -1,5 +1,5 @@
-"""`c` on the race screen asks first and says what it starts and about how long (issue 32
-§2.6: it started a long background job with no confirmation or ETA)."""
+"""`c` on the race screen asks first and says what it starts and about how long (it
+started a long background job with no confirmation or ETA)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Issue 23 §1.6: `serve` keeps its token out of the access log (every request's line
+"""`serve` keeps its token out of the access log (every request's line
 carried `?token=…` or `/ws/<token>`, and the Referer repeated it)."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Issue 31 §4: a FIFO (or a device, a directory, a huge file) where settings.json belongs
+"""A FIFO (or a device, a directory, a huge file) where settings.json belongs
 means default settings, at once: reading it used to wait for a writer, hanging the cockpit."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Issue 32 §2.9: the Timing tab's stage row says a step time and a rate that agree.
+"""The Timing tab's stage row says a step time and a rate that agree.
 
 The row's tok/s was the plain mean of each report's rate beside the mean step time:
 one slow step (a warm-up, an evaluation's neighbour) moves the mean ms a lot and the

@@ -1,6 +1,6 @@
 """After a NaN or spike pause the cockpit offers the way on: roll back at an LR scale you choose.
 
-Issue 22 §5: the weights may be damaged by the steps before a skipped update,
+The weights may be damaged by the steps before a skipped update,
 so resuming as is blows up again. The paused line says `b` rolls back; `b`
 then asks for the LR scale (a tenth of the one that blew up is offered,
 checked as the backend checks it) and sends `rollback` with `lr_scale`, then

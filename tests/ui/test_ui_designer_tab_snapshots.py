@@ -1,5 +1,5 @@
 """SVG snapshots of the designer's Plan & model and Optimizer tabs, reached by their keys
-(2 and 4), at 80×24 and 160×48 (issue 32 §2.7: the tabs had no key, and a fixed label
+(2 and 4), at 80×24 and 160×48 (the tabs had no key, and a fixed label
 column cut "intermediate size" to "intermedia" beside its value). Regenerate after a
 deliberate UI change with
 `pytest tests/ui/test_ui_designer_tab_snapshots.py --snapshot-update` and review the SVGs."""

@@ -1,4 +1,4 @@
-"""Issue 23 §1.2: keys at paste speed (tmux send-keys, a paste, a fast typist) reach the
+"""Keys at paste speed (tmux send-keys, a paste, a fast typist) reach the
 designer in the order typed. `Pilot.press` waits for each key to be handled; `burst`
 queues every key at once, as a terminal read of several keys does."""
 

@@ -1,4 +1,4 @@
-"""Issue 23 §1.4: the layers table keeps every column once the trend sparkline fills
+"""The layers table keeps every column once the trend sparkline fills
 (`bwd ms` and `n` went out of the 62-column table): the trend shrinks to fit."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Issue 23 §4: the layers table's health column flags a backward-starved trainable layer
+"""The layers table's health column flags a backward-starved trainable layer
 and a frozen layer whose weights changed; a healthy run reads ok everywhere."""
 
 from __future__ import annotations

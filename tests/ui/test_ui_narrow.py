@@ -1,4 +1,4 @@
-"""Issue 23 §1.9: every screen usable at 80x24 (the size over SSH): the overview keeps
+"""Every screen usable at 80x24 (the size over SSH): the overview keeps
 its layers table (the tab scrolls), the Timing tab's plot keeps a readable height, the
 designer keeps its cost line and its buttons on screen."""
 

@@ -120,7 +120,7 @@ async def _timing_tab(pilot: Pilot[None]) -> None:
 
 @THEMES
 def test_dashboard_timing_tab_80x24(snap_compare, tmp_path: Path, theme: str) -> None:  # type: ignore[no-untyped-def]
-    """Issue 23 §1.9: at 80x24 the tokens/s plot keeps its height under the timing table."""
+    """At 80x24 the tokens/s plot keeps its height under the timing table."""
     run_dir = write_recorded_run(tmp_path / "run", finished=False, upto_step=60)
     app = GrowCockpitApp(
         run_dir=run_dir, clock=lambda: CLOCK, theme=theme, workdir=tmp_path, samples=tmp_path
@@ -136,7 +136,7 @@ async def _system_tab(pilot: Pilot[None]) -> None:
 
 @THEMES
 def test_dashboard_system_tab_ranks_80x24(snap_compare, tmp_path: Path, theme: str) -> None:  # type: ignore[no-untyped-def]
-    """Issue 33: the system tab names the strategy and world size and shows each rank's memory."""
+    """The system tab names the strategy and world size and shows each rank's memory."""
     events = recorded_events(finished=False, upto_step=60)
     events += [gpu_system(events[-1].t + 0.1), fsdp_memory(events[-1].t + 0.2)]
     run_dir = tmp_path / "run"

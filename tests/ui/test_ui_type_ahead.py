@@ -1,4 +1,4 @@
-"""Issue 23 §1.2: keys typed while a screen opens reach that screen, in order (type-ahead).
+"""Keys typed while a screen opens reach that screen, in order (type-ahead).
 
 `burst` queues every key before the first is handled, as a terminal read of a paste
 or of a fast typist does; `Pilot.press` would wait for each key and hide the defect.

@@ -1,4 +1,4 @@
-"""Issue 31 §4: one event line whose field has the wrong type (`"loss": "x"`, `{}`, `[1]`)
+"""One event line whose field has the wrong type (`"loss": "x"`, `{}`, `[1]`)
 is skipped by the cockpit's fold, as `export` skips it, instead of a Textual traceback
 (with exit code 0) when the dashboard drew it."""
 
