@@ -1,4 +1,6 @@
-"""Issue 32 §2.9: the small things a new user tripped on, each checked as the user met it."""
+"""What a new user meets first says what it means: counts and speeds in words, the ETA,
+`--help`, a `ctl` on no run, `race --set`, and git ignoring saved plans and races; each
+checked as the user met it, because each once tripped a new user up."""
 
 from __future__ import annotations
 
