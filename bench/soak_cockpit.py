@@ -38,10 +38,10 @@ async def attached(run_dir: Path, stop_file: Path) -> dict[str, object]:
         # the run has stopped: let the dashboard read the last lines and draw them
         for _ in range(40):
             await pilot.pause(0.25)
-            if screen.caught_up:
+            if screen.session.caught_up:
                 break
         screen.flush_text()
-        return {"cockpit_step": screen.state.step, "cockpit_events": screen.events_read}
+        return {"cockpit_step": screen.session.state.step, "cockpit_events": screen.session.events_read}
 
 
 def main() -> int:

@@ -70,8 +70,8 @@ async def attach(run_dir: Path, size: tuple[int, int]) -> dict[str, float]:
         screen = app.screen
         assert isinstance(screen, DashboardScreen)
         first = None
-        while not screen.caught_up:
-            if first is None and screen.events_read:
+        while not screen.session.caught_up:
+            if first is None and screen.session.events_read:
                 first = time.perf_counter() - t0
             await pilot.pause(0.01)
         screen.flush_text()
@@ -82,7 +82,7 @@ async def attach(run_dir: Path, size: tuple[int, int]) -> dict[str, float]:
             "attach_s": round(total, 3),
             "attach_cpu_s": round(cpu_s() - c0, 3),
             "first_events_s": round(first or total, 3),
-            "events": screen.events_read,
+            "events": screen.session.events_read,
             "rss_after_attach_mib": round(rss_mib(), 1),
         }
 
@@ -189,7 +189,7 @@ async def stream(
         stop.set()
         th.join()
         await pilot.pause(0.6)
-        shown_step = screen.state.step
+        shown_step = screen.session.state.step
     return {
         "stream_events": result.get("n", 0),
         "stream_rate_per_s": round(result.get("n", 0) / seconds, 1),

@@ -528,7 +528,7 @@ async def settle(pilot: Any, timeout: float = 10.0) -> Any:
     screen = pilot.app.screen
     assert isinstance(screen, DashboardScreen)
     deadline = time.monotonic() + timeout
-    while not screen.caught_up:
+    while not screen.session.caught_up:
         assert time.monotonic() < deadline, "the tail worker never caught up"
         await pilot.pause(0.02)
     screen.flush_text()

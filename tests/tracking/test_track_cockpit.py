@@ -38,12 +38,12 @@ async def test_the_cockpit_lists_attaches_and_steers_a_tracked_loop(tmp_path: Pa
         async with app.run_test(size=(160, 48)) as pilot:
             screen = app.screen
             assert isinstance(screen, DashboardScreen)
-            await wait_until(pilot, lambda: screen.state.step >= 3, "steps of the tracked loop")
+            await wait_until(pilot, lambda: screen.session.state.step >= 3, "steps of the tracked loop")
             await wait_until(
                 pilot, lambda: "my-loop  via PyTorch loop" in screen_text(app), "the header"
             )
             await pilot.press("p")
-            await wait_until(pilot, lambda: screen.state.paused, "the paused event")
+            await wait_until(pilot, lambda: screen.session.state.paused, "the paused event")
             held = loop.steps
             await pilot.pause(0.8)
             assert loop.steps == held, "the loop stepped while paused"
@@ -52,8 +52,8 @@ async def test_the_cockpit_lists_attaches_and_steers_a_tracked_loop(tmp_path: Pa
             await pilot.press("s")
             await pilot.pause(0.3)
             await pilot.press("y")
-            await wait_until(pilot, lambda: screen.state.finished, "run_finished")
-            assert screen.state.display_status() == "stopped"
+            await wait_until(pilot, lambda: screen.session.state.finished, "run_finished")
+            assert screen.session.state.display_status() == "stopped"
         loop.join(timeout=30)
         assert not loop.is_alive() and loop.error is None
         assert read_status(run).state == "stopped"

@@ -487,7 +487,7 @@ async def test_lr_marker_from_command_events(tmp_path: Path) -> None:
     app = GrowCockpitApp(run_dir=run_dir)
     async with app.run_test(size=SIZE) as pilot:
         screen = await settle(pilot)
-        assert [(m.kind, m.label) for m in screen.state.markers] == [("lr", "lr ×0.5")]
+        assert [(m.kind, m.label) for m in screen.session.state.markers] == [("lr", "lr ×0.5")]
         assert "(×0.5)" in header(app)
         assert any("set_lr ×0.5: accepted" in ln for ln in screen.query_one(EventLogPanel).shown)
 
@@ -546,7 +546,7 @@ async def test_second_viewer_is_read_only_until_the_controller_leaves(tmp_path: 
             other.release()
             await pilot.press("p")  # the role is free now: this cockpit takes it and sends
             await wait_for(pilot, lambda: notes(app, "error"))
-            assert not screen.read_only and screen.role == "controller"
+            assert not screen.session.read_only and screen.session.role == "controller"
     finally:
         other.release()
 
@@ -582,8 +582,8 @@ async def test_long_log_attaches_quickly_and_stays_bounded(tmp_path: Path) -> No
         screen = await settle(pilot, timeout=60)
         elapsed = time.monotonic() - start
         assert elapsed < 30, f"attach took {elapsed:.1f}s"
-        assert screen.events_read == info["events"]
-        state = screen.state
+        assert screen.session.events_read == info["events"]
+        state = screen.session.state
         assert state.step == info["last_step"] and len(state.layers) == 48
         assert len(state.train_loss) <= state.series_cap and len(state.heat) <= state.heat_cap
         plot = screen.query_one(LossPlot)

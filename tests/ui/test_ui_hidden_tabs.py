@@ -32,7 +32,7 @@ async def test_events_that_arrive_while_the_events_tab_is_hidden_keep_its_width(
         await pilot.pause(0.3)
         before = len(log.shown)
         write_events(RunPaths(run_dir).events, every[len(first) :])  # grow, stage 2, end
-        await wait_for(pilot, lambda: screen.state.finished)
+        await wait_for(pilot, lambda: screen.session.state.finished)
         await settle(pilot)
         assert len(log.shown) > before
         for _ in range(2):  # and it stays so across tab switches

@@ -84,21 +84,21 @@ async def test_dashboard_steers_a_real_llama_run_through_a_grow(
         async with app.run_test(size=(160, 48)) as pilot:
             screen = app.screen
             assert isinstance(screen, DashboardScreen)
-            await wait_until(pilot, lambda: screen.state.step >= 3, "live steps from the backend")
-            assert len(screen.state.layer_rows()) == 3
+            await wait_until(pilot, lambda: screen.session.state.step >= 3, "live steps from the backend")
+            assert len(screen.session.state.layer_rows()) == 3
             await pilot.press("g")  # grow now: 3 → 4 layers by middle stacking
             await pilot.pause(0.3)
             await pilot.press("y")
-            await wait_until(pilot, lambda: screen.state.stage_index == 1, "the grow stage")
+            await wait_until(pilot, lambda: screen.session.state.stage_index == 1, "the grow stage")
             await wait_until(
                 pilot,
                 lambda: (
-                    len(screen.state.layer_rows()) == 4
-                    and any(r.grad_norm for r in screen.state.layer_rows() if r.trainable)
+                    len(screen.session.state.layer_rows()) == 4
+                    and any(r.grad_norm for r in screen.session.state.layer_rows() if r.trainable)
                 ),
                 "layer stats of the grown model",
             )
-            rows = screen.state.layer_rows()
+            rows = screen.session.state.layer_rows()
             assert [r.id for r in rows if r.trainable] == [2]
             # every tab draws the Llama run
             await pilot.press("2")
@@ -114,8 +114,8 @@ async def test_dashboard_steers_a_real_llama_run_through_a_grow(
             await pilot.press("s")
             await pilot.pause(0.3)
             await pilot.press("y")
-            await wait_until(pilot, lambda: screen.state.finished, "run_finished")
-            assert screen.state.display_status() == "stopped"
+            await wait_until(pilot, lambda: screen.session.state.finished, "run_finished")
+            assert screen.session.state.display_status() == "stopped"
         assert read_status(run_dir).state == "stopped"
     finally:
         status = run_dir / "status.json"

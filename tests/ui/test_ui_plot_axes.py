@@ -70,8 +70,8 @@ async def test_smoothing_keys_change_the_factor_and_r_shows_the_raw_loss(tmp_pat
         await settle(pilot)
         screen = app.screen
         plot = screen.query_one(LossPlot)
-        with screen.state_lock:  # type: ignore[attr-defined]
-            raw = list(screen.state.train_loss.ys)  # type: ignore[attr-defined]
+        with screen.session.lock:  # type: ignore[attr-defined]
+            raw = list(screen.session.state.train_loss.ys)  # type: ignore[attr-defined]
         smoothed = plot.shown.curves["train"].ys
         assert smoothed[0] == raw[0] and smoothed != raw  # debiased start, smoothed after
         await pilot.press("greater_than_sign")

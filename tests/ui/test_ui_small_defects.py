@@ -228,19 +228,19 @@ async def test_each_command_leaves_one_log_line_in_order(tmp_path: Path) -> None
         app = GrowCockpitApp(run_dir=run_dir)
         async with app.run_test(size=SIZE) as pilot:
             screen = await settle(pilot)
-            before = len(screen.state.log)
+            before = len(screen.session.state.log)
             for key, command in (("p", "pause"), ("p", "resume"), ("c", "checkpoint")):
                 await pilot.press(key)
                 await wait_for(pilot, lambda c=command: any(f"{c} " in m for m in notes(app)))
                 await wait_for(
                     pilot,
                     lambda c=command: any(
-                        f" {c}:" in e.text for e in list(screen.state.log)[before:]
+                        f" {c}:" in e.text for e in list(screen.session.state.log)[before:]
                     ),
                 )
                 await settle(pilot)
                 await pilot.pause(0.3)  # a late cockpit line would land by now
-            new = list(screen.state.log)[before:]
+            new = list(screen.session.state.log)[before:]
             texts = [e.text for e in new]
             assert len(new) == 3, texts  # one line per command, the backend's
             assert [e.kind for e in new] == ["command"] * 3, texts
@@ -258,10 +258,10 @@ async def test_heatmap_stage_labels_show_whole_names(tmp_path: Path) -> None:
     async with app.run_test(size=SIZE) as pilot:
         screen = await settle(pilot)
         heatmap = screen.query_one(LayerHeatmap)
-        names = [s.name for s in screen.state.stages]
+        names = [s.name for s in screen.session.state.stages]
         assert names == ["shallow", "grow-4"]
         for width in range(24, 90, 3):  # the first stage gets ~10 columns at width 24
-            lines = heatmap.draw(screen.state, width, 20).plain.splitlines()
+            lines = heatmap.draw(screen.session.state, width, 20).plain.splitlines()
             shown = "\n".join(lines[:2])  # the legend (when needed) and the label row
             for i, name in enumerate(names):
                 assert name in shown, (width, shown)

@@ -10,7 +10,7 @@ A resume from the checkpoint where the log ends changes nothing here.
 
 A pause for a blow-up (a non-finite loss, or a spike the sentinel caught) is
 where a rollback is the way on: its log line says so, and the rollback key
-then asks for the LR scale to train on (screens/dashboard_commands.py).
+then asks for the LR scale to train on (ui/screens/run_commands.py).
 """
 
 from __future__ import annotations

@@ -1,17 +1,17 @@
 """The live view of one run: header, tabs (overview, layers, timing, system, events,
 console, samples), commands.
 
-The screen is a view of a `RunSession` (plain Python): a thread worker runs
-the session's tail loop, which reads the run directory and folds events into
-the session's `RunState`; the screen only composes, binds keys and draws.
-Timers flush text at 4 Hz and plots at 2 Hz, holding the session's lock only
-to read the state (no disk I/O in a timer); a plot (or the heatmap) redraws
-only when its data, size or theme changed and only while it is on screen.
-Commands (dashboard_commands.py, its base) go over the control socket in a thread worker, since the backend
-answers at its next step boundary. Only the cockpit holding the run's
-controller role (see `growcockpit.session.controller`) sends commands; others are
-read-only and say so. The view keys that change no training (the `/` filter, the
-run's note and tags) are dashboard_views.py's, the base above the commands.
+The screen is a view of a `RunSession` (plain Python): a thread worker runs the
+session's tail loop, which reads the run directory and folds events into the session's
+`RunState`. Timers flush text at 4 Hz and plots at 2 Hz, holding the session's lock
+only to read the state (no disk I/O in a timer); a plot (or the heatmap) redraws only
+when its data, size or theme changed and only while it is on screen.
+
+Composed, not inherited: the keys call parts that each own one job and post what
+changed up here. `CommandDesk` (run_commands.py) sends commands, from the cockpit
+holding the run's controller role only; `NotesDesk` keeps the run's note and tags,
+`PinDesk` a pinned baseline; the view keys that change no training are functions over
+the plots (dashboard_plots.py); the view is remembered per run (dashboard_memory.py).
 """
 
 from __future__ import annotations
@@ -25,20 +25,24 @@ from textual import events, work
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, Vertical
+from textual.screen import Screen
 from textual.widget import Widget
 from textual.widgets import Footer, TabbedContent, TabPane
 from textual.worker import get_current_worker
 
 from growcockpit.session.console_tail import ConsoleTail
 from growcockpit.session.fold.layers import TIMING_WINDOW
-from growcockpit.session.plot_view import next_axis
+from growcockpit.session.plot_range import parse_step_range, range_problem
 from growcockpit.session.run_session import RunSession
-from growcockpit.session.scalar_view import BY_KEY, next_scalar
+from growcockpit.session.view_filter import ViewFilter, filter_problem
 from growcockpit.session.view_memory import RunViewMemory
+from growcockpit.ui.screens import dashboard_plots as plots
 from growcockpit.ui.screens.dashboard_memory import apply_view, current_view
-from growcockpit.ui.screens.dashboard_views import DashboardViews
 from growcockpit.ui.screens.help_texts import DASHBOARD_HELP
-from growcockpit.ui.screens.prompt import HelpScreen, keys_of
+from growcockpit.ui.screens.notes_desk import NotesDesk
+from growcockpit.ui.screens.pin_desk import PinDesk
+from growcockpit.ui.screens.prompt import HelpScreen, PromptScreen, keys_of
+from growcockpit.ui.screens.run_commands import CommandDesk
 from growcockpit.ui.widgets import (
     EventLogPanel,
     LayerHeatmap,
@@ -50,15 +54,9 @@ from growcockpit.ui.widgets import (
     TimingPanel,
 )
 from growcockpit.ui.widgets.console import ConsolePanel
-from growcockpit.ui.widgets.loss_plot import PinStanding, axis_plots
+from growcockpit.ui.widgets.loss_plot import PinStanding
 from growcockpit.ui.widgets.samples_panel import SamplesPanel
-from growcockpit.ui.widgets.scalar_plot import (
-    ScalarHint,
-    ScalarPlot,
-    plots_room,
-    squeezed,
-    yield_hint,
-)
+from growcockpit.ui.widgets.scalar_plot import ScalarHint, ScalarPlot
 
 TEXT_FLUSH_S = 0.25  # ≤ 4 Hz
 PLOT_FLUSH_S = 0.5  # ≤ 2 Hz
@@ -66,7 +64,7 @@ TABS = ("overview", "layers", "timing", "system", "events", "console", "samples"
 LAYERS_TITLE = f"layers · ms: median of the last n ≤ {TIMING_WINDOW} samples"
 
 
-class DashboardScreen(DashboardViews):
+class DashboardScreen(Screen[None]):
     BINDINGS = [
         Binding("p", "pause_resume", "Pause"),
         Binding("g", "advance", "Advance"),
@@ -135,6 +133,7 @@ class DashboardScreen(DashboardViews):
         self.clock = clock
         self.command_timeout = command_timeout
         self.view_memory = RunViewMemory(self.run_dir)
+        self.view_filter = ViewFilter()  # `/`: this screen's alone, handed to the widgets
 
     def compose(self) -> ComposeResult:
         yield RunHeader(id="run-header")
@@ -165,6 +164,10 @@ class DashboardScreen(DashboardViews):
             with TabPane("7 Samples", id="samples"):
                 yield SamplesPanel(id="samples-panel")
         yield Footer(compact=True)
+        # the parts that draw nothing: they own the commands, the notes and the pin
+        yield CommandDesk(self.session, plan_path=self.plan_path, timeout=self.command_timeout)
+        yield NotesDesk(self.run_dir)
+        yield PinDesk(self.run_dir)
 
     def on_mount(self) -> None:
         for table in self.query(LayerTable):
@@ -180,8 +183,6 @@ class DashboardScreen(DashboardViews):
         self.call_after_refresh(self.fit_scalar)
         self.session.claim_control()
         self._tail()
-        self.watch_notes()
-        self.watch_pin()
         self.set_interval(TEXT_FLUSH_S, self.flush_text)
         self.set_interval(PLOT_FLUSH_S, self.flush_plot)
 
@@ -198,25 +199,26 @@ class DashboardScreen(DashboardViews):
         return widget.region.area > 0
 
     def flush_text(self) -> None:
-        with self.state_lock:
-            role = "" if self.state.finished else self.role
-            self.query_one(RunHeader).show_state(self.state, self.clock(), role)
+        with self.session.lock:
+            state = self.session.state
+            role = "" if state.finished else self.session.role
+            self.query_one(RunHeader).show_state(state, self.clock(), role)
             for table in self.query(LayerTable):
-                table.show_state(self.state)
+                table.show_state(state)
             for log in self.query(EventLogPanel):
-                log.show_state(self.state)
+                log.show_state(state)
             for panel in self.query(SystemPanel):
                 if self._on_screen(panel):
-                    panel.show_state(self.state)
+                    panel.show_state(state)
             timing = self.query_one(TimingPanel)
             if self._on_screen(timing):
-                timing.show_state(self.state)
+                timing.show_state(state)
             samples = self.query_one(SamplesPanel)
             if self._on_screen(samples):
-                samples.show_state(self.state)
+                samples.show_state(state)
 
     def flush_plot(self) -> None:
-        with self.state_lock:
+        with self.session.lock:
             for widget in (
                 self.query_one(LossPlot),
                 self.query_one(ScalarPlot),
@@ -224,7 +226,7 @@ class DashboardScreen(DashboardViews):
                 self.query_one(LayerHeatmap),
             ):
                 if self._on_screen(widget):
-                    widget.show_state(self.state)
+                    widget.show_state(self.session.state)
         self.query_one(PinStanding).show(self.query_one(LossPlot).standing_below)
 
     def on_tabbed_content_tab_activated(self, event: TabbedContent.TabActivated) -> None:
@@ -237,46 +239,87 @@ class DashboardScreen(DashboardViews):
         self.flush_text()
         self.flush_plot()
 
-    # ---- view keys ----------------------------------------------------------
+    # ---- what the parts post up ---------------------------------------------
+    def on_command_desk_answered(self, _message: CommandDesk.Answered) -> None:
+        self.flush_text()
+
+    def on_notes_desk_changed(self, message: NotesDesk.Changed) -> None:
+        self.query_one(RunHeader).notes = message.notes
+        self.flush_text()
+
+    def on_pin_desk_pinned(self, message: PinDesk.Pinned) -> None:
+        self.query_one(LossPlot).pin(message.pin)
+        self.flush_plot()
+
+    # ---- command keys: the CommandDesk's ------------------------------------
+    def action_pause_resume(self) -> None:
+        self.query_one(CommandDesk).pause_resume()
+
+    def action_advance(self) -> None:
+        self.query_one(CommandDesk).advance()
+
+    def action_checkpoint(self) -> None:
+        self.query_one(CommandDesk).checkpoint()
+
+    def action_stop(self) -> None:
+        self.query_one(CommandDesk).stop()
+
+    def action_edit_stages(self) -> None:
+        self.query_one(CommandDesk).edit_stages()
+
+    def action_scale_lr(self) -> None:
+        self.query_one(CommandDesk).scale_lr()
+
+    def action_rollback(self) -> None:
+        self.query_one(CommandDesk).rollback()
+
+    # ---- notes and a pinned baseline: the desks' ----------------------------
+    def action_note(self) -> None:
+        self.query_one(NotesDesk).ask_note()
+
+    def action_tags(self) -> None:
+        self.query_one(NotesDesk).ask_tags()
+
+    def action_pin_baseline(self) -> None:
+        self.query_one(PinDesk).pick()
+
+    # ---- view keys (dashboard_plots.py) ---------------------------------------
     def action_tab(self, tab: str) -> None:
         self.query_one(TabbedContent).active = tab
 
-    def action_toggle_raw(self) -> None:
-        plot = self.query_one(LossPlot)
-        plot.raw = not plot.raw
-        self.notify(f"loss: {plot.view.smoothing_text()}", timeout=2)
+    def _view_changed(self, told: str, *, remember: bool = True) -> None:
+        """After a view key: say what it shows now, redraw, remember it (when it is part of
+        the view kept per run)."""
+        if told:
+            self.notify(told, timeout=2)
         self.flush_plot()
-        self.remember_view()
+        if remember:
+            self.remember_view()
+
+    def action_toggle_raw(self) -> None:
+        self._view_changed(plots.toggle_raw(self))
+
+    def action_smoothing(self, direction: int) -> None:
+        self._view_changed(plots.smoothing(self, direction))
 
     def action_cycle_axis(self) -> None:
         """Every plot to the next x axis the run's log can draw (step, tokens, time, FLOPs)."""
-        with self.state_lock:
-            axis = next_axis(self.state, self.query_one(LossPlot).axis)
-        for plot in axis_plots(self):
-            plot.axis = axis
-        self.notify(self.query_one(LossPlot).view.axis_text(), timeout=2)
-        self.flush_plot()
-        self.remember_view()
+        with self.session.lock:
+            told = plots.cycle_axis(self, self.session.state)
+        self._view_changed(told)
 
     def action_zoom(self, by: int) -> None:
         """[ halves the window (the latest half of the x range), ] doubles it, 0 shows all
         (a step range and the cursor go too)."""
-        for plot in axis_plots(self):
-            plot.zoom = plot.view.zoomed(by).zoom if by else 0
-            if not by:
-                plot.steps, plot.cursor = None, None
-        self.flush_plot()
+        plots.zoom(self, by)
+        self._view_changed("", remember=False)
 
     def action_cycle_scalar(self) -> None:
         """The plot beside the loss to the next scalar (LR, grad norm, update ratio, step
         time, tokens/s), then hidden."""
-        plot = self.query_one(ScalarPlot)
-        plot.scalar = next_scalar(plot.scalar)
+        plots.cycle_scalar(self)
         self.fit_scalar()
-        shown = "hidden" if plot.scalar is None else BY_KEY[plot.scalar].name
-        if plot.scalar is not None and plot.squeezed:
-            shown += " (hidden while the terminal is this short)"
-        self.notify(f"plot beside the loss: {shown}", timeout=2)
+        self.notify(plots.scalar_shown(self), timeout=2)
         self.call_after_refresh(self.flush_plot)
         self.remember_view()
 
@@ -284,23 +327,48 @@ class DashboardScreen(DashboardViews):
         self.call_after_refresh(self.fit_scalar)
 
     def fit_scalar(self) -> None:
-        """Hide the plot beside the loss, with a hint, where two plots leave the loss too
-        few rows to read (80×24); show it again when the terminal grows."""
-        plot, hint = self.query_one(ScalarPlot), self.query_one(ScalarHint)
+        """Hide the plot beside the loss where the terminal is too short for two plots."""
         bottom = self.query_one("#ov-bottom").styles.height  # the events row, when wide
         below = 0 if self.has_class("-narrow") or bottom is None else int(bottom.value)
-        room = plots_room(self.query_one(TabbedContent).size.height, below)
-        plot.squeezed = squeezed(room)
-        hint.display = plot.scalar is not None and plot.squeezed
-        if plot.scalar is not None:
-            hint.update(yield_hint(BY_KEY[plot.scalar].name, room))
+        plots.fit_scalar(self, self.query_one(TabbedContent).size.height, below)
 
-    def action_smoothing(self, direction: int) -> None:
-        plot = self.query_one(LossPlot)
-        plot.raw, plot.factor = False, plot.view.smoother(direction).factor
-        self.notify(f"loss: {plot.view.smoothing_text()}", timeout=2)
+    def action_step_range(self) -> None:
+        """`z`: show steps A-B on every plot (empty: the whole run again)."""
+
+        def done(value: str | None) -> None:
+            if value is not None:
+                told = plots.set_step_range(self, parse_step_range(value))
+                self._view_changed(told, remember=False)
+
+        current = plots.step_range_text(self)
+        prompt = PromptScreen("Show steps", plots.RANGE_BODY, current, range_problem, "Show")
+        self.app.push_screen(prompt, done)
+
+    def action_cursor(self, by: int) -> None:
+        """`,` / `.`: the cursor a step (1/40 of the range) left / right, on every plot."""
+        with self.session.lock:
+            plots.step_cursor(self, self.session.state, by)
         self.flush_plot()
-        self.remember_view()
+
+    def action_filter(self) -> None:
+        def done(value: str | None) -> None:
+            self.set_view_filter(ViewFilter.parse(value or ""))  # Esc (None) clears
+
+        prompt = PromptScreen(
+            "Filter layers, logs and plots",
+            plots.FILTER_BODY,
+            self.view_filter.text,
+            filter_problem,
+            "Filter",
+        )
+        self.app.push_screen(prompt, done)
+
+    def set_view_filter(self, view_filter: ViewFilter) -> None:
+        self.view_filter = view_filter
+        told = plots.apply_filter(self, view_filter)
+        self.flush_text()
+        self.flush_plot()
+        self.notify(told, timeout=2)
 
     # ---- the view (tab, smoothing, x axis, plot beside the loss), remembered per run ----
     def restore_view(self) -> None:
@@ -315,11 +383,13 @@ class DashboardScreen(DashboardViews):
             save = partial(self.view_memory.save, view)
             self.run_worker(save, thread=True, group="view-memory", exit_on_error=False)
 
+    # ---- help and leaving -------------------------------------------------------
     def action_help(self) -> None:
         self.app.push_screen(HelpScreen("Run dashboard", DASHBOARD_HELP, keys_of(self)))
 
     def action_home(self) -> None:
-        if self.clear_filter():  # Esc clears an active filter before it leaves
+        if self.view_filter.active:  # Esc clears an active filter before it leaves
+            self.set_view_filter(ViewFilter())
             return
         go_home = getattr(self.app, "action_home", None)
         if go_home is not None:

@@ -1,32 +1,28 @@
 """The dashboard's commands: who may send one, the dialogs before it, and its outcome.
 
-The base class of `DashboardScreen` (dashboard.py), which composes and draws:
-each command key checks the run is live and this cockpit holds the controller
-role, asks when the command cannot be undone, then sends it over the control
-socket in a thread worker (the backend answers at its next step boundary) and
-shows the answer as a toast. A delivered command's log line is the backend's
-own CommandEvent, so each command leaves one line, in the order it happened.
+A `CommandDesk` is a part of the dashboard (dashboard.py) that draws nothing: the
+screen's command keys call it. Each command checks the run is live and this cockpit
+holds the controller role, asks when the command cannot be undone, then sends it over
+the control socket in a thread worker (the backend answers at its next step boundary),
+shows the answer as a toast and posts it up (`Answered`) so the screen redraws. A
+delivered command's log line is the backend's own CommandEvent, so each command leaves
+one line, in the order it happened.
 """
 
 from __future__ import annotations
 
-import threading
-from abc import abstractmethod
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 from textual import work
 from textual.message import Message
-from textual.screen import Screen
+from textual.widget import Widget
 
 from growcockpit.protocol import ControlError
 from growcockpit.protocol.commands import CommandAck
-from growcockpit.session.controller import ControllerLock
 from growcockpit.session.fold.rollback import blown_up
-from growcockpit.session.run_client import RunClient
 from growcockpit.session.run_session import RunSession
-from growcockpit.session.run_state import RunState
 from growcockpit.ui.screens import command_text as texts
 from growcockpit.ui.screens.command_text import command_outcome
 from growcockpit.ui.screens.command_text import factor_problem as _factor_problem
@@ -34,15 +30,14 @@ from growcockpit.ui.screens.confirm import ConfirmScreen
 from growcockpit.ui.screens.prompt import PromptScreen
 
 
-class DashboardCommands(Screen[None]):
-    """Commands to a run; the session and settings are the dashboard's (its __init__)."""
+class CommandDesk(Widget):
+    """Commands to the run of `session`; `plan_path`: the plan to edit when the run
+    directory has none; `timeout`: how long a command waits for the backend."""
 
-    session: RunSession
-    plan_path: Path | None
-    command_timeout: float
+    DEFAULT_CSS = "CommandDesk { display: none; }"
 
-    class CommandDone(Message):
-        """A command's outcome, posted from the command worker."""
+    class Answered(Message):
+        """A command's outcome, posted from the command worker (then up to the screen)."""
 
         def __init__(self, command: str, ack: CommandAck | None, error: str = "") -> None:
             super().__init__()
@@ -50,47 +45,16 @@ class DashboardCommands(Screen[None]):
             self.ack = ack
             self.error = error
 
-    # The session's parts, under the names views, tests and benchmarks use.
-    @property
-    def state(self) -> RunState:
-        return self.session.state
-
-    @property
-    def state_lock(self) -> threading.Lock:
-        return self.session.lock
-
-    @property
-    def client(self) -> RunClient:
-        return self.session.client
-
-    @property
-    def controller(self) -> ControllerLock:
-        return self.session.controller
-
-    @property
-    def caught_up(self) -> bool:
-        return self.session.caught_up
-
-    @property
-    def events_read(self) -> int:
-        return self.session.events_read
-
-    @property
-    def role(self) -> str:
-        return self.session.role
-
-    @property
-    def read_only(self) -> bool:
-        return self.session.read_only
-
-    @abstractmethod
-    def flush_text(self) -> None:
-        """The screen's: redraws the text widgets (header, tables, logs) from the state."""
+    def __init__(self, session: RunSession, *, plan_path: Path | None, timeout: float) -> None:
+        super().__init__()
+        self.session = session
+        self.plan_path = plan_path
+        self.timeout = timeout
 
     # ---- commands ---------------------------------------------------------
     def _can_command(self, what: str) -> bool:
-        with self.state_lock:
-            finished, status = self.state.finished, self.state.status
+        with self.session.lock:
+            finished, status = self.session.state.finished, self.session.state.status
         if finished:
             self.notify(
                 f"The run has {'finished' if status == 'completed' else status}: "
@@ -98,11 +62,11 @@ class DashboardCommands(Screen[None]):
                 title="Run is over",
             )
             return False
-        if self.read_only:
+        if self.session.read_only:
             self.session.claim_control()
-        if self.read_only:
+        if self.session.read_only:
             self.notify(
-                f"This cockpit is {self.role}. Only the controlling cockpit can {what}; "
+                f"This cockpit is {self.session.role}. Only the controlling cockpit can {what}; "
                 "it takes over here by itself once that one leaves.",
                 title="Read-only",
                 severity="warning",
@@ -111,26 +75,26 @@ class DashboardCommands(Screen[None]):
             return False
         return True
 
-    def action_pause_resume(self) -> None:
+    def pause_resume(self) -> None:
         if not self._can_command("pause or resume"):
             return
-        with self.state_lock:
-            command = "resume" if self.state.paused else "pause"
+        with self.session.lock:
+            command = "resume" if self.session.state.paused else "pause"
         self.send(command)
 
-    def action_checkpoint(self) -> None:
+    def checkpoint(self) -> None:
         if self._can_command("checkpoint"):
             self.send("checkpoint")
 
-    def action_advance(self) -> None:
+    def advance(self) -> None:
         if not self._can_command("advance"):
             return
-        with self.state_lock:
-            nxt = self.state.next_stage()
-            known = bool(self.state.stages)
-            cur = self.state.stage_name or "the current stage"
-            done, steps = self.state.stage_progress, self.state.stage_steps
-            n = self.state.num_stages
+        with self.session.lock:
+            nxt = self.session.state.next_stage()
+            known = bool(self.session.state.stages)
+            cur = self.session.state.stage_name or "the current stage"
+            done, steps = self.session.state.stage_progress, self.session.state.stage_steps
+            n = self.session.state.num_stages
         if known and nxt is None:
             self.notify(
                 f"{cur} is the last stage: there is no next stage to advance to.",
@@ -145,7 +109,7 @@ class DashboardCommands(Screen[None]):
             body = f"{cur} ends early ({done}/{steps} steps done).\nNext: {nxt.describe()}."
         self.app.push_screen(ConfirmScreen(title, body, yes="Advance"), self._confirmed("advance"))
 
-    def action_stop(self) -> None:
+    def stop(self) -> None:
         if not self._can_command("stop"):
             return
         self.app.push_screen(
@@ -158,11 +122,11 @@ class DashboardCommands(Screen[None]):
             self._confirmed("stop"),
         )
 
-    def action_scale_lr(self) -> None:
+    def scale_lr(self) -> None:
         if not self._can_command("change the learning rate"):
             return
-        with self.state_lock:
-            body = texts.lr_body(self.state.lr, self.state.lr_scale)
+        with self.session.lock:
+            body = texts.lr_body(self.session.state.lr, self.session.state.lr_scale)
 
         def done(value: str | None) -> None:
             if value:
@@ -173,15 +137,17 @@ class DashboardCommands(Screen[None]):
             done,
         )
 
-    def action_rollback(self) -> None:
+    def rollback(self) -> None:
         if not self._can_command("roll back"):
             return
-        with self.state_lock:
-            if blown_up(self.state):
+        with self.session.lock:
+            if blown_up(self.session.state):
                 self._offer_blow_up_rollback()
                 return
             body = texts.rollback_body(
-                self.state.step, self.state.last_checkpoint, list(self.state.plan_edit_steps)
+                self.session.state.step,
+                self.session.state.last_checkpoint,
+                list(self.session.state.plan_edit_steps),
             )
 
         def done(value: str | None) -> None:
@@ -197,7 +163,7 @@ class DashboardCommands(Screen[None]):
         """After a NaN or spike pause: back to the last good checkpoint at the LR scale the
         user types (a tenth of the one that blew up is offered), then resume: one key press
         and Enter get the run training on. Called with the state lock held."""
-        state = self.state
+        state = self.session.state
         body = texts.blow_up_body(
             state.pause_reason, state.step, state.lr_scale, state.last_checkpoint
         )
@@ -215,14 +181,14 @@ class DashboardCommands(Screen[None]):
         )
         self.app.push_screen(prompt, done)
 
-    def action_edit_stages(self) -> None:
+    def edit_stages(self) -> None:
         if not self._can_command("edit stages"):
             return
         from growcockpit.ui.screens.designer import DesignerScreen
 
-        with self.state_lock:
-            started = self.state.started_stages()
-            total = self.state.num_stages
+        with self.session.lock:
+            started = self.session.state.started_stages()
+            total = self.session.state.num_stages
         if total and started >= total:
             self.notify(
                 "Every stage has started: there are no remaining stages to edit.",
@@ -230,9 +196,15 @@ class DashboardCommands(Screen[None]):
                 severity="warning",
             )
             return
-        path = self.client.paths.plan if self.client.paths.plan.exists() else self.plan_path
+        path = (
+            self.session.client.paths.plan
+            if self.session.client.paths.plan.exists()
+            else self.plan_path
+        )
         if path is None or not path.exists():
-            self.notify(f"{self.client.paths.plan}: missing; cannot edit stages", severity="error")
+            self.notify(
+                f"{self.session.client.paths.plan}: missing; cannot edit stages", severity="error"
+            )
             return
 
         def done(stages: list[dict[str, Any]] | None) -> None:
@@ -265,19 +237,19 @@ class DashboardCommands(Screen[None]):
 
     def _send_one(self, command: str, args: dict[str, Any]) -> CommandAck | None:
         try:
-            ack = self.session.send(command, args, timeout=self.command_timeout)
+            ack = self.session.send(command, args, timeout=self.timeout)
         except ControlError as exc:
-            self.post_message(self.CommandDone(command, None, str(exc)))
+            self.post_message(self.Answered(command, None, str(exc)))
         except Exception as exc:  # anything else is still a failed command, not a crash
-            self.post_message(self.CommandDone(command, None, f"{type(exc).__name__}: {exc}"))
+            self.post_message(self.Answered(command, None, f"{type(exc).__name__}: {exc}"))
         else:
-            self.post_message(self.CommandDone(command, ack))
+            self.post_message(self.Answered(command, ack))
             return ack
         return None
 
-    def on_dashboard_commands_command_done(self, message: CommandDone) -> None:
+    def on_command_desk_answered(self, message: Answered) -> None:
+        """Tell the outcome; the message goes on up to the screen, which redraws."""
         out = command_outcome(message.command, message.ack, message.error)
         self.notify(out.text, title=out.title, severity=out.severity, timeout=out.timeout)
         if message.ack is None:  # delivered, the backend logs it (its CommandEvent, in order)
             self.session.note("cockpit", out.text, out.log_severity)
-        self.flush_text()
