@@ -71,15 +71,19 @@ def load_plan_or_fail(path: Path, *, resuming: bool = False) -> Plan:
     """The plan at `path`, or a UserError naming the bad field (the loader's message).
 
     `resuming`: the plan of a run with a checkpoint, whose `model.init_from` source
-    need not exist any more (the checkpoint holds the weights)."""
+    need not exist any more (the checkpoint holds the weights). What the plan names is
+    checked on this machine too (`check_environment`): the run is about to read it."""
     from growcockpit.plan import PlanError, load_plan, validate_plan
+    from growcockpit.plan.environment import check_environment
     from growcockpit.plan.init_from import without_init_from
 
     try:
         if not resuming:
-            return load_plan(path)
+            return load_plan(path, environment=check_environment)
         plan = load_plan(path, validate=False)
-        validate_plan(without_init_from(plan), source=str(path), text=path.read_text("utf-8"))
+        resumed = without_init_from(plan)
+        text = path.read_text("utf-8")
+        validate_plan(resumed, str(path), text, environment=check_environment(resumed))
         return plan
     except PlanError as exc:
         raise UserError(str(exc)) from None
@@ -98,12 +102,14 @@ def add_set_arg(parser: argparse.ArgumentParser) -> None:
 
 
 def load_plan_set_or_fail(path: Path, sets: list[str]) -> tuple[Plan, str]:
-    """The plan at `path` with `--set` overrides applied, and its text to freeze in a run."""
+    """The plan at `path` with `--set` overrides applied, and its text to freeze in a run;
+    checked against this machine too (`check_environment`)."""
     from growcockpit.plan import PlanError
+    from growcockpit.plan.environment import check_environment
     from growcockpit.plan.overrides import load_plan_with
 
     try:
-        return load_plan_with(path, sets)
+        return load_plan_with(path, sets, check_environment)
     except PlanError as exc:
         raise UserError(str(exc)) from None
     except OSError as exc:

@@ -78,13 +78,14 @@ def _positive_float(text: str) -> float:
 def cmd_plan_validate(args: argparse.Namespace) -> int:
     """Every file is checked and every problem of each is printed, one line each (the
     designer lists the same ones); the exit is 2 if any file has a problem."""
+    from growcockpit.plan.environment import check_environment
     from growcockpit.plan.load import plan_file_problems
     from growcockpit.plan.show import budget_lines
     from growcockpit.text.wording import counted
 
     failed = 0
     for path in args.plans:
-        plan, problems = plan_file_problems(path)
+        plan, problems = plan_file_problems(path, check_environment)
         for problem in problems:
             print(str(problem), file=sys.stderr)
         if plan is None:

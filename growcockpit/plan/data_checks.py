@@ -1,4 +1,7 @@
-"""`plan validate`'s checks of `[data]`: the source can be read, the tokenizer can be loaded.
+"""`check_environment`'s checks of `[data]`: the source can be read, the tokenizer loaded.
+
+`validate_plan` stays pure (plan/data_rules.py holds the rules it checks); these read
+the disk, so they run in the one step that may (plan/environment.py).
 
 Each check reads a few KB (the first file's head, a tokenizer's JSON, a
 directory listing of the local Hugging Face cache) and never the network, so
@@ -14,11 +17,15 @@ import json
 import os
 from pathlib import Path
 
+from growcockpit.plan.data_rules import (
+    source_rule_problems,
+    tokenizer_rule_problems,
+    trained_tokenizer,
+)
 from growcockpit.plan.data_source import (
     MAX_SAVED_JSON_BYTES,
     PEEK_BYTES,
     SAVE_AGAIN,
-    WORKS,
     SourceFiles,
     SourceProblem,
     missing_path,
@@ -140,11 +147,12 @@ def peek_problem(found: SourceFiles, spec: DataSpec) -> str | None:
 
 
 def source_problems(spec: DataSpec) -> list[Problem]:
-    """`data.source` (and `data.text_column`) problems: resolved, peeked, never downloaded."""
-    if not spec.source.strip():
-        return [("data.source", f'is empty; use "builtin" or {WORKS}')]
-    if not spec.text_column.strip():
-        return [("data.text_column", 'is empty; name the column that holds the text, e.g. "text"')]
+    """`data.source` (and `data.text_column`) problems: its rules, else what is on disk."""
+    return source_rule_problems(spec) or source_file_problems(spec)
+
+
+def source_file_problems(spec: DataSpec) -> list[Problem]:
+    """What `data.source` names, resolved and peeked, never downloaded (its rules hold)."""
     try:
         found = resolve_source(spec.source)
     except SourceProblem as exc:
@@ -195,24 +203,14 @@ def _tokenizer_file_problem(path: Path, spec: str) -> str | None:
 
 def tokenizer_problems(spec: DataSpec) -> list[Problem]:
     """`data.tokenizer`: "train:N", a `save_pretrained` directory that loads, or a cached hub id."""
-    name = spec.tokenizer
-    if not name.strip():
-        return [
-            (
-                "data.tokenizer",
-                'is empty; use "train:<vocab>", a tokenizer directory, or a cached hub id',
-            )
-        ]
-    if name.startswith("train:"):
-        vocab = name.split(":", 1)[1]
-        if not vocab.isdigit() or int(vocab) < 1:
-            return [
-                (
-                    "data.tokenizer",
-                    f'"{name}" needs a positive vocabulary size; write e.g. "train:8000"',
-                )
-            ]
+    return tokenizer_rule_problems(spec) or tokenizer_file_problems(spec)
+
+
+def tokenizer_file_problems(spec: DataSpec) -> list[Problem]:
+    """What a tokenizer path or hub id names, on disk (its rules hold; "train:N": nothing)."""
+    if trained_tokenizer(spec):
         return []
+    name = spec.tokenizer
     path = Path(name).expanduser()
     if path.is_dir():
         if not (path / "tokenizer.json").is_file():

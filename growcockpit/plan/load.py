@@ -4,13 +4,15 @@ Conversion is strict: unknown keys anywhere are errors that name the key and
 list the valid ones, and values must have the field's type (an int is fine
 where a float is expected; a bool is never an int). When the source text is
 known, each error carries the line of its key.
+Validation reads no disk; `environment=check_environment` (plan/environment.py) adds what
+the plan names on this machine, listed with the rest in document order.
 """
 
 from __future__ import annotations
 
 import re
 import tomllib
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -202,31 +204,41 @@ def model_written(text: str | None) -> bool:
         return False
 
 
+# `check_environment` (plan/environment.py), the designer's last answer of it, or none
+Environment = Callable[[Plan], Sequence[tuple[str, str]]] | None
+
+
 def edited_plan_problems(
     plan: Plan,
     source: str,
     *,
     model_set: bool,
-    file_checks: Callable[[Plan], list[tuple[str, str]]] | None = None,
+    file_checks: Environment = None,
 ) -> list[PlanError]:
     """The designer's validator: what `plan validate` says of the file it saves, so the two
     agree. That is `plan_problems`, and the [model] rule (`_model_problems`) while the file
     has no [model] and no model key was set since (`model_set`). `file_checks`: the
-    designer's last answer of the checks that read files (validate.file_problems)."""
-    from growcockpit.plan.validate import file_problems, plan_problems
-
+    designer's last answer of `check_environment`, which it runs in a worker."""
     missing = [] if model_set else _errors(_model_problems({}), source, None)
-    return missing + plan_problems(plan, source, None, file_checks or file_problems)
+    return missing + _validate(plan, source, None, file_checks)
 
 
-def _validate(plan: Plan, source: str, text: str | None) -> list[PlanError]:
+def _validate(
+    plan: Plan, source: str, text: str | None, environment: Environment
+) -> list[PlanError]:
     from growcockpit.plan.validate import plan_problems
 
-    return plan_problems(plan, source=source, text=text)
+    found = environment(plan) if environment is not None else ()
+    return plan_problems(plan, source=source, text=text, environment=found)
 
 
 def plan_from_dict(
-    data: dict[str, Any], source: str = "<dict>", text: str | None = None, *, validate: bool = True
+    data: dict[str, Any],
+    source: str = "<dict>",
+    text: str | None = None,
+    *,
+    validate: bool = True,
+    environment: Environment = None,
 ) -> Plan:
     """Convert parsed TOML (or JSON) to a `Plan` and validate it.
 
@@ -234,24 +246,32 @@ def plan_from_dict(
     first stage's `enter` defaults to "init" when omitted. With
     validate=False only conversion is checked (keys, types, required keys),
     so an editor can open a draft and list its problems with `plan_problems`;
-    validation also requires the [model] table (`_model_problems`).
+    validation also requires the [model] table (`_model_problems`). `environment`
+    (`check_environment`) is run on the plan and its problems raised with the rest.
     """
     plan, problems = _plan_or_problems(data)
     if problems or plan is None:
         raise _errors(problems, source, text)[0]
     if validate:
-        errors = _errors(_model_problems(data), source, None) + _validate(plan, source, text)
+        errors = _errors(_model_problems(data), source, None)
+        errors += _validate(plan, source, text, environment)
         if errors:
             raise errors[0]
     return plan
 
 
-def dict_problems(data: object, source: str = "<dict>", text: str | None = None) -> list[PlanError]:
-    """All problems of a plan dict: conversion ones, else validation ones."""
+def dict_problems(
+    data: object,
+    source: str = "<dict>",
+    text: str | None = None,
+    environment: Environment = None,
+) -> list[PlanError]:
+    """All problems of a plan dict: conversion ones, else validation ones (with
+    `environment`: and its problems)."""
     plan, problems = _plan_or_problems(data)
     if problems or plan is None:
         return _errors(problems, source, text)
-    return _errors(_model_problems(data), source, None) + _validate(plan, source, text)
+    return _errors(_model_problems(data), source, None) + _validate(plan, source, text, environment)
 
 
 _TOML_LINE = re.compile(r"\(at line (\d+), column (\d+)\)")
@@ -281,19 +301,23 @@ def _parse_toml(text: str, source: str) -> dict[str, Any]:
         ) from None
 
 
-def text_problems(text: str, source: str = "<string>") -> list[PlanError]:
+def text_problems(
+    text: str, source: str = "<string>", environment: Environment = None
+) -> list[PlanError]:
     """Every problem of a plan text (the editor shows them all); [] if valid."""
     try:
         data = _parse_toml(text, source)
     except PlanError as exc:
         return [exc]
-    return dict_problems(data, source=source, text=text)
+    return dict_problems(data, source=source, text=text, environment=environment)
 
 
-def loads_plan(text: str, source: str = "<string>", *, validate: bool = True) -> Plan:
+def loads_plan(
+    text: str, source: str = "<string>", *, validate: bool = True, environment: Environment = None
+) -> Plan:
     """Parse and validate plan TOML text; raises `PlanError`."""
     data = _parse_toml(text, source)
-    return plan_from_dict(data, source=source, text=text, validate=validate)
+    return plan_from_dict(data, source, text, validate=validate, environment=environment)
 
 
 def read_plan_text(path: str | Path) -> str:
@@ -323,22 +347,28 @@ def read_plan_text(path: str | Path) -> str:
         ) from None
 
 
-def load_plan(path: str | Path, *, validate: bool = True) -> Plan:
+def load_plan(path: str | Path, *, validate: bool = True, environment: Environment = None) -> Plan:
     """Read, parse and validate a plan file; raises `PlanError`.
 
-    validate=False skips the semantic checks (see `plan_from_dict`).
+    validate=False skips the semantic checks (see `plan_from_dict`); `environment`:
+    `check_environment`, for a caller about to use what the plan names.
     """
-    return loads_plan(read_plan_text(path), source=str(path), validate=validate)
+    return loads_plan(
+        read_plan_text(path), source=str(path), validate=validate, environment=environment
+    )
 
 
-def plan_file_problems(path: str | Path) -> tuple[Plan | None, list[PlanError]]:
+def plan_file_problems(
+    path: str | Path, environment: Environment = None
+) -> tuple[Plan | None, list[PlanError]]:
     """A plan file and every problem it has (`plan validate` and the designer list them all):
-    the plan when it has none, else None and the problems in document order."""
+    the plan when it has none, else None and the problems in document order. `plan
+    validate` passes `environment=check_environment`."""
     try:
         text = read_plan_text(path)
     except PlanError as exc:
         return None, [exc]
-    problems = text_problems(text, source=str(path))
+    problems = text_problems(text, source=str(path), environment=environment)
     if problems:
         return None, problems
     return loads_plan(text, source=str(path), validate=False), []

@@ -30,7 +30,7 @@ from growcockpit.plan.durations import (
     parse_duration,
 )
 from growcockpit.plan.errors import PlanError
-from growcockpit.plan.load import SECTIONS, TOP_KEYS, unknown_key_problem
+from growcockpit.plan.load import SECTIONS, TOP_KEYS, Environment, unknown_key_problem
 from growcockpit.plan.types import BudgetSpec, Plan, Stage
 
 MAX_OVERRIDE_CHARS = 1000  # one --set; a plan value is never longer
@@ -189,30 +189,37 @@ def _blame(exc: PlanError, overrides: Sequence[Override]) -> PlanError:
 
 
 def overridden_plan(
-    data: dict[str, Any], sets: Sequence[str], source: str, text: str | None = None
+    data: dict[str, Any],
+    sets: Sequence[str],
+    source: str,
+    text: str | None = None,
+    environment: Environment = None,
 ) -> Plan:
-    """The plan of raw tables `data` with `sets` applied, converted and validated."""
+    """The plan of raw tables `data` with `sets` applied, converted and validated (with
+    `environment`, `check_environment`: against this machine too)."""
     from growcockpit.plan.load import plan_from_dict
 
     overrides = [parse_override(s) for s in sets]
     changed = apply_overrides(data, overrides)
     try:
-        return plan_from_dict(changed, source=source, text=text)
+        return plan_from_dict(changed, source=source, text=text, environment=environment)
     except PlanError as exc:
         raise _blame(exc, overrides) from None
 
 
-def load_plan_with(path: str | Path, sets: Sequence[str]) -> tuple[Plan, str]:
+def load_plan_with(
+    path: str | Path, sets: Sequence[str], environment: Environment = None
+) -> tuple[Plan, str]:
     """`load_plan(path)` with `sets` applied; also the text to freeze in a run directory
-    (the file itself when nothing is overridden)."""
+    (the file itself when nothing is overridden). `environment`: see `overridden_plan`."""
     from growcockpit.plan.load import _parse_toml, load_plan
 
-    plan = load_plan(path) if not sets else None
+    plan = load_plan(path, environment=environment) if not sets else None
     text = Path(path).read_text(encoding="utf-8")
     if plan is not None:
         return plan, text
     data = _parse_toml(text, str(path))
-    plan = overridden_plan(data, sets, str(path), text)
+    plan = overridden_plan(data, sets, str(path), text, environment)
     from growcockpit.plan.save import update_text
 
     return plan, update_text(text, plan)

@@ -4,20 +4,24 @@
 `validate_plan` raises the first. Problems come in document order: top-level
 keys, then [model], [data], [optim], [metrics], [checkpoint], then each stage.
 With the plan's TOML text, each problem carries the line of its key.
+
+Validation is pure: it reads nothing from disk and imports nothing beyond the standard
+library and growcockpit's plan and text helpers. What the plan names on this machine
+(data source, tokenizer, init_from's model) is `check_environment`'s (plan/environment.py),
+whose answer a caller hands in as `environment` to be listed in the same order.
 """
 
 from __future__ import annotations
 
 import math
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 
 from growcockpit.plan.advance_checks import advance_problems
 from growcockpit.plan.budget import budget_problems, fill_index, fit_budget
-from growcockpit.plan.data_checks import source_problems, tokenizer_problems
+from growcockpit.plan.data_rules import data_rule_problems, merge_environment
 from growcockpit.plan.distributed_checks import distributed_problems
 from growcockpit.plan.errors import PlanError
-from growcockpit.plan.init_from import init_from_problems
 from growcockpit.plan.limits import limit_problems, quoted
 from growcockpit.plan.locate import TomlLocator
 from growcockpit.plan.model_checks import model_key_problems
@@ -27,7 +31,6 @@ from growcockpit.plan.probe import probe_problems
 from growcockpit.plan.recipe_checks import recipe_problems
 from growcockpit.plan.samples import samples_problems
 from growcockpit.plan.shapes import walk_shapes
-from growcockpit.plan.task_source import is_task_source, task_problems
 from growcockpit.plan.types import (
     ADVANCES,
     COMPILE_BACKENDS,
@@ -105,23 +108,7 @@ class _Checks:
         return False
 
 
-FileChecks = Callable[[Plan], list[Problem]]
-
-
-def file_problems(plan: Plan) -> list[Problem]:
-    """The checks that read files: the data source and tokenizer, init_from's model. The
-    designer runs them in a worker after a pause in typing (never between two keystrokes)
-    and hands their last answer to `collect_problems`; every other caller runs them here."""
-    d = plan.data
-    data_problems = (
-        task_problems(d, plan.model.family)
-        if is_task_source(d.source)
-        else source_problems(d) + tokenizer_problems(d)
-    )
-    return data_problems + init_from_problems(plan)
-
-
-def _check_sections(plan: Plan, c: _Checks, file_checks: FileChecks) -> None:
+def _check_sections(plan: Plan, c: _Checks, environment: Sequence[Problem]) -> None:
     if (problem := name_problem(plan.name)) is not None:
         c.add("name", problem)
     c.at_least("seed", plan.seed, 0, "a non-negative integer")
@@ -139,7 +126,8 @@ def _check_sections(plan: Plan, c: _Checks, file_checks: FileChecks) -> None:
     c.fraction("model.dropout", m.dropout)
 
     d = plan.data
-    for key, problem in file_checks(plan):  # [data]'s, and init_from's [model] ones
+    # [data]'s and init_from's rules, and what `check_environment` found of them
+    for key, problem in merge_environment(data_rule_problems(plan), environment):
         c.add(key, problem)
     c.positive("data.seq_len", d.seq_len)
     if d.seq_len >= 1 and m.max_seq_len >= 1 and d.seq_len > m.max_seq_len:
@@ -313,10 +301,11 @@ def _shape_key(plan: Plan, index: int) -> tuple[int, int, int | None]:
     return shape.layers, shape.width, shape.level
 
 
-def collect_problems(plan: Plan, file_checks: FileChecks = file_problems) -> list[Problem]:
-    """(key path, problem) pairs for everything wrong with `plan`, in document order."""
+def collect_problems(plan: Plan, environment: Sequence[Problem] = ()) -> list[Problem]:
+    """(key path, problem) pairs for everything wrong with `plan`, in document order;
+    `environment`: `check_environment(plan)`'s answer, when the caller asked it."""
     c = _Checks()
-    _check_sections(plan, c, file_checks)
+    _check_sections(plan, c, environment)
     if not plan.stages:
         c.add("stages", "no stages; add at least one [[stages]] table with name, layers and steps")
     limits = limit_problems(plan)
@@ -338,7 +327,7 @@ def collect_problems(plan: Plan, file_checks: FileChecks = file_problems) -> lis
     ]
     _operator_options(plan, c)
     c.problems += advance_problems(plan) + probe_problems(
-        plan, lambda p: collect_problems(p, file_checks), _shape_key
+        plan, lambda p: collect_problems(p, environment), _shape_key
     )
     c.problems += distributed_problems(plan) + samples_problems(plan)
     for key, problem in budget_problems(plan):
@@ -355,23 +344,29 @@ def plan_problems(
     plan: Plan,
     source: str = "<plan>",
     text: str | None = None,
-    file_checks: FileChecks = file_problems,
+    environment: Sequence[Problem] = (),
 ) -> list[PlanError]:
     """Every problem of `plan` as a `PlanError` ([] when valid).
 
-    With `text` (the plan's TOML), each error carries the line of its key; `file_checks`:
-    see `file_problems`.
+    With `text` (the plan's TOML), each error carries the line of its key; `environment`:
+    `check_environment(plan)`'s answer (plan/environment.py), listed with the rest.
     """
     locator = TomlLocator(text) if text is not None else None
     line: Callable[[str], int | None] = locator.line_of if locator else (lambda _key: None)
     return [
         PlanError(problem, key=key, source=source, line=line(key))
-        for key, problem in collect_problems(plan, file_checks)
+        for key, problem in collect_problems(plan, environment)
     ]
 
 
-def validate_plan(plan: Plan, source: str = "<plan>", text: str | None = None) -> None:
-    """Raise the first `PlanError` of `plan`; return None when it is valid."""
-    problems = plan_problems(plan, source=source, text=text)
+def validate_plan(
+    plan: Plan,
+    source: str = "<plan>",
+    text: str | None = None,
+    environment: Sequence[Problem] = (),
+) -> None:
+    """Raise the first `PlanError` of `plan` (with `environment`: of `check_environment`'s
+    answer too); return None when it is valid. Reads nothing from disk."""
+    problems = plan_problems(plan, source=source, text=text, environment=environment)
     if problems:
         raise problems[0]

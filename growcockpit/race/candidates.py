@@ -20,6 +20,7 @@ from typing import Any
 
 from growcockpit.compare.comparable import mismatches
 from growcockpit.plan import Plan, PlanError, dump_plan, estimate_cost, plan_from_dict
+from growcockpit.plan.environment import check_environment
 from growcockpit.plan.flops import plan_flops
 from growcockpit.plan.overrides import apply_overrides, overridden_plan, parse_override
 from growcockpit.plan.save import plan_to_dict, update_text
@@ -203,7 +204,7 @@ def build_race(
         for choice in _variations(varies):
             sets = [*fixed, *choice]
             try:
-                plan = overridden_plan(data, sets, str(path), text)
+                plan = overridden_plan(data, sets, str(path), text, check_environment)
             except PlanError as exc:  # a choice of a --vary, or a --set
                 raise RaceError(_which_flag(str(exc), fixed)) from None
             if plan.metrics.eval_every_steps <= 0:

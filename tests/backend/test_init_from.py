@@ -15,6 +15,7 @@ from growcockpit.backend.loop.forward import StagedForward
 from growcockpit.backend.run import run_training
 from growcockpit.backend.state.init_from import data_spec_for
 from growcockpit.plan import PlanError, dump_plan, loads_plan, plan_problems
+from growcockpit.plan.environment import check_environment
 from growcockpit.plan.init_from import grow_plan_from
 from growcockpit.protocol import read_all
 from growcockpit.protocol.events import Grow, RunFinished, StageStarted, Step
@@ -120,13 +121,17 @@ def test_a_trained_model_is_grown_from_exactly_where_it_ended(
 def test_a_shape_mismatch_is_one_line_naming_it(source_run: Path) -> None:
     text = re.sub(r"^layers = 2$", "layers = 3", GROWN, count=1, flags=re.M)
     text = text.format(final=source_run / "final").replace("hidden_size = 32", "hidden_size = 64")
-    problems = {e.key: e.problem for e in plan_problems(loads_plan(text, validate=False))}
+    plan = loads_plan(text, validate=False)
+    found = plan_problems(plan, environment=check_environment(plan))  # init_from is on disk
+    problems = {e.key: e.problem for e in found}
     assert problems["stages[0].layers"].startswith("3 but the init_from model has 2 layers")
     assert problems["model.hidden_size"] == (
         "64 but the init_from model has 32; set model.hidden_size = 32"
     )
     with pytest.raises(PlanError) as err:
-        loads_plan(GROWN.format(final=source_run / "nowhere"), "grown.toml")
+        loads_plan(
+            GROWN.format(final=source_run / "nowhere"), "grown.toml", environment=check_environment
+        )
     assert "model.init_from" in str(err.value) and "no such directory" in str(err.value)
     assert "\n" not in str(err.value)
 
@@ -134,7 +139,7 @@ def test_a_shape_mismatch_is_one_line_naming_it(source_run: Path) -> None:
 def test_grow_this_plan_is_valid_and_starts_from_the_run(source_run: Path) -> None:
     run_plan = loads_plan(SOURCE)
     plan = grow_plan_from(run_plan, str(source_run / "final"), "source")
-    assert plan_problems(plan) == []
+    assert plan_problems(plan, environment=check_environment(plan)) == []
     assert plan.model.init_from == str(source_run / "final")
     assert [(s.enter, s.layers) for s in plan.stages] == [
         ("init", 2),

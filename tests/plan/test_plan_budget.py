@@ -251,6 +251,7 @@ def test_show_and_budget_lines() -> None:
     assert budget_lines(dataclasses.replace(plan, budget=None)) == []
 
 
+@pytest.mark.heavy_deps  # the backend's schedule (torch)
 def test_lr_schedule_follows_the_fitted_total() -> None:
     from growcockpit.backend.loop.optim import lr_at
 

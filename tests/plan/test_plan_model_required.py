@@ -42,6 +42,7 @@ def test_other_problems_still_come_first() -> None:
     assert "bogus" in str(only)
 
 
+@pytest.mark.heavy_deps  # the commands check the environment: the builtin corpus
 @pytest.mark.parametrize("command", ["validate", "train"])
 def test_cli_is_one_line_exit_2_and_no_run_dir(
     tmp_path: Path, command: str, capsys: pytest.CaptureFixture[str]

@@ -36,6 +36,7 @@ def test_table_matches_the_literal_and_the_stage_fields() -> None:
         assert default == unused
 
 
+@pytest.mark.heavy_deps  # the backend's dispatch table (torch)
 def test_backend_dispatch_covers_the_table() -> None:
     from growcockpit.backend.loop.operators import GROW_FUNCTIONS
 

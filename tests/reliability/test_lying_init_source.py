@@ -203,8 +203,9 @@ WEIGHT_LIES = [
 
 def _loaded(tmp_path: Path, source: Path) -> Plan:
     from growcockpit.plan import load_plan
+    from growcockpit.plan.environment import check_environment
 
-    return load_plan(_plan(tmp_path, source))
+    return load_plan(_plan(tmp_path, source), environment=check_environment)
 
 
 def test_the_true_source_weights_fit(tmp_path: Path, source: Path) -> None:

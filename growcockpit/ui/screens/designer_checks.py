@@ -3,7 +3,7 @@
 Typing `../byo/own.jsnl` into `data.source` made `.` and `..` directories for a keystroke
 each, and validating them walked the parent tree (a virtual environment included) between
 two keystrokes: 8 s for one `.` on a loaded machine. The plan's pure rules stay instant;
-what reads files (validate.file_problems: the data source, the tokenizer, init_from; and the
+what reads files (`check_environment`: the data source, the tokenizer, init_from; and the
 Data tab's corpus line) runs here, in a worker, after a pause in typing (`DEBOUNCE_S`), on
 a copy of the plan. The screen keeps showing the last answer, marked as being re-checked,
 until the new one arrives.
@@ -23,8 +23,8 @@ from textual.widgets import Static
 from textual.worker import Worker, WorkerState
 
 from growcockpit.plan.data_source import SourceProblem, resolve_source
+from growcockpit.plan.environment import Problem, check_environment
 from growcockpit.plan.types import Plan
-from growcockpit.plan.validate import Problem, file_problems
 from growcockpit.protocol.token_index import data_state
 from growcockpit.ui.screens.designer_save import DesignerSaving
 
@@ -53,7 +53,7 @@ def check_files(plan: Plan) -> FileAnswer:
     that leaves the screen checking for ever."""
     key = check_key(plan)
     try:
-        return FileAnswer(key, tuple(file_problems(plan)), data_line(plan))
+        return FileAnswer(key, tuple(check_environment(plan)), data_line(plan))
     except Exception as exc:  # noqa: BLE001 - any failure of a check is shown, in one line
         problem = f"could not be checked ({type(exc).__name__}: {str(exc)[:120]})"
         return FileAnswer(key, (("data.source", problem),), "")
