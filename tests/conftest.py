@@ -19,3 +19,20 @@ def gc_cache(tmp_path_factory: pytest.TempPathFactory) -> Path:
     path = tmp_path_factory.mktemp("gc-cache")
     os.environ["GROWCOCKPIT_CACHE"] = str(path)
     return path
+
+
+@pytest.hookimpl(trylast=True)  # after `-m` deselected what it leaves out
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """A `gpu` test needs a CUDA device: skipped where there is none, so `make test` passes
+    on a CPU machine and `-m gpu` on a GPU machine runs them. torch is imported only when a
+    collected test carries the marker, so a `-m "not gpu"` run pays nothing for it."""
+    gpu = [item for item in items if item.get_closest_marker("gpu") is not None]
+    if not gpu:
+        return
+    import torch
+
+    if torch.cuda.is_available():
+        return
+    skip = pytest.mark.skip(reason="needs a CUDA device (a `gpu` test)")
+    for item in gpu:
+        item.add_marker(skip)
