@@ -1,4 +1,4 @@
-"""`[budget]` + `fill`: the fill stage's steps fitted so the plan costs its budget (issue 9 §1)."""
+"""`[budget]` + `fill`: the fill stage's steps fitted so the plan costs its budget."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Issue 22 §4: a plan without [model] is an error, not silently the default model.
+"""A plan without [model] is an error, not silently the default model.
 
 Loading a plan to train or validate it requires the table (one line, exit 2,
 before any run directory exists); decoding a plan that is only read (an

@@ -1,4 +1,4 @@
-"""Cockpit defects of issue 10 §4, folded from events: a live `edit_stages` changes the
+"""The cockpit's state folded from events: a live `edit_stages` changes the
 shown plan, frozen layers show no stale backward, per-layer times are rolling medians,
 and the update ratio reaches the layer rows."""
 
@@ -101,7 +101,7 @@ def test_frozen_layer_shows_no_backward_from_when_it_trained() -> None:
 
 
 def test_a_grow_clears_the_gradients_of_layers_it_froze() -> None:
-    """Issue 23 §1.5: until the next sample, a frozen layer read as still getting gradients."""
+    """Until the next sample, a frozen layer read as still getting gradients."""
     s = RunState()
     s.apply(StageStarted(seq=1, index=0, name="a", layers=2, trainable_layers=[0, 1], steps=10))
     stats = [LayerStat(id=i, trainable=True, grad_norm=0.5, update_ratio=1e-3) for i in (0, 1)]

@@ -1,4 +1,4 @@
-"""Issue 23 §1.3: what arrives while a tab is hidden is drawn at the tab's width when it
+"""What arrives while a tab is hidden is drawn at the tab's width when it
 shows (the Events tab wrapped at 20 columns after events arrived while hidden)."""
 
 from __future__ import annotations
