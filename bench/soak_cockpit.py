@@ -41,7 +41,10 @@ async def attached(run_dir: Path, stop_file: Path) -> dict[str, object]:
             if screen.session.caught_up:
                 break
         screen.flush_text()
-        return {"cockpit_step": screen.session.state.step, "cockpit_events": screen.session.events_read}
+        return {
+            "cockpit_step": screen.session.state.step,
+            "cockpit_events": screen.session.events_read,
+        }
 
 
 def main() -> int:

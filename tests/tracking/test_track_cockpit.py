@@ -38,7 +38,9 @@ async def test_the_cockpit_lists_attaches_and_steers_a_tracked_loop(tmp_path: Pa
         async with app.run_test(size=(160, 48)) as pilot:
             screen = app.screen
             assert isinstance(screen, DashboardScreen)
-            await wait_until(pilot, lambda: screen.session.state.step >= 3, "steps of the tracked loop")
+            await wait_until(
+                pilot, lambda: screen.session.state.step >= 3, "steps of the tracked loop"
+            )
             await wait_until(
                 pilot, lambda: "my-loop  via PyTorch loop" in screen_text(app), "the header"
             )

@@ -51,7 +51,7 @@ async def test_designer_data_tab_shows_the_cache_state(
         screen = app.screen
         screen.query_one("#designer-tabs").active = "tab-data"
         await pilot.pause()
-        assert screen.plan is not None and screen.plan.model.family == "bert"
+        assert screen.doc.plan is not None and screen.doc.plan.model.family == "bert"
 
         def shown() -> str:
             return str(screen.query_one("#data-state").render())
@@ -60,10 +60,10 @@ async def test_designer_data_tab_shows_the_cache_state(
             field = screen.query_one(f"#data-{key}")
             field.value = value
             await pilot.pause()
-        await wait_for(pilot, screen.files_fresh)  # the corpus is looked at in a worker
+        await wait_for(pilot, screen.checks.fresh)  # the corpus is looked at in a worker
         assert shown().startswith("cached:") and "1 file" in shown()
         field.value = "train:601"
         await pilot.pause()
         assert shown().startswith("checking the data… cached:")  # the last answer, marked
-        await wait_for(pilot, screen.files_fresh)
+        await wait_for(pilot, screen.checks.fresh)
         assert shown().startswith("will tokenize") and "MB of text" in shown()

@@ -57,7 +57,7 @@ async def test_a_slow_source_check_does_not_delay_the_next_keystroke(
         await wait_for(pilot, lambda: isinstance(app.screen, DesignerScreen))
         screen = app.screen
         assert isinstance(screen, DesignerScreen)
-        await wait_for(pilot, screen.files_fresh)
+        await wait_for(pilot, screen.checks.fresh)
         before = _shown(screen, "#data-source-err")
         assert "no such file" in before
 
@@ -73,14 +73,14 @@ async def test_a_slow_source_check_does_not_delay_the_next_keystroke(
             await pilot.press(ch)
             typed += ch
             assert field.value == typed  # shown at once, a check running or not
-        assert screen.plan is not None and screen.plan.data.source == typed
-        assert not screen.files_fresh()
+        assert screen.doc.plan is not None and screen.doc.plan.data.source == typed
+        assert not screen.checks.fresh()
         assert _shown(screen, "#data-state").startswith("checking the data…")
         assert "checking the data…" in _shown(screen, "#plan-problems")
         assert "no such file" in _shown(screen, "#data-source-err")  # the last answer stays
 
         gate.set()
-        await wait_for(pilot, screen.files_fresh)
+        await wait_for(pilot, screen.checks.fresh)
         answer = _shown(screen, "#data-source-err")
         assert "own.jsnl" in answer or "no such file" in answer, answer
         assert "checking" not in _shown(screen, "#data-state")

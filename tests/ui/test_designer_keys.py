@@ -32,8 +32,8 @@ async def _designer(pilot) -> DesignerScreen:  # type: ignore[no-untyped-def]
 
 
 def _stage_names(screen: DesignerScreen) -> list[str]:
-    assert screen.plan is not None
-    return [s.name for s in screen.plan.stages]
+    assert screen.doc.plan is not None
+    return [s.name for s in screen.doc.plan.stages]
 
 
 async def test_the_first_tab_on_a_tab_lands_in_its_first_field(tmp_path: Path) -> None:
@@ -61,7 +61,7 @@ async def test_stage_keys_do_nothing_on_a_tab_without_the_stage_table(tmp_path: 
                 await pilot.press(key)
                 await pilot.pause(0.05)
             assert _stage_names(screen) == before, tab_key
-            assert not screen.dirty
+            assert not screen.doc.dirty
         await pilot.press("1")  # back on the table, the same keys act again
         await pilot.pause(0.1)
         assert isinstance(screen.focused, StageTable)

@@ -44,7 +44,7 @@ async def test_no_model_table_is_a_problem_in_both_until_a_model_key_is_set(
         field = app.screen.query_one("#model-final-layers")
         field.value = "6"  # the model is now chosen: the stages end at 6 layers
         await pilot.pause()
-        assert app.screen.problems == []
+        assert app.screen.doc.problems == []
         await pilot.press("ctrl+s")
         await pilot.pause()
     saved = tomllib.loads(plan.read_text())

@@ -33,7 +33,7 @@ async def test_designer_and_plan_validate_count_the_same_problems(
         await pilot.press("down", "down")
         await wait_for(pilot, lambda: screen.selected == 2)
         screen.query_one("#sf-layers").value = "6"  # type: ignore[attr-defined]
-        await wait_for(pilot, lambda: len(screen.problems) == 2)
+        await wait_for(pilot, lambda: len(screen.doc.problems) == 2)
         line = str(screen.query_one("#plan-problems").render())
         assert line.startswith("⚠ 2 problems: stage 3 (stack-4) layers"), line
         under_field = str(screen.query_one("#sf-layers-err").render())

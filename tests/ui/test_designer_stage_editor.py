@@ -21,7 +21,7 @@ async def test_the_section_tabs_of_the_stage_editor_are_built_when_shown(tmp_pat
         app.push_screen(DesignerScreen(plan, locked_stages=1))
         await wait_for(pilot, lambda: isinstance(app.screen, DesignerScreen))
         screen = app.screen
-        assert isinstance(screen, DesignerScreen) and screen.remaining
+        assert isinstance(screen, DesignerScreen) and screen.doc.remaining
         await pilot.pause()
         assert not screen.query(SectionForm)  # nothing built that the editor only shows
         assert screen.selected == 1

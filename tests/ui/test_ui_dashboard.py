@@ -513,7 +513,7 @@ async def test_edit_remaining_stages_sends_edit_stages(tmp_path: Path) -> None:
             await wait_for(pilot, lambda: isinstance(app.screen, DesignerScreen))
             await pilot.pause(0.3)
             designer = app.screen
-            assert isinstance(designer, DesignerScreen) and designer.remaining
+            assert isinstance(designer, DesignerScreen) and designer.doc.remaining
             assert designer.selected == 1  # the first stage that may change
             assert "locked" not in screen_text(app).split("stage 2:")[-1][:40]
             steps = designer.query_one("#sf-steps")

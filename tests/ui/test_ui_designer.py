@@ -93,7 +93,7 @@ async def test_validation_as_you_type_next_to_the_field(tmp_path: Path) -> None:
         await pilot.pause()
         await type_into(pilot, "model-hidden-size", "130")
         assert field_error(app, "model-hidden-size") != ""
-        assert screen.plan is not None and screen.plan.model.hidden_size == 130
+        assert screen.doc.plan is not None and screen.doc.plan.model.hidden_size == 130
 
 
 async def test_fast_typing_leaves_no_stale_field_error(tmp_path: Path) -> None:
@@ -107,9 +107,9 @@ async def test_fast_typing_leaves_no_stale_field_error(tmp_path: Path) -> None:
         assert app.focused is not None and app.focused.id == "sf-layers"
         await pilot.press("end", "ctrl+u", "2")
         await pilot.pause()
-        assert screen.plan is not None and screen.plan.stages[0].layers == 2
+        assert screen.doc.plan is not None and screen.doc.plan.stages[0].layers == 2
         assert field_error(app, "sf-layers") == ""
-        assert "stages[0].layers" not in screen.field_errors
+        assert "stages[0].layers" not in screen.doc.field_errors
 
 
 async def test_add_duplicate_remove_reorder(tmp_path: Path) -> None:
@@ -117,8 +117,8 @@ async def test_add_duplicate_remove_reorder(tmp_path: Path) -> None:
     async with app.run_test(size=SIZE) as pilot:
         await pilot.pause()
         screen = designer(app)
-        assert screen.plan is not None
-        names = lambda: [s.name for s in screen.plan.stages]  # noqa: E731
+        assert screen.doc.plan is not None
+        names = lambda: [s.name for s in screen.doc.plan.stages]  # noqa: E731
         await pilot.press("down", "down", "down")
         await pilot.pause()
         await pilot.press("a")
@@ -169,12 +169,12 @@ async def test_new_plan_from_scratch_save_as(
         await pilot.press("n")
         await pilot.pause()
         screen = designer(app)
-        assert screen.plan is not None and screen.plan_path is None
+        assert screen.doc.plan is not None and screen.doc.plan_path is None
         await type_into(pilot, "sf-layers", "2")
         await pilot.press("escape")  # back to the table
         await pilot.press("a")  # grow to 4, training the new layers
         await pilot.pause()
-        assert [(s.layers, s.enter, s.train) for s in screen.plan.stages] == [
+        assert [(s.layers, s.enter, s.train) for s in screen.doc.plan.stages] == [
             (2, "init", "all"),
             (4, "stack", "new"),
         ]
@@ -186,7 +186,7 @@ async def test_new_plan_from_scratch_save_as(
         await pilot.pause()
         saved = load_plan(tmp_path / "mine.toml")
         assert [s.train for s in saved.stages] == ["all", "new"]
-        assert designer(app).plan_path == Path("mine.toml")
+        assert designer(app).doc.plan_path == Path("mine.toml")
 
 
 async def test_launch_dialog_passes_device_and_processes(tmp_path: Path) -> None:
@@ -265,7 +265,7 @@ async def test_unreadable_plan_is_explained(tmp_path: Path) -> None:
     async with app.run_test(size=SIZE) as pilot:
         await pilot.pause()
         screen = designer(app)
-        assert screen.plan is None
+        assert screen.doc.plan is None
         text = str(screen.query_one("#plan-problems").render())
         assert "cannot open" in text and "bogus_key" in text
         assert screen.query_one("#launch").disabled
@@ -337,8 +337,8 @@ async def test_budget_fit_shown_and_refitted_live(tmp_path: Path) -> None:
         assert "budget: 300 baseline steps" in cost and f"fitted to {fitted} steps" in cost
         assert "┃" in screen_text(app) and "× budget" in screen_text(app)  # timeline budget line
         await type_into(pilot, "sf-steps", "50")  # shorter first stage: the fill stage gets more
-        assert screen.plan is not None
-        refit = fit_budget(screen.plan)
+        assert screen.doc.plan is not None
+        refit = fit_budget(screen.doc.plan)
         assert refit is not None and refit.fitted_steps > fitted
         assert table.get_row_at(3)[5] == f"{refit.fitted_steps}*"
         assert f"fitted to {refit.fitted_steps} steps" in str(
@@ -365,11 +365,14 @@ async def test_plateau_fields_show_with_advance_plateau(tmp_path: Path) -> None:
         screen.query_one("#sf-advance").value = "plateau"  # type: ignore[attr-defined]
         await pilot.pause()
         assert screen.query_one("#sf-patience-cell").display
-        assert screen.plan is not None and screen.plan.stages[0].advance == "plateau"
+        assert screen.doc.plan is not None and screen.doc.plan.stages[0].advance == "plateau"
         assert "needs patience" in field_error(app, "sf-advance")
         await type_into(pilot, "sf-patience", "20")
         await type_into(pilot, "sf-min-delta", "0.5")
-        assert (screen.plan.stages[0].patience, screen.plan.stages[0].min_delta) == (20, 0.5)
+        assert (screen.doc.plan.stages[0].patience, screen.doc.plan.stages[0].min_delta) == (
+            20,
+            0.5,
+        )
         assert field_error(app, "sf-advance") == "" and "✔ valid" in str(
             screen.query_one("#plan-problems").render()
         )
@@ -384,12 +387,12 @@ async def test_a_budget_is_set_and_removed_in_the_designer(tmp_path: Path) -> No
     async with app.run_test(size=SIZE) as pilot:
         await pilot.pause()
         screen = designer(app)
-        before = screen.plan.stages[-1].steps
+        before = screen.doc.plan.stages[-1].steps
         screen.query_one("#designer-tabs", TabbedContent).active = "tab-model"
         await pilot.pause()
         await type_into(pilot, "budget-baseline-steps", "900")
-        assert screen.plan.budget is not None and screen.plan.budget.baseline_steps == 900
-        fitted = screen.plan.stages[-1].steps
+        assert screen.doc.plan.budget is not None and screen.doc.plan.budget.baseline_steps == 900
+        fitted = screen.doc.plan.stages[-1].steps
         assert fitted != before
         assert screen.query_one(StageTable).get_row_at(2)[5] == f"{fitted}*"
         assert "budget" in str(screen.query_one("#plan-cost").render())
@@ -403,7 +406,7 @@ async def test_a_budget_is_set_and_removed_in_the_designer(tmp_path: Path) -> No
         assert field_error(app, "budget-minutes") or field_error(app, "budget-baseline-steps")
         await type_into(pilot, "budget-minutes", "")
         await type_into(pilot, "budget-baseline-steps", "")
-        assert screen.plan.budget is None
+        assert screen.doc.plan.budget is None
         await pilot.press("ctrl+s")
         await pilot.pause()
         assert "[budget]" not in path.read_text() and load_plan(path).budget is None

@@ -155,7 +155,9 @@ async def test_dashboard_follows_a_live_plan_edit(tmp_path: Path) -> None:
     app = GrowCockpitApp(run_dir=run_dir)
     async with app.run_test(size=(160, 48)) as pilot:
         screen = await settle(pilot)
-        cells = [str(c) for c in screen.query_one(LayerTable).layer_cells(screen.session.state.layers[0])]
+        cells = [
+            str(c) for c in screen.query_one(LayerTable).layer_cells(screen.session.state.layers[0])
+        ]
         assert "2.5e-03" in cells and "1.25" in cells and cells[-1] == "1"
         top = screen_text(app).splitlines()[:3]
         assert any(f"21/{STAGE_STEPS + 300}" in line for line in top), top  # header total

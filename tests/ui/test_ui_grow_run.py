@@ -51,13 +51,13 @@ async def test_g_on_a_finished_run_opens_a_plan_that_grows_it(tmp_path: Path, mo
         await pilot.press(*(["up"] if other < row else ["down"]), "g")
         await pilot.pause()
         designer = app.screen
-        assert isinstance(designer, DesignerScreen) and designer.plan is not None
-        plan = designer.plan
+        assert isinstance(designer, DesignerScreen) and designer.doc.plan is not None
+        plan = designer.doc.plan
         assert plan.model.init_from == "runs/a-done/final"
         assert [s.layers for s in plan.stages] == [depth, 2 * depth, 2 * depth]
-        await wait_for(pilot, designer.files_fresh)  # init_from is read in a worker
-        assert designer.problems == []
-        assert designer.plan_path is None and designer.dirty
+        await wait_for(pilot, designer.checks.fresh)  # init_from is read in a worker
+        assert designer.doc.problems == []
+        assert designer.doc.plan_path is None and designer.doc.dirty
 
 
 async def test_the_designer_checks_the_init_from_path(tmp_path: Path, monkeypatch) -> None:
@@ -67,21 +67,21 @@ async def test_the_designer_checks_the_init_from_path(tmp_path: Path, monkeypatc
     async with app.run_test(size=(160, 48)) as pilot:
         await pilot.pause()
         screen = app.screen
-        assert isinstance(screen, DesignerScreen) and screen.plan is not None
+        assert isinstance(screen, DesignerScreen) and screen.doc.plan is not None
         screen.query_one("#designer-tabs").active = "tab-model"
         await pilot.pause()
         field = screen.query_one("#model-init-from")
         field.focus()
         field.value = "runs/nowhere"
         await pilot.pause()
-        await wait_for(pilot, screen.files_fresh)  # read in a worker, after a pause in typing
+        await wait_for(pilot, screen.checks.fresh)  # read in a worker, after a pause in typing
         error = str(screen.query_one("#model-init-from-err").render())
         assert "no such directory" in error
-        assert screen.plan.model.init_from == "runs/nowhere"
+        assert screen.doc.plan.model.init_from == "runs/nowhere"
         field.value = "runs/a-done/final"  # the run's final model has the plan's shape
         await pilot.pause()
-        await wait_for(pilot, screen.files_fresh)
+        await wait_for(pilot, screen.checks.fresh)
         assert str(screen.query_one("#model-init-from-err").render()) == ""
         field.value = ""
         await pilot.pause()
-        assert screen.plan.model.init_from is None
+        assert screen.doc.plan.model.init_from is None

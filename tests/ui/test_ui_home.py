@@ -85,7 +85,7 @@ async def test_home_lists_and_opens(tmp_path: Path) -> None:
         await pilot.pause()
         assert (
             isinstance(app.screen, DesignerScreen)
-            and app.screen.plan_path == tmp_path / "mine.toml"
+            and app.screen.doc.plan_path == tmp_path / "mine.toml"
         )
         await pilot.press("escape")
         await pilot.pause()
@@ -102,7 +102,7 @@ async def test_home_lists_and_opens(tmp_path: Path) -> None:
         await pilot.pause()
         await pilot.press("n")
         await pilot.pause()
-        assert isinstance(app.screen, DesignerScreen) and app.screen.plan_path is None
+        assert isinstance(app.screen, DesignerScreen) and app.screen.doc.plan_path is None
         await pilot.press("escape")  # unsaved new plan: asks first
         await pilot.pause()
         await pilot.press("y")

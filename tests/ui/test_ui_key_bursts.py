@@ -43,22 +43,22 @@ async def test_a_field_passing_through_empty_keeps_every_key(tmp_path: Path) -> 
     async with app.run_test(size=SIZE) as pilot:
         await pilot.pause()
         screen = app.screen
-        assert isinstance(screen, DesignerScreen) and screen.plan is not None
+        assert isinstance(screen, DesignerScreen) and screen.doc.plan is not None
         steps = await focus(pilot, "sf-steps")
         assert steps.value == "100"
         burst(app, "end", "backspace", "backspace", "backspace", "1", "2", "0")
-        await wait_for(pilot, lambda: screen.plan.stages[0].steps == 120)
+        await wait_for(pilot, lambda: screen.doc.plan.stages[0].steps == 120)
         await settled(pilot)
         assert steps.value == "120" and app.focused is steps
-        assert "stages[0].steps" not in screen.field_errors
+        assert "stages[0].steps" not in screen.doc.field_errors
         layers = await focus(pilot, "sf-layers")
         burst(app, "end", "ctrl+u", "3", "x", "backspace")
-        await wait_for(pilot, lambda: screen.plan.stages[0].layers == 3)
+        await wait_for(pilot, lambda: screen.doc.plan.stages[0].layers == 3)
         await settled(pilot)
         assert layers.value == "3" and app.focused is layers
         name = await focus(pilot, "sf-name")
         burst(app, "end", "ctrl+u", *"warm-up")
-        await wait_for(pilot, lambda: screen.plan.stages[0].name == "warm-up")
+        await wait_for(pilot, lambda: screen.doc.plan.stages[0].name == "warm-up")
         await settled(pilot)
         assert name.value == "warm-up"
 
@@ -69,10 +69,10 @@ async def test_a_key_after_esc_goes_where_esc_sent_the_focus(tmp_path: Path) -> 
     async with app.run_test(size=SIZE) as pilot:
         await pilot.pause()
         screen = app.screen
-        assert isinstance(screen, DesignerScreen) and screen.plan is not None
+        assert isinstance(screen, DesignerScreen) and screen.doc.plan is not None
         await focus(pilot, "sf-name")
         burst(app, "end", "x", "escape", "l")
         await wait_for(pilot, lambda: isinstance(app.screen, LaunchScreen))
         await wait_for(pilot, lambda: app.focused is not None and app.focused.id == "go")
-        assert screen.plan.stages[0].name == "shallowx"
+        assert screen.doc.plan.stages[0].name == "shallowx"
         assert screen.query_one("#sf-name").value == "shallowx"  # type: ignore[attr-defined]

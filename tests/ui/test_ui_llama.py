@@ -52,7 +52,7 @@ async def test_designer_offers_llama_keys_only_for_llama() -> None:
         family.value = "llama"
         await pilot.pause()
         assert all(shown(screen, k) for k in LLAMA_KEYS)
-        assert screen.plan is not None and screen.plan.model.kv_heads == 2
+        assert screen.doc.plan is not None and screen.doc.plan.model.kv_heads == 2
 
 
 async def test_designer_hides_llama_keys_for_bert() -> None:
@@ -84,7 +84,9 @@ async def test_dashboard_steers_a_real_llama_run_through_a_grow(
         async with app.run_test(size=(160, 48)) as pilot:
             screen = app.screen
             assert isinstance(screen, DashboardScreen)
-            await wait_until(pilot, lambda: screen.session.state.step >= 3, "live steps from the backend")
+            await wait_until(
+                pilot, lambda: screen.session.state.step >= 3, "live steps from the backend"
+            )
             assert len(screen.session.state.layer_rows()) == 3
             await pilot.press("g")  # grow now: 3 → 4 layers by middle stacking
             await pilot.pause(0.3)

@@ -37,14 +37,18 @@ async def test_dashboard_steers_a_real_run(tmp_path: Path, gc_cache: Path) -> No
         async with app.run_test(size=(160, 48)) as pilot:
             screen = app.screen
             assert isinstance(screen, DashboardScreen)
-            await wait_until(pilot, lambda: screen.session.state.step >= 3, "live steps from the backend")
+            await wait_until(
+                pilot, lambda: screen.session.state.step >= 3, "live steps from the backend"
+            )
             await pilot.press("p")
             await wait_until(pilot, lambda: screen.session.state.paused, "the paused event")
             paused_at = screen.session.state.step
             await pilot.pause(1.0)
             assert screen.session.state.step == paused_at, "no steps while paused"
             await pilot.press("p")
-            await wait_until(pilot, lambda: screen.session.state.step > paused_at, "steps after resume")
+            await wait_until(
+                pilot, lambda: screen.session.state.step > paused_at, "steps after resume"
+            )
             await pilot.press("s")
             await pilot.pause(0.3)
             await pilot.press("y")

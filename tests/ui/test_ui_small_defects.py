@@ -120,8 +120,8 @@ async def test_save_as_names_the_plan_after_its_new_file(
         await pilot.press("enter")
         await pilot.pause()
         screen = app.screen
-        assert isinstance(screen, DesignerScreen) and screen.plan is not None
-        assert screen.plan.name == "my-demo"
+        assert isinstance(screen, DesignerScreen) and screen.doc.plan is not None
+        assert screen.doc.plan.name == "my-demo"
         assert screen.query_one("#plan-name").value == "my-demo"  # the form follows
         assert str(screen.query_one("#plan-title").render()).startswith("my-demo  · ")
         await pilot.press("S")
@@ -158,7 +158,7 @@ async def test_edit_remaining_footer_offers_no_launch_or_save_as(tmp_path: Path)
         assert "Send" in shown  # ctrl+s sends the remaining stages
         await pilot.press("l", "S")
         await pilot.pause()
-        assert isinstance(app.screen, DesignerScreen) and app.screen.remaining
+        assert isinstance(app.screen, DesignerScreen) and app.screen.doc.remaining
 
 
 class _BackendLike:

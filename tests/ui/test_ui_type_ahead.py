@@ -40,10 +40,10 @@ async def test_enter_then_keys_on_home_reach_the_designer(tmp_path: Path) -> Non
         await wait_for(pilot, lambda: isinstance(app.screen, LaunchScreen))
         await wait_for(pilot, lambda: not app.type_ahead.holding)
         designer = app.screen_stack[-2]
-        assert isinstance(designer, DesignerScreen) and designer.plan is not None
+        assert isinstance(designer, DesignerScreen) and designer.doc.plan is not None
         assert designer.selected == 1  # `down` moved the stage table, once
-        assert [s.name for s in designer.plan.stages] == ["shallow", "grow-4", "all-layers"]
-        assert not designer.dirty  # no key became a field's text
+        assert [s.name for s in designer.doc.plan.stages] == ["shallow", "grow-4", "all-layers"]
+        assert not designer.doc.dirty  # no key became a field's text
 
 
 async def test_typed_ahead_edits_land_in_order(tmp_path: Path) -> None:
@@ -55,9 +55,9 @@ async def test_typed_ahead_edits_land_in_order(tmp_path: Path) -> None:
         await wait_for(pilot, lambda: not app.type_ahead.holding)
         await settled(pilot)
         designer = app.screen
-        assert isinstance(designer, DesignerScreen) and designer.plan is not None
-        names = [s.name for s in designer.plan.stages]
-        assert designer.dirty and len(names) == 3, names
+        assert isinstance(designer, DesignerScreen) and designer.doc.plan is not None
+        names = [s.name for s in designer.doc.plan.stages]
+        assert designer.doc.dirty and len(names) == 3, names
         assert names[:2] == ["shallow", "grow-4"] and names[2] != "all-layers", names
 
 

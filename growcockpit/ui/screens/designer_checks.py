@@ -6,27 +6,28 @@ two keystrokes: 8 s for one `.` on a loaded machine. The plan's pure rules stay 
 what reads files (`check_environment`: the data source, the tokenizer, init_from; and the
 Data tab's corpus line) runs here, in a worker, after a pause in typing (`DEBOUNCE_S`), on
 a copy of the plan. The screen keeps showing the last answer, marked as being re-checked,
-until the new one arrives.
+until the new one arrives: a `FileChecks` (a part of the designer that draws nothing)
+keeps it and posts each new one up (`Answered`), and the screen revalidates.
 """
 
 from __future__ import annotations
 
 import copy
 import os
-from abc import abstractmethod
 from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
 
+from textual.message import Message
 from textual.timer import Timer
-from textual.widgets import Static
+from textual.widget import Widget
 from textual.worker import Worker, WorkerState
 
 from growcockpit.plan.data_source import SourceProblem, resolve_source
 from growcockpit.plan.environment import Problem, check_environment
 from growcockpit.plan.types import Plan
 from growcockpit.protocol.token_index import data_state
-from growcockpit.ui.screens.designer_save import DesignerSaving
+from growcockpit.session.plan_doc import PlanDoc
 
 DEBOUNCE_S = 0.4  # a pause in typing this long starts a check
 CHECKING = "checking the data…"
@@ -81,55 +82,52 @@ def _size(path: str) -> int:
         return 0
 
 
-class FileChecking(DesignerSaving):
-    """The designer's part that schedules the file checks and keeps their last answer.
+class FileChecks(Widget):
+    """Schedules the file checks of `doc`'s plan and keeps their last answer.
 
-    One writer: `_files` is set only here, from a finished worker (or `check_files_now`).
-    The screen calls `want_file_check` after each edit and passes `file_checks` to the
-    validator; `revalidate` is the screen's redraw."""
+    One writer: `_files` is set only here, from a finished worker (or `now`). The screen
+    calls `want` after each edit and hands `problems` to the validator."""
 
-    _files: FileAnswer | None = None
-    _wanted: str | None = None  # the key a scheduled or running check is for
-    _timer: Timer | None = None
+    DEFAULT_CSS = "FileChecks { display: none; }"
 
-    @abstractmethod
-    def revalidate(self) -> None:
-        """The screen's: validate the plan and redraw what depends on it."""
+    class Answered(Message):
+        """A new answer is in: the screen revalidates and redraws."""
 
-    def _blocked(self, what: str) -> bool:
-        self.check_files_now()  # launch or send: never on a stale answer
-        return super()._blocked(what)
+    def __init__(self, doc: PlanDoc) -> None:
+        super().__init__()
+        self.doc = doc
+        self._files: FileAnswer | None = None
+        self._wanted: str | None = None  # the key a scheduled or running check is for
+        self._timer: Timer | None = None
 
-    def file_checks(self, _plan: Plan) -> list[Problem]:
+    def problems(self, _plan: Plan) -> list[Problem]:
         """The last answer's problems (for `edited_plan_problems`); none before the first."""
         return list(self._files.problems) if self._files is not None else []
 
-    def files_fresh(self) -> bool:
-        return (
-            self.plan is not None
-            and self._files is not None
-            and self._files.key == check_key(self.plan)
-        )
+    def fresh(self) -> bool:
+        """Whether the last answer is for the plan as it is now."""
+        plan = self.doc.plan
+        return plan is not None and self._files is not None and self._files.key == check_key(plan)
 
-    def want_file_check(self) -> None:
+    def want(self) -> None:
         """After an edit: check once typing pauses (at once when nothing was checked yet)."""
-        if self.plan is None or self.files_fresh():
+        if self.doc.plan is None or self.fresh():
             return
-        key = check_key(self.plan)
+        key = check_key(self.doc.plan)
         if key == self._wanted:
             return
         self._wanted = key
         if self._timer is not None:
             self._timer.stop()
         if self._files is None:
-            self._start_check()
+            self._start()
         else:
-            self._timer = self.set_timer(DEBOUNCE_S, self._start_check)
+            self._timer = self.set_timer(DEBOUNCE_S, self._start)
 
-    def _start_check(self) -> None:
+    def _start(self) -> None:
         self._timer = None
-        if self.plan is not None:
-            work = partial(check_files, copy.deepcopy(self.plan))
+        if self.doc.plan is not None:
+            work = partial(check_files, copy.deepcopy(self.doc.plan))
             self.run_worker(work, thread=True, group="file-check", exclusive=True)
 
     def on_worker_state_changed(self, event: Worker.StateChanged) -> None:
@@ -141,28 +139,26 @@ class FileChecking(DesignerSaving):
             self._files = answer
             if self._wanted == answer.key:
                 self._wanted = None
-            self.revalidate()
+            self.post_message(self.Answered())
 
-    def check_files_now(self) -> None:
+    def now(self) -> bool:
         """Before a launch or a send: the answer for the plan as it is now (a wait the user
-        asked for, on a walk with a ceiling), so a bad source never launches unchecked."""
-        if self.plan is None or self.files_fresh():
-            return
+        asked for, on a walk with a ceiling), so a bad source never launches unchecked.
+        Whether it checked anew (the caller then validates again)."""
+        if self.doc.plan is None or self.fresh():
+            return False
         if self._timer is not None:
             self._timer.stop()
             self._timer = None
         self.workers.cancel_group(self, "file-check")
-        self._files = check_files(copy.deepcopy(self.plan))
+        self._files = check_files(copy.deepcopy(self.doc.plan))
         self._wanted = None
-        self.revalidate()
+        self.post_message(self.Answered())
+        return True
 
-    def show_data_line(self) -> None:
-        """The Data tab's corpus line: the last answer, marked while a new one is on its way."""
-        found = self.query("#data-state")
-        if not found:  # the Data tab is not built yet (the stage editor builds it when shown)
-            return
-        box = found.first(Static)
-        fresh = self.files_fresh()
+    def data_line(self) -> tuple[str, bool]:
+        """The Data tab's corpus line: the last answer, marked while a new one is on its
+        way; and whether it is stale."""
+        fresh = self.fresh()
         last = self._files.data_line if self._files is not None else ""
-        box.update(last if fresh else f"{CHECKING} {last}".rstrip())
-        box.set_class(not fresh, "-stale")
+        return (last if fresh else f"{CHECKING} {last}".rstrip()), not fresh

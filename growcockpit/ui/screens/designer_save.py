@@ -1,22 +1,23 @@
-"""The designer's save, save-as, send and launch flow: the base class of DesignerScreen.
+"""The designer's save, save-as, send and launch flow.
 
 What happens when the user saves (in place, or as a new file for a sample or a
 draft), sends the remaining stages to a running run, or launches: the checks
-that block it, the prompts it opens, and the file it writes. The screen that
-composes and redraws the form (designer.py) inherits it.
+that block it, the prompts it opens, and the file it writes (through the screen's
+`PlanDoc`). A `SaveDesk` is a part of the designer that draws nothing; it posts what
+came of it up to the screen: `Renamed` (redraw the name's field), `Saved` (redraw the
+title), `StagesReady` (dismiss with them), `LaunchChosen` (launch the saved plan).
 """
 
 from __future__ import annotations
 
-from abc import abstractmethod
 from pathlib import Path
 from typing import Any
 
-from textual.screen import Screen
+from textual.message import Message
+from textual.widget import Widget
 
-from growcockpit.plan import PlanError, plan_to_dict, save_plan
 from growcockpit.plan.names import name_problem, suggest_name
-from growcockpit.plan.types import Plan
+from growcockpit.session.plan_doc import PlanDoc
 from growcockpit.session.plan_drafts import (
     display_path,
     estimate,
@@ -25,6 +26,7 @@ from growcockpit.session.plan_drafts import (
     save_as_default,
 )
 from growcockpit.ui.screens import designer_status
+from growcockpit.ui.screens.designer_checks import FileChecks
 from growcockpit.ui.screens.launch import LaunchOptions, LaunchScreen
 from growcockpit.ui.screens.prompt import PromptScreen
 
@@ -35,53 +37,64 @@ def plan_name_for(path: Path) -> str:
     return stem if name_problem(stem) is None else suggest_name(stem)
 
 
-class DesignerSaving(Screen[list[dict[str, Any]] | None]):
-    """Saving and launching a plan; the state is the designer's (set in its __init__)."""
+class SaveDesk(Widget):
+    """Saving, sending and launching `doc`; `checks` answers for the plan as it is before
+    a launch or a send; `runs_root`: where a launch's run directory goes."""
 
-    plan: Plan | None
-    plan_path: Path | None
-    original_text: str | None
-    model_set: bool
-    dirty: bool
-    remaining: bool
-    locked: int
-    runs_root: Path
-    problems: list[PlanError]
-    field_errors: dict[str, str]
+    DEFAULT_CSS = "SaveDesk { display: none; }"
 
-    @abstractmethod
-    def _show_title(self) -> None:
-        """The screen's: shows the plan's name, path and unsaved state in its title."""
+    class Renamed(Message):
+        """Saved as a new file, the plan took the file's name."""
 
-    @abstractmethod
-    def _request_launch(self, path: Path, options: LaunchOptions) -> None:
-        """The screen's: launches the saved plan at `path` with `options`."""
+    class Saved(Message):
+        """The plan was written: its path and unsaved state changed."""
 
-    @abstractmethod
-    def _rename(self, name: str) -> None:
-        """Give the plan a new name and show it (the screen redraws its fields)."""
+    class StagesReady(Message):
+        """The remaining stages to send to the running run."""
 
-    def action_save(self) -> None:
-        if self.plan is None:
+        def __init__(self, stages: list[dict[str, Any]]) -> None:
+            super().__init__()
+            self.stages = stages
+
+    class LaunchChosen(Message):
+        """Launch the plan saved at `plan_path` with `options`."""
+
+        def __init__(self, plan_path: Path, options: LaunchOptions) -> None:
+            super().__init__()
+            self.plan_path = plan_path
+            self.options = options
+
+    def __init__(self, doc: PlanDoc, checks: FileChecks, runs_root: Path) -> None:
+        super().__init__()
+        self.doc = doc
+        self.checks = checks
+        self.runs_root = runs_root
+
+    def save(self) -> None:
+        doc = self.doc
+        if doc.plan is None:
             return
-        if self.remaining:
+        if doc.remaining:
             self._send_remaining()
-        elif self.plan_path is None or is_sample(self.plan_path):
-            self.action_save_as()
+        elif doc.plan_path is None or is_sample(doc.plan_path):
+            self.save_as()
         else:
-            self._write(self.plan_path)
+            self._write(doc.plan_path)
 
-    def action_save_as(self, then_launch: bool = False) -> None:
-        if self.plan is None or self.remaining:
+    def save_as(self, then_launch: bool = False) -> None:
+        doc = self.doc
+        if doc.plan is None or doc.remaining:
             return
-        default = save_as_default(self.plan, self.plan_path)
+        default = save_as_default(doc.plan, doc.plan_path)
 
         def done(value: str | None) -> None:
             if value:
                 path = Path(value).expanduser()
-                self._rename(plan_name_for(path))  # a copy is its own plan on Home, not a twin
+                if doc.rename(plan_name_for(path)):  # a copy is its own plan on Home
+                    doc.validate(self.checks.problems)  # the saved note counts its problems
+                    self.post_message(self.Renamed())
                 self._write(path)
-                if then_launch and not self.dirty:
+                if then_launch and not doc.dirty:
                     self._launch_dialog()
 
         self.app.push_screen(
@@ -96,57 +109,54 @@ class DesignerSaving(Screen[list[dict[str, Any]] | None]):
         )
 
     def _write(self, path: Path) -> None:
-        assert self.plan is not None
-        try:
-            model = ("model",) if self.model_set else ()
-            save_plan(self.plan, path, original_text=self.original_text, sections=model)
-            self.original_text = path.read_text(encoding="utf-8")
-        except OSError as exc:
-            self.notify(f"cannot save {path}: {exc.strerror or exc}", severity="error")
+        problem = self.doc.write(path)
+        if problem:
+            self.notify(problem, severity="error")
             return
-        self.plan_path = path
-        self.dirty = False
-        listed = designer_status.listed_problems(self.problems, self.field_errors)
+        listed = designer_status.listed_problems(self.doc.problems, self.doc.field_errors)
         note = designer_status.saved_note(len(listed))
         self.notify(f"saved {display_path(path)}{note}", title="Saved", timeout=3)
-        self._show_title()
+        self.post_message(self.Saved())
 
     def _send_remaining(self) -> None:
-        assert self.plan is not None
         if self._blocked("send the stages"):
             return
-        stages = plan_to_dict(self.plan)["stages"][self.locked :]
+        stages = self.doc.remaining_stages()
         if not stages:
             self.notify(
                 "No stages left after the running one: add one with `a`.", severity="warning"
             )
             return
-        self.dismiss(stages)
+        self.post_message(self.StagesReady(stages))
 
     def _blocked(self, what: str) -> bool:
-        listed = designer_status.listed_problems(self.problems, self.field_errors)
-        why = designer_status.blocked_text(what, listed, self.plan)
+        if self.checks.now():  # launch or send: never on a stale answer
+            self.doc.validate(self.checks.problems)
+        listed = designer_status.listed_problems(self.doc.problems, self.doc.field_errors)
+        why = designer_status.blocked_text(what, listed, self.doc.plan)
         if why:  # literal: a problem names tables such as [model] (all toasts are: app.notify)
             self.notify(why, title="Fix the plan first", severity="error", timeout=8)
         return bool(why)
 
-    def action_launch(self) -> None:
-        if self.plan is None or self.remaining or self._blocked("launch"):
+    def launch(self) -> None:
+        doc = self.doc
+        if doc.plan is None or doc.remaining or self._blocked("launch"):
             return
-        if self.plan_path is None or (self.dirty and is_sample(self.plan_path)):
-            self.action_save_as(then_launch=True)
+        if doc.plan_path is None or (doc.dirty and is_sample(doc.plan_path)):
+            self.save_as(then_launch=True)
             return
-        if self.dirty:
-            self._write(self.plan_path)
+        if doc.dirty:
+            self._write(doc.plan_path)
         self._launch_dialog()
 
     def _launch_dialog(self) -> None:
-        assert self.plan is not None and self.plan_path is not None
-        path = self.plan_path
-        _cost, line = estimate(self.plan)
+        doc = self.doc
+        assert doc.plan is not None and doc.plan_path is not None
+        path = doc.plan_path
+        _cost, line = estimate(doc.plan)
 
         def done(options: LaunchOptions | None) -> None:
             if options is not None:
-                self._request_launch(path, options)
+                self.post_message(self.LaunchChosen(path, options))
 
-        self.app.push_screen(LaunchScreen(self.plan.name, str(self.runs_root), line), done)
+        self.app.push_screen(LaunchScreen(doc.plan.name, str(self.runs_root), line), done)
