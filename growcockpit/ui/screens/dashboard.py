@@ -288,8 +288,7 @@ class DashboardScreen(Screen[None]):
         self.query_one(TabbedContent).active = tab
 
     def _view_changed(self, told: str, *, remember: bool = True) -> None:
-        """After a view key: say what it shows now, redraw, remember it (when it is part of
-        the view kept per run)."""
+        """After a view key: say what it shows now, redraw, remember it (`remember`)."""
         if told:
             self.notify(told, timeout=2)
         self.flush_plot()
