@@ -197,3 +197,23 @@ def test_a_manual_stage_waiting_for_advance_is_logged_as_a_warning() -> None:
     entry = s.log[-1]
     assert (entry.kind, entry.severity, entry.step) == ("waiting", "warning", 40)
     assert "`advance`" in entry.text
+
+
+def test_the_elapsed_clock_goes_on_after_a_resume() -> None:
+    """A resumed run's elapsed time and log stamps count from its first start, not from
+    the resume: the clock a user reads is the run's, across processes."""
+    from growcockpit.protocol.events import RunFinished
+
+    state = RunState()
+    state.apply_all(
+        [
+            RunStarted(seq=1, t=T0, run_id="r", plan=PLAN),
+            StageStarted(seq=2, t=T0, index=0, name="shallow", layers=2, steps=40),
+            Step(seq=3, t=T0 + 100, step=10, loss=5.0),
+            RunFinished(seq=4, t=T0 + 100, status="stopped", step=10),
+            RunStarted(seq=5, t=T0 + 500, run_id="r", plan=PLAN, resumed_from="step-10"),
+            Step(seq=6, t=T0 + 510, step=11, loss=4.9),
+        ]
+    )
+    assert state.elapsed(now=T0 + 510) == 510.0
+    assert state.log[-1].t == 500.0  # log lines keep the run's clock too
