@@ -200,7 +200,8 @@ def build_configs(tag: str, plan: Plan, data: TokenBlocks, device: torch.device)
                 "are not timed here (their step is not the plain staged step)"
             )
         depth_before = len(get_layers(model)) if index > 0 else 0
-        model, _ = apply_operator(GrowInput(model, stage, shape, plan.model.family, levels))
+        grown = apply_operator(GrowInput(model, stage, shape, plan.model.family, levels))
+        model, levels = grown.model, grown.levels
         trainable = trainable_layer_ids(stage, depth_before)
         m = copy.deepcopy(model).to(device)
         result = apply_freeze(m, trainable, stage.embeddings_trainable(), stage.head_trainable())

@@ -197,7 +197,7 @@ def run_training(
             seed_rank(plan.seed, dist.rank)  # same weights on every rank, its own dropout
         _install_stop_signals(trainer)
         if startup.deferred.signum is not None:
-            trainer.stop_requested = True
+            trainer.request_stop()
         if sampler is not None:
             sampler.start()
         final = trainer.run()
@@ -368,7 +368,7 @@ def _install_stop_signals(trainer: Trainer) -> None:
     """SIGTERM/SIGINT/SIGHUP mean `stop`: checkpoint at the next step boundary, then end."""
 
     def handler(signum: int, frame: FrameType | None) -> None:
-        trainer.stop_requested = True
+        trainer.request_stop()
 
     for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
         signal.signal(sig, handler)

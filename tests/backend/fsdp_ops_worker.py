@@ -157,9 +157,8 @@ def run_plan(name: str, text: str, how: Sharding, out: list[dict[str, Any]]) -> 
         made_up_moments(sharded, old_sharded_opt)
 
         torch.manual_seed(100 + index)  # a fresh block draws the same numbers on both sides
-        plain, want = apply_operator(
-            GrowInput(plain, stage, shape, plan.model.family, levels_plain)
-        )
+        grown = apply_operator(GrowInput(plain, stage, shape, plan.model.family, levels_plain))
+        plain, want, levels_plain = grown.model, grown.result, grown.levels
         torch.manual_seed(100 + index)
         old = sharded
         got: GrowResult | None
@@ -168,9 +167,10 @@ def run_plan(name: str, text: str, how: Sharding, out: list[dict[str, Any]]) -> 
             growth, got = grow_locally(old, stage)
             sharded, _ = materialise(growth, root_of, how, device)
         else:
-            whole, got = apply_operator(
+            grown = apply_operator(
                 GrowInput(unsharded(old, device), stage, shape, plan.model.family, levels_sharded)
             )
+            whole, got, levels_sharded = grown.model, grown.result, grown.levels
             sharded, _ = sharded_root(whole, root_of, how)
 
         fresh = fresh_state_layers(stage, want)

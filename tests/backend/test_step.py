@@ -252,7 +252,7 @@ def test_unreported_steps_are_reported_when_the_stage_ends_early(tmp_path: Path)
     text = re.sub(r"^eval_every_steps = 10$", "log_every_steps = 4", TINY, flags=re.M)
     trainer = make_trainer(tmp_path, text)
     assert [trainer.train_step() for _ in range(6)][3] is not None
-    trainer.stopping = True  # as a stop command would, between steps
+    trainer.stop()  # as a stop command would, between steps
     assert trainer.run() == "stopped"
     steps = [e for e in read_all(tmp_path / "events.jsonl") if isinstance(e, Step)]
     assert [s.step for s in steps] == [4, 6] and steps[1].tokens == 6 * 8 * 64

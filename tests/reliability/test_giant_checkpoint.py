@@ -110,14 +110,15 @@ def test_restore_refuses_a_giant_before_loading(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """What `rollback` (live) and a resumed backend call: the trainer's plan sets the cap."""
-    from growcockpit.backend.state.restore import restore_trainer
+    from growcockpit.backend.loop.optim import trainable_groups
+    from growcockpit.backend.state.restore import read_restore
 
     ckpt = tmp_path / "checkpoints" / "step-10"
     _giant(ckpt)
     monkeypatch.setattr(torch, "load", lambda *a, **k: pytest.fail("loaded a planted giant"))
     trainer = SimpleNamespace(plan=_tiny(), pos="untouched")
     with pytest.raises(CheckpointError, match="byte cap for this run's model"):
-        restore_trainer(trainer, ckpt)  # type: ignore[arg-type]
+        read_restore(trainer, ckpt, trainable_groups)  # type: ignore[arg-type]
     assert trainer.pos == "untouched"
 
 

@@ -103,7 +103,7 @@ def test_an_edit_without_a_rollback_keeps_the_ended_stages() -> None:
 
 
 def test_either_order_of_the_two_events_says_the_same() -> None:
-    """The backend sends plan_changed first (backend/state/restore.py rollback_trainer); a
+    """The backend sends plan_changed first (backend/loop/engine.py `Trainer.rollback`); a
     reader that met them the other way round must agree."""
     run, back = events()
     state = RunState()

@@ -13,7 +13,7 @@ from typing import Literal
 
 from growcockpit.plan.types import Plan
 
-LoopState = Literal["running", "paused", "waiting"]
+RunState = Literal["running", "paused", "waiting"]  # what the cockpit shows (loop_state.py)
 
 
 @dataclass(frozen=True)
@@ -22,6 +22,6 @@ class Progress:
     stage_index: int  # one past the last stage once the run has finished
     step: int
     loss: float | None
-    state: LoopState
+    state: RunState
     stopping: bool = False
     lr_scale: float = 1.0

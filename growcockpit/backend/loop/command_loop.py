@@ -1,9 +1,10 @@
 """Control commands at a step boundary: take them, agree on them, apply their intents.
 
 `commands.decide` says what a command means (an intent, or a refusal);
-`apply_intent` is the one place where an intent changes the loop's state.
-Both work on a `CommandHost`, the few parts of the trainer that commands may
-change, so this module needs no Trainer (backend/loop/engine.py is the host).
+`apply_intent` carries it out by calling the trainer's own methods (pause, stop,
+rollback, ...), so that the engine (backend/loop/engine.py) stays the one writer of
+its state. `CommandHost` is what commands read of the trainer and the methods they
+may call; this module needs no Trainer.
 """
 
 from __future__ import annotations
@@ -29,6 +30,7 @@ from growcockpit.backend.control.commands import (
 from growcockpit.backend.control.progress import Progress
 from growcockpit.backend.control.reporter import RunReporter
 from growcockpit.backend.dist.distributed import DistContext
+from growcockpit.backend.loop.loop_state import LoopState
 from growcockpit.backend.state.checkpoint import TrainerPosition
 from growcockpit.backend.state.restore import RestoreError
 from growcockpit.plan.types import Plan
@@ -36,17 +38,34 @@ from growcockpit.protocol.commands import CommandAck, CommandRequest
 
 
 class CommandHost(Protocol):
-    pos: TrainerPosition
-    dist: DistContext
-    device: torch.device
-    report: RunReporter
-    paused: bool
-    lr_raised_at: int | None
-    advance_now: bool
-    stopping: bool
-    stop_requested: bool
+    """What commands read of the trainer, and the trainer's methods they call."""
+
+    @property
+    def pos(self) -> TrainerPosition: ...
+
+    @property
+    def dist(self) -> DistContext: ...
+
+    @property
+    def device(self) -> torch.device: ...
+
+    @property
+    def report(self) -> RunReporter: ...
+
+    @property
+    def loop(self) -> LoopState: ...
 
     def progress(self) -> Progress: ...
+
+    def pause(self, reason: str) -> None: ...
+
+    def resume(self) -> None: ...
+
+    def advance(self) -> None: ...
+
+    def stop(self) -> None: ...
+
+    def scale_lr(self, factor: float) -> None: ...
 
     def current_lr(self) -> float: ...
 
@@ -57,23 +76,27 @@ class CommandHost(Protocol):
     def replan(self, plan: Plan, from_stage: int) -> None: ...
 
 
-def handle_commands(host: CommandHost, block: bool) -> None:
-    """Apply queued commands on every rank at this step boundary.
+def handle_commands(host: CommandHost, block: bool) -> bool:
+    """Apply queued commands on every rank at this step boundary; True when one of them
+    rolled the run back (the stage loop then starts again from the restored position).
 
     While paused or waiting, rank 0 blocks briefly on the socket and the
     other ranks wait for it inside the agreement collective.
     """
     pending = host.report.take_commands(block, alone=not host.dist.enabled)
     local = [p.request for p in pending]
-    requests, stop = host.dist.agree_commands(local, host.stop_requested, host.device)
-    if stop and not host.stopping:
-        host.stopping = True
+    requests, stop = host.dist.agree_commands(local, host.loop.stop_signalled, host.device)
+    if stop and not host.loop.stopping:
+        host.stop()
         host.report.warn("stop requested by signal: checkpoint, then end", step=host.pos.step)
+    rewound = False
     for i, request in enumerate(requests):
         ack = run_command(host, request)
+        rewound |= ack.accepted and request.command == "rollback"
         if i < len(pending):
             pending[i].reply(ack)
         host.report.command_done(request, ack, host.progress())
+    return rewound
 
 
 def run_command(host: CommandHost, request: CommandRequest) -> CommandAck:
@@ -91,15 +114,13 @@ def apply_intent(host: CommandHost, intent: Intent) -> tuple[bool, str]:
     step = host.pos.step
     match intent:
         case Pause():
-            host.paused = True
-            host.report.paused(host.progress(), reason="command")
+            host.pause("command")
             return True, f"paused at step {step}"
         case Resume():
-            host.paused = False
-            host.report.resumed(host.progress())
+            host.resume()
             return True, f"resumed at step {step}"
         case Advance(message):
-            host.advance_now = True
+            host.advance()
             return True, message
         case TakeCheckpoint():
             path = host.checkpoint("command")
@@ -112,12 +133,10 @@ def apply_intent(host: CommandHost, intent: Intent) -> tuple[bool, str]:
             except RestoreError as exc:
                 return False, str(exc)
         case Stop():
-            host.stopping = True
+            host.stop()
             return True, "stopping: checkpoint, then end"
         case ScaleLr(factor):
-            host.pos.lr_scale *= factor
-            if factor > 1:
-                host.lr_raised_at = host.pos.step
+            host.scale_lr(factor)
             return True, f"LR scale now {host.pos.lr_scale:g} (lr {host.current_lr():.3g})"
         case ReplaceStages(plan, started, count):
             host.replan(plan, started)

@@ -10,11 +10,12 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from growcockpit.backend.data.blocks import Batch
+from growcockpit.backend.data.blocks import Batch, TokenBlocks
 from growcockpit.backend.loop.forward import StagedForward
 from growcockpit.families import spec_of
 from growcockpit.grow import set_train_modes
-from growcockpit.protocol.events import Eval
+from growcockpit.plan.types import Plan
+from growcockpit.protocol.events import Eval, ModelLoaded
 
 
 @torch.no_grad()
@@ -109,4 +110,20 @@ def eval_event(
         val_loss=val,
         val_ppl=math.exp(min(val, 50.0)),
         accuracy=accuracy,
+    )
+
+
+def loaded_event(
+    plan: Plan, model: nn.Module, data: TokenBlocks, device: torch.device
+) -> ModelLoaded:
+    """What `init_from` loaded, with the loss of the first validation batch before any step."""
+    path = plan.model.init_from or ""
+    batches = data.val_batches(plan.optim.batch_size, 1)
+    val = mean_val_loss(model, batches, device, contextlib.nullcontext())
+    return ModelLoaded(
+        path=path,
+        family=plan.model.family,
+        layers=plan.stages[0].layers,
+        parameters=sum(p.numel() for p in model.parameters()),
+        val_loss=val,
     )

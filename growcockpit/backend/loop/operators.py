@@ -5,7 +5,8 @@ label). Here each name maps to the function that transforms the model; the
 two must name the same operators (tests/plan/test_plan_operators.py checks).
 
 Level snapshots (`state/levels.py`) are what a `coalesce` leaves for a later
-`decoalesce`/`interpolate`.
+`decoalesce`/`interpolate`. A grow function never changes the levels it is handed: it
+returns the levels open after its stage (`Grown.levels`), which the caller keeps.
 """
 
 from __future__ import annotations
@@ -37,29 +38,38 @@ class GrowInput:
     levels: dict[int, LevelSnapshot]  # open levels, by coalesce stage index
 
 
-GrowFn = Callable[[GrowInput], tuple[nn.Module, GrowResult | None]]
+@dataclass(frozen=True)
+class Grown:
+    """An operator's outcome: the stage's model, what changed, and the open levels after it."""
+
+    model: nn.Module
+    result: GrowResult | None
+    levels: dict[int, LevelSnapshot]
 
 
-def _keep(x: GrowInput) -> tuple[nn.Module, GrowResult | None]:
-    return x.model, None
+GrowFn = Callable[[GrowInput], Grown]
 
 
-def _stack(x: GrowInput) -> tuple[nn.Module, GrowResult | None]:
+def _keep(x: GrowInput) -> Grown:
+    return Grown(x.model, None, x.levels)
+
+
+def _stack(x: GrowInput) -> Grown:
     added = x.stage.layers - len(get_layers(x.model))
-    return x.model, stack_layers(x.model, added, x.stage.source, x.stage.init)
+    return Grown(x.model, stack_layers(x.model, added, x.stage.source, x.stage.init), x.levels)
 
 
 def _changes(x: GrowInput) -> tuple[bool, bool]:
     return x.shape.width != x.shape.prev_width, x.shape.layers != x.shape.prev_layers
 
 
-def _coalesce(x: GrowInput) -> tuple[nn.Module, GrowResult | None]:
+def _coalesce(x: GrowInput) -> Grown:
     width, depth = _changes(x)
     small, result = coalesce_model(x.model, width=width, depth=depth, pairing=x.stage.pairing)
-    x.levels[x.shape.index] = LevelSnapshot(
+    level = LevelSnapshot(
         x.shape.index, x.shape.prev_layers, x.shape.prev_width, x.stage.pairing, x.model.to("cpu")
     )
-    return small, result
+    return Grown(small, result, {**x.levels, x.shape.index: level})
 
 
 def _level(x: GrowInput) -> LevelSnapshot:
@@ -71,28 +81,30 @@ def _level(x: GrowInput) -> LevelSnapshot:
     return x.levels[x.shape.level]
 
 
-def _decoalesce(x: GrowInput) -> tuple[nn.Module, GrowResult | None]:
+def _decoalesce(x: GrowInput) -> Grown:
     level = _level(x)
     width, depth = _changes(x)
-    return decoalesce_model(
+    model, result = decoalesce_model(
         x.model.to("cpu"),
         width=width,
         depth=depth,
         pairing=level.pairing,
         target_config=level.model.config,
     )
+    return Grown(model, result, x.levels)
 
 
-def _interpolate(x: GrowInput) -> tuple[nn.Module, GrowResult | None]:
+def _interpolate(x: GrowInput) -> Grown:
     level = _level(x)
     width, depth = _changes(x)
     alpha = x.stage.interpolation_alpha(x.family)
-    return interpolate_model(
+    model, result = interpolate_model(
         level.model, x.model.to("cpu"), alpha=alpha, width=width, depth=depth, pairing=level.pairing
     )
+    return Grown(model, result, x.levels)
 
 
-def _unresolved(x: GrowInput) -> tuple[nn.Module, GrowResult | None]:
+def _unresolved(x: GrowInput) -> Grown:
     raise ValueError("a probe stage is replaced by its best candidate before its operator runs")
 
 
@@ -107,13 +119,12 @@ GROW_FUNCTIONS: dict[str, GrowFn] = {
 }
 
 
-def apply_operator(x: GrowInput) -> tuple[nn.Module, GrowResult | None]:
-    """Run the stage's operator; afterwards `x.levels` holds exactly
-    the levels the plan walk says are open."""
+def apply_operator(x: GrowInput) -> Grown:
+    """Run the stage's operator; its `levels` are exactly the levels the plan walk says are
+    open after the stage (`x.levels` is left as it was)."""
     grow = GROW_FUNCTIONS.get(x.stage.enter)
     if grow is None:
         raise ValueError(f'unknown operator enter = "{x.stage.enter}"')
-    model, result = grow(x)
-    for stage in [s for s in x.levels if s not in x.shape.open_levels]:
-        del x.levels[stage]
-    return model, result
+    grown = grow(x)
+    kept = {s: level for s, level in grown.levels.items() if s in x.shape.open_levels}
+    return Grown(grown.model, grown.result, kept)

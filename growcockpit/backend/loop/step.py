@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import contextlib
 import time
+from dataclasses import dataclass
 from typing import Protocol
 
 import torch
@@ -37,7 +38,6 @@ from growcockpit.backend.control.reporter import RunReporter
 from growcockpit.backend.data.blocks import Batch
 from growcockpit.backend.dist.distributed import DistContext, no_sync
 from growcockpit.backend.loop.block_compile import BlockCompiler
-from growcockpit.backend.loop.forward import StagedForward
 from growcockpit.backend.loop.layer_checks import LayerHealth
 from growcockpit.backend.loop.optim import guarded_step, set_lr
 from growcockpit.backend.loop.precision import autocast as autocast
@@ -60,35 +60,80 @@ from growcockpit.protocol.events import LayerStats, Step
 
 
 class StepHost(Protocol):
-    """What a step needs of the trainer that runs it (backend/loop/engine.py's `Trainer`)."""
+    """What a step reads of the trainer that runs it (backend/loop/engine.py's `Trainer`):
+    read-only, since the step returns what changes (`StepResult`) and the engine applies it."""
 
-    plan: Plan
-    pos: TrainerPosition
-    dist: DistContext
-    report: RunReporter
-    model: nn.Module
-    forward: StagedForward
-    train_module: nn.Module
-    optimizer: torch.optim.Optimizer | None
-    stats: LayerStatsSampler
-    health: LayerHealth
-    timer: LayerTimer
-    layer_ms: tuple[list[float | None], list[float | None]]
+    @property
+    def plan(self) -> Plan: ...
+
+    @property
+    def pos(self) -> TrainerPosition: ...
+
+    @property
+    def dist(self) -> DistContext: ...
+
+    @property
+    def report(self) -> RunReporter: ...
+
+    @property
+    def model(self) -> nn.Module: ...
+
+    @property
+    def train_module(self) -> nn.Module: ...
+
+    @property
+    def optimizer(self) -> torch.optim.Optimizer | None: ...
+
+    @property
+    def stats(self) -> LayerStatsSampler: ...
+
+    @property
+    def health(self) -> LayerHealth: ...
+
+    @property
+    def timer(self) -> LayerTimer: ...
 
     @property
     def stage(self) -> Stage: ...
 
     def batch(self, step: int, micro: int = 0) -> Batch: ...
 
+    @property
+    def fsdp(self) -> bool: ...
+
     def current_lr(self) -> float: ...
 
-    def stats_due(self) -> bool: ...
 
-    def timing_due(self) -> bool: ...
+def batch_index(plan: Plan, dist: DistContext, step: int, micro: int) -> int:
+    """The index of micro-batch `micro` of global step `step` on this rank: batches are a
+    pure function of it (backend/data/blocks.py), so a resumed run reads the same ones."""
+    return (step * plan.optim.grad_accum_steps + micro) * dist.world_size + dist.rank
+
+
+def stats_due(t: StepHost) -> bool:
+    """Whether the coming step samples per-layer statistics (rank 0, not under FSDP)."""
+    every = t.plan.metrics.every_steps
+    return not t.fsdp and t.dist.is_main and every > 0 and (t.pos.step + 1) % every == 0
+
+
+def timing_due(t: StepHost) -> bool:
+    """Whether the coming step times each layer (rank 0, not under FSDP)."""
+    every = t.plan.metrics.timing_every_steps
+    return not t.fsdp and t.dist.is_main and every > 0 and (t.pos.step + 1) % every == 0
+
+
+@dataclass(frozen=True)
+class StepResult:
+    """What one step changed that the trainer owns: its outcome (on a reported step) and
+    the tokens it trained on every rank (the engine advances the position by them)."""
+
+    outcome: StepOutcome | None
+    tokens: int
 
 
 class StepRunner:
-    """The training step and the state it keeps between steps (precision, scaler, window)."""
+    """The training step and the state it keeps between steps (precision, scaler, window,
+    the per-layer timings not yet reported)."""
 
     def __init__(self, precision: str, device: torch.device) -> None:
         self.device = device
@@ -103,6 +148,16 @@ class StepRunner:
         self.sentinel: SpikeSentinel | None = None  # built at the first stage (plan's keys)
         self.compile_s: float | None = None
         self.compiler: BlockCompiler | None = None  # optim.compile, built at the first stage
+        self.layer_ms: tuple[list[float | None], list[float | None]] = ([], [])
+
+    def compiler_for(self, plan: Plan) -> BlockCompiler | None:
+        """`optim.compile`: the one compiler of the run (built at its first use), which the
+        engine hands to the stage's forward before `enter` warms it up; None without it."""
+        if not plan.optim.compile:
+            return None
+        if self.compiler is None:
+            self.compiler = BlockCompiler(plan.optim.compile_backend)
+        return self.compiler
 
     def enter(self, t: StepHost) -> None:
         """A new trainable set (stage entry, resume, rollback): the spike windows start
@@ -128,10 +183,8 @@ class StepRunner:
             self.warm_compiled(t)
 
     def warm_compiled(self, t: StepHost) -> None:
-        """The stage's first forward and backward through the compiled blocks, undone."""
-        if self.compiler is None:
-            self.compiler = BlockCompiler(t.plan.optim.compile_backend)
-        t.forward.compiled = self.compiler
+        """The stage's first forward and backward through the compiled blocks (handed to
+        the stage's forward by the engine: `compiler_for`), undone."""
         started = time.perf_counter()
         devices = [self.device] if self.device.type == "cuda" else []
         with torch.random.fork_rng(devices=devices):
@@ -156,14 +209,15 @@ class StepRunner:
         last_of_stage = t.pos.step_in_stage + 1 >= t.stage.steps
         return last_of_stage or (t.pos.step + 1) % every == 0
 
-    def run(self, t: StepHost, report_now: bool = False) -> StepOutcome | None:
+    def run(self, t: StepHost, report_now: bool = False) -> StepResult:
         """One optimizer step of `t`: accumulate micro-batches, clip, guarded update, report
-        (at the cadence, or now if `report_now`: a launch's first step)."""
+        (at the cadence, or now if `report_now`: a launch's first step). The events name the
+        position after the step; the engine moves `t.pos` there (`StepResult.tokens`)."""
         optimizer = t.optimizer
         assert optimizer is not None
         accum = t.plan.optim.grad_accum_steps
         report = report_now or self.reports(t)
-        layer_timing, collect = t.timing_due(), t.stats_due()
+        layer_timing, collect = timing_due(t), stats_due(t)
         if layer_timing:
             t.timer.attach(get_layers(t.model))
         lr = t.current_lr()
@@ -203,19 +257,18 @@ class StepRunner:
         if layer_timing:
             t.timer.detach()
         if t.timer.pending and (outcome is not None or collect):  # read already synchronised
-            t.layer_ms = t.timer.result()
-        t.pos.step += 1
-        t.pos.step_in_stage += 1
-        t.pos.tokens += tokens * t.dist.world_size
+            self.layer_ms = t.timer.result()
+        trained = tokens * t.dist.world_size
+        step, total = t.pos.step + 1, t.pos.tokens + trained  # the position after this step
         if outcome is not None:
-            outcome.loss = self.emit_step(t, outcome.loss, lr)
+            outcome.loss = self.emit_step(t, outcome.loss, lr, step, total)
         if collect:
-            fwd_ms, bwd_ms = t.layer_ms
-            t.layer_ms = ([], [])  # each timing sample is reported once, never again stale
+            fwd_ms, bwd_ms = self.layer_ms
+            self.layer_ms = ([], [])  # each timing sample is reported once, never again stale
             layers = t.stats.collect(grad_norms, fwd_ms, bwd_ms)
-            t.report.emit(LayerStats(step=t.pos.step, stage=t.pos.stage_index, layers=layers))
-            t.health.observe(layers, t.plan.metrics, t.stage, t.pos.stage_index, t.pos.step)
-        return outcome
+            t.report.emit(LayerStats(step=step, stage=t.pos.stage_index, layers=layers))
+            t.health.observe(layers, t.plan.metrics, t.stage, t.pos.stage_index, step)
+        return StepResult(outcome, trained)
 
     def read(self, last_step: int) -> StepOutcome:
         """The window's one read. After a spike the sentinel starts afresh, under a ceiling
@@ -241,7 +294,7 @@ class StepRunner:
             return None
         outcome = self.read(t.pos.step)
         w.phases = {}
-        outcome.loss = self.emit_step(t, outcome.loss, t.current_lr())
+        outcome.loss = self.emit_step(t, outcome.loss, t.current_lr(), t.pos.step, t.pos.tokens)
         return outcome
 
     def update(
@@ -292,8 +345,9 @@ class StepRunner:
         optimizer.zero_grad(set_to_none=True)
         return grad_norms, scalar(norm), ok, checks
 
-    def emit_step(self, t: StepHost, loss: float, lr: float) -> float:
-        """The Step event for the window that just ended; returns the loss (mean over ranks).
+    def emit_step(self, t: StepHost, loss: float, lr: float, step: int, tokens: int) -> float:
+        """The Step event for the window that just ended at `step` (`tokens` trained by
+        then); returns the loss (mean over ranks).
 
         `loss` is the reported step's; `step_ms`, `data_ms` and `tokens_per_s` are
         averaged over every step since the last report (host wall time: on a GPU
@@ -306,11 +360,11 @@ class StepRunner:
         per_step = w.phases
         t.report.emit(
             Step(
-                step=t.pos.step,
+                step=step,
                 stage=t.pos.stage_index,
                 loss=loss,
                 lr=lr,
-                tokens=t.pos.tokens,
+                tokens=tokens,
                 tokens_per_s=w.tokens * t.dist.world_size / w.host_s if w.host_s > 0 else 0.0,
                 step_ms=step_s * 1e3,
                 data_ms=w.data_s / max(1, w.steps) * 1e3,

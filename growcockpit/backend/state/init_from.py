@@ -8,7 +8,6 @@ tokenizer path or hub name keeps it, and its size must match the model.
 
 from __future__ import annotations
 
-import contextlib
 import dataclasses
 from pathlib import Path
 
@@ -16,9 +15,7 @@ import torch
 from torch import nn
 from transformers import PreTrainedTokenizerBase
 
-from growcockpit.backend.data.blocks import TokenBlocks
 from growcockpit.backend.data.corpus import DataError
-from growcockpit.backend.loop.evaluation import mean_val_loss
 from growcockpit.backend.model import build_model
 from growcockpit.backend.state.source_weights import SourceWeightsError, check_source_weights
 from growcockpit.families import spec_for
@@ -31,7 +28,6 @@ from growcockpit.plan.init_from import (
     tokenizer_used,
 )
 from growcockpit.plan.types import DataSpec, Plan
-from growcockpit.protocol.events import ModelLoaded
 
 
 def data_spec_for(plan: Plan) -> DataSpec:
@@ -111,19 +107,3 @@ def _unread_model(family: FamilySpec, path: str, overrides: dict[str, float]) ->
     model = model.to_empty(device="cpu")
     model.tie_weights()  # type: ignore[operator]  # to_empty makes each tied weight anew
     return model
-
-
-def loaded_event(
-    plan: Plan, model: nn.Module, data: TokenBlocks, device: torch.device
-) -> ModelLoaded:
-    """What `init_from` loaded, with the loss of the first validation batch before any step."""
-    path = plan.model.init_from or ""
-    batches = data.val_batches(plan.optim.batch_size, 1)
-    val = mean_val_loss(model, batches, device, contextlib.nullcontext())
-    return ModelLoaded(
-        path=path,
-        family=plan.model.family,
-        layers=plan.stages[0].layers,
-        parameters=sum(p.numel() for p in model.parameters()),
-        val_loss=val,
-    )

@@ -8,20 +8,25 @@ user is told), and checkpoints after the one restored are moved to
 `checkpoints/rolled-back/`, so a later `resume` follows the new timeline
 instead of jumping back onto the abandoned one. Choosing a checkpoint needs no
 torch, so `resume` can do it before the heavy imports.
+
+Nothing here writes the trainer: `read_restore` reads and checks a checkpoint and returns
+it (`Restored`), `load_rest` puts the optimizer state, RNG and scaler into the objects it
+is handed, and the engine (backend/loop/engine.py `restore`, `rollback`) adopts the rest.
 """
 
 from __future__ import annotations
 
 import os
 import zipfile
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from growcockpit.backend.state.checkpoint_dirs import SHARDS_DIR, checkpoint_dirs, step_of
 from growcockpit.plan.types import Plan, Stage, trainable_layer_ids
 from growcockpit.protocol import safe_fs
 from growcockpit.protocol.events import RolledBack
-from growcockpit.protocol.rundir import RunPaths
 
 if TYPE_CHECKING:  # torch-heavy: choosing a checkpoint must not import them
     import torch
@@ -29,44 +34,49 @@ if TYPE_CHECKING:  # torch-heavy: choosing a checkpoint must not import them
 
     from growcockpit.backend.control.reporter import RunReporter
     from growcockpit.backend.dist.distributed import DistContext
-    from growcockpit.backend.loop.step import StepRunner
     from growcockpit.backend.state.checkpoint import TrainerPosition
     from growcockpit.backend.state.levels import LevelSnapshot
-    from growcockpit.grow import GrowResult
 
 SET_ASIDE = "rolled-back"
 
+# the optimizer's parameter groups over a model (backend/loop/optim.py `trainable_groups`),
+# handed in: the state layer builds no optimizer
+GroupsOf = Callable[["nn.Module"], Iterable[Iterable["torch.Tensor"]]]
 
-class RestoreHost(Protocol):
-    """The parts of a live trainer a checkpoint restores (backend/loop/engine.py's `Trainer`)."""
 
+class RestoreReads(Protocol):
+    """What reading a checkpoint needs of the live trainer: the plan that caps its size, and
+    where the weights go (every rank reads sharded weights whole)."""
+
+    @property
+    def plan(self) -> Plan: ...
+
+    @property
+    def dist(self) -> DistContext: ...
+
+
+class ThreadReads(Protocol):
+    @property
+    def device(self) -> torch.device: ...
+
+    @property
+    def report(self) -> RunReporter: ...
+
+
+@dataclass(frozen=True)
+class Restored:
+    """A checkpoint read and checked, nothing applied yet: the position, plan and open
+    levels, the model (on the CPU, whole), the stage whose optimizer it holds, and the
+    raw state the optimizer, RNG and scaler come back from (`load_rest`)."""
+
+    checkpoint_dir: Path
     pos: TrainerPosition
     plan: Plan
     levels: dict[int, LevelSnapshot]
     model: nn.Module
-    optimizer: torch.optim.Optimizer | None
-    device: torch.device
-    dist: DistContext
-    report: RunReporter
-    steps: StepRunner
-
-    def configure_training(
-        self, stage: Stage, trainable: list[int], grow: GrowResult | None = None
-    ) -> None: ...
-
-
-class RollbackHost(RestoreHost, Protocol):
-    """What a live rollback touches besides the restored state (the loop's holds, the plan)."""
-
-    run_dir: Path
-    last_loss: float | None
-    waiting: bool
-    advance_now: bool
-    rewound: bool
-
-    def restore(self, checkpoint_dir: Path) -> None: ...
-
-    def replan(self, plan: Plan, from_stage: int) -> None: ...
+    optimizer_stage: tuple[Stage, list[int]] | None
+    state: dict[str, Any]
+    sharded: bool  # FSDP: weights and optimizer in shards/ (fsdp_checkpoint)
 
 
 class RestoreError(Exception):
@@ -153,22 +163,17 @@ def set_aside_later(root: Path, step: int) -> list[Path]:
     return moved
 
 
-def restore_trainer(trainer: RestoreHost, checkpoint_dir: Path) -> None:
-    """Continue from a checkpoint: same weights, optimizer, plan position and RNG.
+def read_restore(trainer: RestoreReads, checkpoint_dir: Path, groups_of: GroupsOf) -> Restored:
+    """The checkpoint to continue from: same weights, optimizer, plan position and RNG.
 
     Every part is checked (backend/state/checkpoint_checks.py) and the new model and
-    optimizer state are matched before the trainer changes, so a refused
-    checkpoint (CheckpointError) leaves a live run exactly as it was.
+    optimizer state are matched (over the groups `groups_of` gives) before anything is
+    returned, so a refused checkpoint (CheckpointError) leaves a live run exactly as it was.
     """
-    from growcockpit.backend.dist.fsdp import load_optimizer_state
     from growcockpit.backend.model import model_from_saved
-    from growcockpit.backend.state import rng
     from growcockpit.backend.state.checkpoint import load_checkpoint
     from growcockpit.backend.state.checkpoint_checks import check_state
-    from growcockpit.backend.state.fsdp_checkpoint import (
-        load_sharded_optimizer,
-        load_sharded_weights,
-    )
+    from growcockpit.backend.state.fsdp_checkpoint import load_sharded_weights
     from growcockpit.backend.state.levels import levels_from_saved, open_levels_at
     from growcockpit.backend.state.state_checks import check_optimizer_params
 
@@ -189,27 +194,41 @@ def restore_trainer(trainer: RestoreHost, checkpoint_dir: Path) -> None:
     )
     optimizer_stage = _optimizer_stage(plan, pos)
     if optimizer_stage is not None and state["optimizer"] is not None and not sharded:
-        check_optimizer_params(
-            state["optimizer"], _param_groups(model, *optimizer_stage), checkpoint_dir / "state.pt"
-        )
-    trainer.pos, trainer.plan, trainer.levels = pos, plan, levels
-    adopt_threads(trainer, pos.cpu_threads)
-    trainer.model = model.to(trainer.device)
-    trainer.optimizer = None
-    if optimizer_stage is not None:
-        trainer.configure_training(*optimizer_stage)
-        if state["optimizer"] is not None and trainer.optimizer is not None:
-            load_optimizer_state(trainer.optimizer, state["optimizer"])  # FSDP: cut to shards
-        if sharded and trainer.optimizer is not None:  # FSDP: each rank its own shards
-            load_sharded_optimizer(checkpoint_dir, trainer.model, trainer.optimizer, trainer.dist)
-    note = rng.restore(state["rng"], trainer.dist, trainer.device)
+        groups = _param_groups(model, groups_of, *optimizer_stage)
+        check_optimizer_params(state["optimizer"], groups, checkpoint_dir / "state.pt")
+    return Restored(checkpoint_dir, pos, plan, levels, model, optimizer_stage, state, sharded)
+
+
+def load_rest(
+    restored: Restored,
+    model: nn.Module,
+    optimizer: torch.optim.Optimizer | None,
+    dist: DistContext,
+    device: torch.device,
+    scaler: torch.amp.GradScaler | None,
+    warn: Callable[[str], None],
+) -> None:
+    """What a checkpoint restores besides the trainer's own fields, into the objects handed
+    in: the optimizer's state (built for `restored.optimizer_stage` over `model`), the RNG
+    and the fp16 scaler."""
+    from growcockpit.backend.dist.fsdp import load_optimizer_state
+    from growcockpit.backend.state import rng
+    from growcockpit.backend.state.fsdp_checkpoint import load_sharded_optimizer
+
+    state = restored.state
+    if restored.optimizer_stage is not None and optimizer is not None:
+        if state["optimizer"] is not None:
+            load_optimizer_state(optimizer, state["optimizer"])  # FSDP: cut to shards
+        if restored.sharded:  # FSDP: each rank its own shards
+            load_sharded_optimizer(restored.checkpoint_dir, model, optimizer, dist)
+    note = rng.restore(state["rng"], dist, device)
     if note:
-        trainer.report.warn(f"resume: {note}")
-    if trainer.steps.scaler is not None and state.get("scaler"):
-        trainer.steps.scaler.load_state_dict(state["scaler"])
+        warn(f"resume: {note}")
+    if scaler is not None and state.get("scaler"):
+        scaler.load_state_dict(state["scaler"])
 
 
-def adopt_threads(trainer: RestoreHost, threads: int) -> None:
+def adopt_threads(trainer: ThreadReads, threads: int) -> None:
     """Train on with the intra-op thread count the checkpoint was written with (CPU).
 
     CPU kernels split reductions by thread count, so another count changes
@@ -262,15 +281,16 @@ def _optimizer_stage(plan: Plan, pos: TrainerPosition) -> tuple[Stage, list[int]
     return stage, trainable_layer_ids(stage, depth_before)
 
 
-def _param_groups(model: nn.Module, stage: Stage, trainable: list[int]) -> list[list[torch.Tensor]]:
+def _param_groups(
+    model: nn.Module, groups_of: GroupsOf, stage: Stage, trainable: list[int]
+) -> list[list[torch.Tensor]]:
     """The parameter groups `configure_training` will give the optimizer over `model`."""
-    from growcockpit.backend.loop.optim import trainable_groups
     from growcockpit.grow.freeze import apply_freeze
 
     apply_freeze(model, trainable, stage.embeddings_trainable(), stage.head_trainable())
     import torch
 
-    groups: list[list[torch.Tensor]] = [list(g) for g in trainable_groups(model) if g]
+    groups: list[list[torch.Tensor]] = [list(g) for g in groups_of(model) if g]
     return groups or [[torch.zeros(1)]]  # build_optimizer's placeholder when nothing trains
 
 
@@ -291,11 +311,15 @@ def restored_event(
     )
 
 
-def rollback_target(root: Path, now: int, step: int | None) -> Path:
+def rollback_target(root: Path, now: int, step: int | None, raised: int | None = None) -> Path:
     """The checkpoint a live `rollback` returns to; RestoreError when there is none.
 
-    `step` None means the newest readable checkpoint at or before step `now`.
+    `step` None means the newest readable checkpoint at or before step `now`; or, when
+    the LR was `raised` at a step (a run paused after an LR raise), the one from before
+    the raise that a blow-up's advice names (`advised_rollback_step`).
     """
+    if step is None and raised is not None:
+        step = advised_rollback_step(root, now, raised)
     if step is not None:
         return pick_checkpoint(root, step)[0]
     candidates = [p for p in checkpoint_dirs(root) if step_of(p) <= now]
@@ -305,6 +329,15 @@ def rollback_target(root: Path, now: int, step: int | None) -> Path:
     return usable[0]
 
 
+def load_or_refuse(restore: Callable[[Path], None], path: Path) -> None:
+    """A live rollback's restore: any failure is the one-line RestoreError the ack shows,
+    and the run is left untouched (`read_restore` checks everything before it changes)."""
+    try:
+        restore(path)
+    except Exception as exc:
+        raise RestoreError(f"{path}/state.pt: cannot be loaded ({str(exc)[:200]})") from None
+
+
 def rolled_back_text(path: Path, moved: list[Path], pos: TrainerPosition) -> str:
     """The rollback ack: where the run now stands, and what was set aside."""
     aside = f"; {len(moved)} later checkpoint(s) moved to checkpoints/{SET_ASIDE}/" if moved else ""
@@ -312,30 +345,3 @@ def rolled_back_text(path: Path, moved: list[Path], pos: TrainerPosition) -> str
         f"rolled back to {path.name} (stage {pos.stage_index + 1}, "
         f"LR scale ×{pos.lr_scale:g}){aside}"
     )
-
-
-def rollback_trainer(trainer: RollbackHost, step: int | None, lr_scale: float | None = None) -> str:
-    """Restore an earlier checkpoint into a live run; returns the ack text.
-
-    Raises RestoreError (the run is left untouched) when there is none. Later
-    checkpoints are set aside, so a later `resume` follows this timeline.
-    `lr_scale`: train on at this scale instead of the checkpoint's: after a
-    blow-up the checkpoint's own scale is often the one that blew up.
-    """
-    root = RunPaths(trainer.run_dir).checkpoints
-    path = rollback_target(root, trainer.pos.step, step)
-    before, from_step = trainer.plan, trainer.pos.step
-    try:
-        trainer.restore(path)
-    except Exception as exc:
-        raise RestoreError(f"{path}/state.pt: cannot be loaded ({str(exc)[:200]})") from None
-    if lr_scale is not None:
-        trainer.pos.lr_scale = lr_scale
-    trainer.last_loss = None
-    trainer.waiting = trainer.advance_now = False
-    trainer.rewound = True
-    moved = set_aside_later(root, step_of(path)) if trainer.dist.is_main else []
-    if trainer.plan != before:
-        trainer.replan(trainer.plan, 0)
-    trainer.report.emit(restored_event(trainer.pos, path, from_step, len(moved)))
-    return rolled_back_text(path, moved, trainer.pos)

@@ -120,7 +120,7 @@ def test_layer_timing_is_read_only_on_steps_that_read_anyway(
     assert reads == []
     assert trainer.train_step() is not None
     assert reads == [1]
-    fwd, bwd = trainer.layer_ms
+    fwd, bwd = trainer.steps.layer_ms  # kept by the step runner until reported
     assert len(fwd) == 2 and all(ms is not None and ms >= 0 for ms in fwd)
 
 

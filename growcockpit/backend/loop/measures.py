@@ -1,0 +1,155 @@
+"""What the engine measures and records between steps: the validation loss (the periodic
+evaluation and an operator's probe), samples of text, each rank's memory, a checkpoint.
+
+Functions of what they read of the trainer (`MeasureReads`), never writing it: the engine
+(backend/loop/engine.py) decides when they run and keeps what they leave behind.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Protocol
+
+import torch
+from torch import nn
+
+from growcockpit.backend.control.reporter import RunReporter
+from growcockpit.backend.data.blocks import TokenBlocks
+from growcockpit.backend.dist.distributed import DistContext
+from growcockpit.backend.dist.fsdp import is_sharded, root_gathered
+from growcockpit.backend.dist.rank_memory import gather_rank_memory
+from growcockpit.backend.loop.evaluation import eval_event, mean_val_loss
+from growcockpit.backend.loop.plateau import PlateauTrigger, check_event
+from growcockpit.backend.loop.samples import SampleCadence, write_samples
+from growcockpit.backend.loop.step import StepRunner
+from growcockpit.backend.state.checkpoint import TrainerPosition
+from growcockpit.backend.state.checkpointing import TrainState, write_checkpoint
+from growcockpit.backend.state.fsdp_checkpoint import shard_stager
+from growcockpit.backend.state.levels import LevelSnapshot
+from growcockpit.plan.types import Plan
+from growcockpit.protocol.rundir import RunPaths
+
+
+class MeasureReads(Protocol):
+    """What a measurement reads of the live trainer (backend/loop/engine.py's `Trainer`)."""
+
+    @property
+    def plan(self) -> Plan: ...
+
+    @property
+    def pos(self) -> TrainerPosition: ...
+
+    @property
+    def data(self) -> TokenBlocks: ...
+
+    @property
+    def device(self) -> torch.device: ...
+
+    @property
+    def dist(self) -> DistContext: ...
+
+    @property
+    def fsdp(self) -> bool: ...
+
+    @property
+    def model(self) -> nn.Module: ...
+
+    @property
+    def optimizer(self) -> torch.optim.Optimizer | None: ...
+
+    @property
+    def train_module(self) -> nn.Module: ...
+
+    @property
+    def steps(self) -> StepRunner: ...
+
+    @property
+    def report(self) -> RunReporter: ...
+
+    @property
+    def sample_cadence(self) -> SampleCadence: ...
+
+    @property
+    def levels(self) -> dict[int, LevelSnapshot]: ...
+
+    @property
+    def last_loss(self) -> float | None: ...
+
+    @property
+    def run_dir(self) -> Path: ...
+
+    @property
+    def plateau(self) -> PlateauTrigger | None: ...
+
+
+def probe_loss(t: MeasureReads) -> float | None:
+    """Loss on the first validation batch: shows what an operator did to the function."""
+    batches = t.data.val_batches(t.plan.optim.batch_size, 1)
+    with root_gathered(t.train_module):
+        return mean_val_loss(t.model, batches, t.device, t.steps.autocast())
+
+
+def evaluate(t: MeasureReads) -> None:
+    """The periodic evaluation (eval event), then samples when due."""
+    batches = t.data.val_batches(t.plan.optim.batch_size, t.plan.metrics.eval_batches)
+    autocast = t.steps.autocast()
+    with root_gathered(t.train_module):
+        event = eval_event(t.model, batches, t.device, autocast, t.pos.step, t.pos.stage_index)
+    if event is not None:
+        t.report.emit(event)
+    samples(t, final=False)
+
+
+def samples(t: MeasureReads, final: bool) -> None:
+    """`[samples]` when due (backend/loop/samples.py): rank 0 only, but all under FSDP."""
+    due = t.sample_cadence.take(t.plan, t.pos.step, final)
+    if not due or not (t.dist.is_main or t.fsdp):
+        return
+    stage = min(t.pos.stage_index, len(t.plan.stages) - 1)  # past the last at the end
+    with root_gathered(t.train_module):
+        event = write_samples(
+            t.model,
+            t.data.tokenizer,
+            t.plan,
+            t.device,
+            t.steps.autocast(),
+            t.pos.step,
+            stage,
+        )
+    if t.dist.is_main:
+        t.report.emit(event)
+
+
+def observe_plateau(t: MeasureReads, loss: float) -> None:
+    """`advance = "plateau"`: the trigger sees the reported loss; its state is reported
+    every `metrics.every_steps` steps and when it fires (the stage then ends)."""
+    if t.plateau is None:
+        return
+    fired = t.plateau.observe(loss, t.pos.tokens)
+    if fired or t.pos.step % max(1, t.plan.metrics.every_steps) == 0:
+        t.report.emit(check_event(t.plateau, t.pos.step, t.pos.stage_index))
+
+
+def report_rank_memory(t: MeasureReads) -> None:
+    """Every `metrics.every_steps` steps, each rank's memory in one event (all ranks
+    gather in step; backend/dist/rank_memory.py)."""
+    every = t.plan.metrics.every_steps
+    if every <= 0 or t.pos.step % every != 0:
+        return
+    strategy = t.plan.distributed.strategy if t.dist.enabled else "single"
+    where = (t.pos.step, t.pos.stage_index, strategy)
+    event = gather_rank_memory(t.dist, t.model, t.optimizer, t.device, where)
+    if event is not None:
+        t.report.emit(event)
+
+
+def write_trainer_checkpoint(t: MeasureReads, reason: str) -> Path | None:
+    """The trainer's state under checkpoints/ (backend/state/checkpointing.py); under FSDP
+    every rank writes its own shards. None when the state is not finite."""
+    scaler = t.steps.scaler.state_dict() if t.steps.scaler else None
+    shards = None
+    if t.fsdp and is_sharded(t.model):
+        shards = shard_stager(t.model, t.optimizer, t.last_loss, t.dist)
+    state = TrainState(t.model, t.optimizer, t.pos, t.plan, t.levels, scaler, t.last_loss)
+    root = RunPaths(t.run_dir).checkpoints
+    return write_checkpoint(root, state, reason, t.dist, t.device, t.report, shards)
