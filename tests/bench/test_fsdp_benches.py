@@ -9,7 +9,10 @@ import sys
 from pathlib import Path
 from typing import Any
 
+import pytest
 from repo_paths import REPO
+
+pytestmark = pytest.mark.slow  # 2 gloo ranks in subprocesses
 
 
 def _bench(name: str, out: Path) -> dict[str, Any]:

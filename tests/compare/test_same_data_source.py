@@ -108,6 +108,7 @@ def _train(plan_text: str, launch_in: Path, run_dir: Path, cache: Path) -> None:
     assert res.returncode == 0, res.stderr[-2000:]
 
 
+@pytest.mark.slow
 def test_a_real_run_records_its_source_and_compares_by_it(layout: Path, gc_cache: Path) -> None:
     """One real tiny run launched in the data directory; its twin's log says the plan was
     `../byo/own.txt` launched from repo/ (what a second launch there records)."""

@@ -28,6 +28,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
+import pytest
 from repo_paths import REPO, TINY_TOML
 
 from growcockpit.cli import build_parser
@@ -215,6 +216,7 @@ def test_the_readme_block_is_parsed_whole() -> None:
     assert "growcockpit status runs/my-run --json" in texts
 
 
+@pytest.mark.slow  # a live tiny CPU run, driven by the installed executable
 def test_every_readme_headless_command_runs(tmp_path: Path, gc_cache: Path) -> None:
     session = Session(tmp_path, gc_cache)
     commands = typed_commands()

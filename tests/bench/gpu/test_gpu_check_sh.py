@@ -13,7 +13,10 @@ import zipfile
 from pathlib import Path
 from typing import Any
 
+import pytest
 from repo_paths import REPO
+
+pytestmark = pytest.mark.slow  # each test drives gpu_check.sh in a subprocess
 
 
 def test_a_missing_wheel_is_named_in_one_line_before_anything_runs(tmp_path: Path) -> None:
