@@ -164,7 +164,12 @@ async def test_theme_key_cycles_and_is_remembered(
     assert json.loads('{"theme": "dark"}')["theme"] == "dark"
 
 
-async def test_command_palette_lists_every_action(tmp_path: Path) -> None:
+async def test_command_palette_lists_every_action(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # the theme picked below is remembered: in this test's settings, not the session's
+    # (a later snapshot would open in high-contrast)
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "xdg"))
     app = GrowCockpitApp(run_dir=write_recorded_run(tmp_path / "run"))
     async with app.run_test(size=SIZE) as pilot:
         await pilot.pause()
