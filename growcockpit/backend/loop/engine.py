@@ -25,6 +25,7 @@ from growcockpit.backend.dist.distributed import DistContext
 from growcockpit.backend.dist.fsdp import DeviceMesh, unsharded
 from growcockpit.backend.dist.fsdp_grow import ShardedChange
 from growcockpit.backend.loop import measures, stage_entry
+from growcockpit.backend.loop.block_compile import BlockCompiler
 from growcockpit.backend.loop.command_loop import handle_commands
 from growcockpit.backend.loop.forward import LossModule, StagedForward
 from growcockpit.backend.loop.layer_checks import LayerHealth
@@ -34,7 +35,7 @@ from growcockpit.backend.loop.plateau import PlateauTrigger, trigger_for
 from growcockpit.backend.loop.probe import run_probe
 from growcockpit.backend.loop.recipes import StageRecipes, gated_layer_ids
 from growcockpit.backend.loop.samples import SampleCadence
-from growcockpit.backend.loop.stage_events import awaiting_advance, skipped_hold
+from growcockpit.backend.loop.stage_events import awaiting_advance
 from growcockpit.backend.loop.step import StepRunner, batch_index
 from growcockpit.backend.loop.step_window import StepOutcome
 from growcockpit.backend.state import restore as restoring
@@ -45,13 +46,11 @@ from growcockpit.backend.state.final import finish_run
 from growcockpit.backend.state.levels import LevelSnapshot
 from growcockpit.grow import GrowResult
 from growcockpit.metrics import LayerStatsSampler, LayerTimer
-from growcockpit.plan import dump_plan, plan_to_dict
+from growcockpit.plan import plan_to_dict
 from growcockpit.plan.edit import end_stage_early
 from growcockpit.plan.probe import with_stage
 from growcockpit.plan.types import Plan, Stage, trainable_layer_ids
-from growcockpit.protocol.events import PlanChanged
 from growcockpit.protocol.rundir import RunPaths
-from growcockpit.protocol.safe_fs import write_atomic
 
 
 class Trainer:
@@ -104,8 +103,10 @@ class Trainer:
 
     def candidate(self, sink: EventSink) -> Trainer:
         """A child trainer for a probe's candidate (backend/loop/probe.py): this run's plan,
-        data and device, its events to `sink`; it restores its state from the growth point,
-        so the live model is only its placeholder. It shares the run's one compiler."""
+        data and device, its events to `sink`; it restores its state from the growth point
+        (the live model is a placeholder) and shares the run's one compiler."""
+        if self.plan.optim.compile and self.steps.compiler is None:
+            self.steps.compiler = BlockCompiler(self.plan.optim.compile_backend)
         report = RunReporter(sink)
         child = Trainer(
             self.plan, self.run_dir, self.data, report, self.device, self.dist, self.model
@@ -163,20 +164,14 @@ class Trainer:
         """The stage ends before its `steps` (plateau or `advance`): it counts the steps it
         ran, so totals, ETAs and the LR schedule follow (and a budget's fill stage is refitted).
         A stage left before its first step keeps its plan (a stage has at least one step)."""
-        done = self.pos.step_in_stage
+        done, index = self.pos.step_in_stage, self.pos.stage_index
         if 0 < done < stage.steps:
-            self.replan(
-                end_stage_early(self.plan, self.pos.stage_index, done), self.pos.stage_index
-            )
+            self.replan(end_stage_early(self.plan, index, done), index)
 
     def replan(self, plan: Plan, from_stage: int) -> None:
         """Run `plan` from here on and say so (plan_changed from stage `from_stage` on)."""
         self.plan = plan
-        if self.dist.is_main:
-            write_atomic(RunPaths(self.run_dir).plan, dump_plan(plan).encode("utf-8"))
-        self.report.emit(
-            PlanChanged(step=self.pos.step, from_stage=from_stage, plan=plan_to_dict(plan))
-        )
+        measures.announce_plan(self, from_stage)
 
     def progress(self) -> Progress:
         pos, loop = self.pos, self.loop
@@ -246,10 +241,7 @@ class Trainer:
         at the checkpoint `advised_rollback_step` picks (backend/state/restore.py)."""
         if outcome.finite:
             return False
-        root = RunPaths(self.run_dir).checkpoints
-        good = restoring.advised_rollback_step(root, self.pos.step, self.lr_raised_at)
-        scale = self.checkpoint_scales.get(good or 0, self.pos.lr_scale)  # good's own scale
-        hold = skipped_hold(outcome, self.pos.step, good, str(self.run_dir), scale)
+        hold = measures.skipped_hold_at(self, outcome)
         self.loop.pause()
         self.report.emit(hold.error)
         self.report.paused(self.progress(), reason=hold.reason)
@@ -294,10 +286,11 @@ class Trainer:
         self.model, self.forward, self.train_module = done.model, done.forward, done.train_module
         self.optimizer, self.stats, self.mesh = done.optimizer, done.stats, done.mesh
         stage_entry.install_checks_and_recipes(self, stage, trainable, done.optimizer)
-        compiler = self.steps.compiler_for(self.plan)
-        if compiler is not None:
-            self.forward.compiled = compiler
         self.steps.enter(self)  # spike windows start afresh, the step module is compiled
+
+    def use_compiler(self, compiler: BlockCompiler) -> None:
+        """`optim.compile`: the stage's forward runs its blocks compiled (loop/step.py)."""
+        self.forward.compiled = compiler
 
     def resolve_probe(self) -> None:
         """An `enter = "probe"` stage: the candidates tried in child trainers, then back to the
@@ -319,7 +312,6 @@ class Trainer:
         if self.loop.wait():
             self.report.emit(awaiting_advance(self.stage, self.pos.stage_index, self.pos.step))
 
-    # ---- helpers -----------------------------------------------------------------
     def batch(self, step: int, micro: int = 0) -> Batch:
         """Micro-batch `micro` of global step `step` for this rank: a pure function of its index."""
         return self.prefetch.get(batch_index(self.plan, self.dist, step, micro)).to(self.device)
@@ -383,10 +375,9 @@ class Trainer:
 
     def flush_steps(self) -> None:
         outcome = self.steps.flush(self)
-        if outcome is None:
-            return
-        self.last_loss = outcome.loss
-        self.pause_if_skipped(outcome)
+        if outcome is not None:
+            self.last_loss = outcome.loss
+            self.pause_if_skipped(outcome)
 
     def finish(self) -> str:
         """Final evaluation at the last step unless the periodic one just ran (a run's final

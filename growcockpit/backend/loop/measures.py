@@ -1,5 +1,6 @@
-"""What the engine measures and records between steps: the validation loss (the periodic
-evaluation and an operator's probe), samples of text, each rank's memory, a checkpoint.
+"""What the engine measures and tells between steps: the validation loss (the periodic
+evaluation and an operator's probe), samples of text, each rank's memory, the plateau
+trigger's view, a changed plan, the hold a skipped update calls for, a checkpoint.
 
 Functions of what they read of the trainer (`MeasureReads`), never writing it: the engine
 (backend/loop/engine.py) decides when they run and keeps what they leave behind.
@@ -21,13 +22,19 @@ from growcockpit.backend.dist.rank_memory import gather_rank_memory
 from growcockpit.backend.loop.evaluation import eval_event, mean_val_loss
 from growcockpit.backend.loop.plateau import PlateauTrigger, check_event
 from growcockpit.backend.loop.samples import SampleCadence, write_samples
+from growcockpit.backend.loop.stage_events import Hold, skipped_hold
 from growcockpit.backend.loop.step import StepRunner
+from growcockpit.backend.loop.step_window import StepOutcome
 from growcockpit.backend.state.checkpoint import TrainerPosition
 from growcockpit.backend.state.checkpointing import TrainState, write_checkpoint
 from growcockpit.backend.state.fsdp_checkpoint import shard_stager
 from growcockpit.backend.state.levels import LevelSnapshot
+from growcockpit.backend.state.restore import advised_rollback_step
+from growcockpit.plan import dump_plan, plan_to_dict
 from growcockpit.plan.types import Plan
+from growcockpit.protocol.events import PlanChanged
 from growcockpit.protocol.rundir import RunPaths
+from growcockpit.protocol.safe_fs import write_atomic
 
 
 class MeasureReads(Protocol):
@@ -81,6 +88,12 @@ class MeasureReads(Protocol):
     @property
     def plateau(self) -> PlateauTrigger | None: ...
 
+    @property
+    def lr_raised_at(self) -> int | None: ...
+
+    @property
+    def checkpoint_scales(self) -> dict[int, float]: ...
+
 
 def probe_loss(t: MeasureReads) -> float | None:
     """Loss on the first validation batch: shows what an operator did to the function."""
@@ -128,6 +141,23 @@ def observe_plateau(t: MeasureReads, loss: float) -> None:
     fired = t.plateau.observe(loss, t.pos.tokens)
     if fired or t.pos.step % max(1, t.plan.metrics.every_steps) == 0:
         t.report.emit(check_event(t.plateau, t.pos.step, t.pos.stage_index))
+
+
+def announce_plan(t: MeasureReads, from_stage: int) -> None:
+    """The trainer's plan, changed: written to the run's plan.toml (rank 0) and said as
+    plan_changed from stage `from_stage` on."""
+    if t.dist.is_main:
+        write_atomic(RunPaths(t.run_dir).plan, dump_plan(t.plan).encode("utf-8"))
+    t.report.emit(PlanChanged(step=t.pos.step, from_stage=from_stage, plan=plan_to_dict(t.plan)))
+
+
+def skipped_hold_at(t: MeasureReads, outcome: StepOutcome) -> Hold:
+    """The pause a skipped update calls for (non-finite or spiked: backend/loop/step.py),
+    naming the checkpoint `advised_rollback_step` picks and the LR scale it was saved at."""
+    root = RunPaths(t.run_dir).checkpoints
+    good = advised_rollback_step(root, t.pos.step, t.lr_raised_at)
+    scale = t.checkpoint_scales.get(good or 0, t.pos.lr_scale)  # good's own scale
+    return skipped_hold(outcome, t.pos.step, good, str(t.run_dir), scale)
 
 
 def report_rank_memory(t: MeasureReads) -> None:

@@ -103,6 +103,9 @@ class StepHost(Protocol):
 
     def current_lr(self) -> float: ...
 
+    def use_compiler(self, compiler: BlockCompiler) -> None:
+        """Hand the run's compiler to the stage's forward (the trainer owns the forward)."""
+
 
 def batch_index(plan: Plan, dist: DistContext, step: int, micro: int) -> int:
     """The index of micro-batch `micro` of global step `step` on this rank: batches are a
@@ -150,15 +153,6 @@ class StepRunner:
         self.compiler: BlockCompiler | None = None  # optim.compile, built at the first stage
         self.layer_ms: tuple[list[float | None], list[float | None]] = ([], [])
 
-    def compiler_for(self, plan: Plan) -> BlockCompiler | None:
-        """`optim.compile`: the one compiler of the run (built at its first use), which the
-        engine hands to the stage's forward before `enter` warms it up; None without it."""
-        if not plan.optim.compile:
-            return None
-        if self.compiler is None:
-            self.compiler = BlockCompiler(plan.optim.compile_backend)
-        return self.compiler
-
     def enter(self, t: StepHost) -> None:
         """A new trainable set (stage entry, resume, rollback): the spike windows start
         empty (another model, another loss level) and the step module is compiled."""
@@ -183,8 +177,10 @@ class StepRunner:
             self.warm_compiled(t)
 
     def warm_compiled(self, t: StepHost) -> None:
-        """The stage's first forward and backward through the compiled blocks (handed to
-        the stage's forward by the engine: `compiler_for`), undone."""
+        """The stage's first forward and backward through the compiled blocks, undone."""
+        if self.compiler is None:  # torch._dynamo's import (seconds) counts as compiling
+            self.compiler = BlockCompiler(t.plan.optim.compile_backend)
+        t.use_compiler(self.compiler)
         started = time.perf_counter()
         devices = [self.device] if self.device.type == "cuda" else []
         with torch.random.fork_rng(devices=devices):
