@@ -10,7 +10,8 @@ rooted at a Trainer object anywhere else (`t.model = …`, `t.pos.step += 1`,
 What counts as a Trainer object, per function scope (closures inherit):
 * a name annotated with the engine's `Trainer` (imported from backend/loop/engine.py,
   under any alias) or with a Protocol standing for it (a class named `Trainer`, or
-  one whose name ends in `Host`);
+  one whose name ends in `Host` or `Reads`: every Protocol of the backend whose members
+  are all the Trainer's is named so, `test_every_view_of_the_trainer_is_named_as_one`);
 * the name `trainer` in a module that imports the engine's `Trainer` or defines such
   a Protocol (a Lightning or Hugging Face `trainer` elsewhere is not ours);
 * `self` inside a class named `Trainer` or one that derives from such a Protocol.
@@ -26,6 +27,7 @@ ROOT = Path(__file__).resolve().parents[2]
 PACKAGE = ROOT / "growcockpit"
 WRITER = PACKAGE / "backend" / "loop" / "engine.py"
 ENGINE_MODULE = "growcockpit.backend.loop.engine"
+VIEW_SUFFIXES = ("Host", "Reads")  # the names of Protocols that stand for the Trainer
 
 
 @dataclass(frozen=True)
@@ -123,11 +125,13 @@ class _Finder:
 
     @staticmethod
     def _defines_host(tree: ast.Module) -> bool:
-        return any(isinstance(n, ast.ClassDef) and n.name.endswith("Host") for n in ast.walk(tree))
+        return any(
+            isinstance(n, ast.ClassDef) and n.name.endswith(VIEW_SUFFIXES) for n in ast.walk(tree)
+        )
 
     def is_type(self, annotation: ast.expr | None) -> bool:
         names = _names_in(annotation)
-        return bool(names & self.types) or any(n.endswith("Host") for n in names)
+        return bool(names & self.types) or any(n.endswith(VIEW_SUFFIXES) for n in names)
 
     def scan(self, body: list[ast.stmt], trainers: set[str], in_trainer_class: bool) -> None:
         for stmt in body:
@@ -139,7 +143,7 @@ class _Finder:
             holds = (
                 node.name == "Trainer"
                 or bool(bases & self.types)
-                or any(b.endswith("Host") for b in bases)
+                or any(b.endswith(VIEW_SUFFIXES) for b in bases)
             )
             self.scan(node.body, trainers - {"self"}, holds)
             return
@@ -222,3 +226,50 @@ def test_the_check_sees_each_kind_of_write(tmp_path: Path) -> None:
     )
     lines = [w.line for w in trainer_writes([module])]
     assert lines == [6, 8, 10, 12, 14, 15, 18]
+
+
+def _trainer_members() -> set[str]:
+    """Every attribute (`self.x = …`) and method or property of engine.py's Trainer."""
+    tree = ast.parse(WRITER.read_text(encoding="utf-8"))
+    (trainer,) = [n for n in tree.body if isinstance(n, ast.ClassDef) and n.name == "Trainer"]
+    names = {n.name for n in trainer.body if isinstance(n, ast.FunctionDef)}
+    for node in ast.walk(trainer):
+        for target in _targets(node):
+            owner = target.value if isinstance(target, ast.Attribute) else None
+            if (
+                isinstance(owner, ast.Name)
+                and owner.id == "self"
+                and isinstance(target, ast.Attribute)
+            ):
+                names.add(target.attr)
+    return names
+
+
+def _protocol_members(cls: ast.ClassDef) -> set[str]:
+    members = {n.name for n in cls.body if isinstance(n, ast.FunctionDef)}
+    return members | {
+        n.target.id
+        for n in cls.body
+        if isinstance(n, ast.AnnAssign) and isinstance(n.target, ast.Name)
+    }
+
+
+def test_every_view_of_the_trainer_is_named_as_one() -> None:
+    """A Protocol of the backend that names only the Trainer's members stands for the
+    Trainer: it must end in Host or Reads, so that the writer check above sees through it."""
+    trainer = _trainer_members()
+    assert {"model", "pos", "plan", "run", "restore", "loop"} <= trainer
+    views, misnamed = [], []
+    for path in sorted((PACKAGE / "backend").rglob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if not isinstance(node, ast.ClassDef):
+                continue
+            if "Protocol" not in set().union(*(_names_in(b) for b in node.bases)):
+                continue
+            members = _protocol_members(node)
+            if members and members <= trainer:
+                views.append(node.name)
+                if not node.name.endswith(VIEW_SUFFIXES):
+                    misnamed.append(f"{path.relative_to(ROOT)}: {node.name}")
+    assert misnamed == []
+    assert {"StepHost", "CommandHost", "StageReads", "MeasureReads"} <= set(views)

@@ -46,7 +46,7 @@ from growcockpit.protocol.events import Event, ProbeCandidate, ProbePicked, Step
 PROBE_DIR = "probe"
 
 
-class ProbeParent(Protocol):
+class ProbeReads(Protocol):
     """What a probe reads of the live trainer (backend/loop/engine.py), which it never trains."""
 
     @property
@@ -86,7 +86,7 @@ class ProbeParent(Protocol):
     def stage(self) -> Stage: ...
 
 
-class Candidate(StepHost, Protocol):
+class CandidateHost(StepHost, Protocol):
     """A child trainer that tries one candidate: the engine's own methods, its own state."""
 
     @property
@@ -124,7 +124,7 @@ class Picked:
     event: ProbePicked | None
 
 
-def _save(t: ProbeParent, root: Path, report: RunReporter) -> Path | None:
+def _save(t: ProbeReads, root: Path, report: RunReporter) -> Path | None:
     scaler = t.steps.scaler.state_dict() if t.steps.scaler else None
     state = TrainState(t.model, t.optimizer, t.pos, t.plan, t.levels, scaler, t.last_loss)
     return write_checkpoint(root, state, "probe", t.dist, t.device, report)
@@ -135,7 +135,7 @@ def _score(loss: float | None) -> float:
 
 
 def _try(
-    c: Candidate, start: Path, probe: Stage, j: int, curve: list[tuple[int, float]]
+    c: CandidateHost, start: Path, probe: Stage, j: int, curve: list[tuple[int, float]]
 ) -> ProbeCandidate:
     """Candidate `j` trained `probe_steps` from the growth point; its curve and val loss."""
     item = probe.candidates[j]
@@ -166,7 +166,7 @@ def _try(
     )
 
 
-def run_probe(t: ProbeParent, candidate: Callable[[EventSink], Candidate]) -> Picked:
+def run_probe(t: ProbeReads, candidate: Callable[[EventSink], CandidateHost]) -> Picked:
     """Try each candidate of the current probe stage in a child trainer (`candidate(sink)`
     makes one reporting to `sink`); the best one's plan (module doc)."""
     index, probe = t.pos.stage_index, t.stage
