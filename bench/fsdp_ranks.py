@@ -35,10 +35,10 @@ from torch import nn  # noqa: E402
 from torch.nn.parallel import DistributedDataParallel  # noqa: E402
 
 from growcockpit.backend.data.blocks import Batch  # noqa: E402
-from growcockpit.backend.dist.fsdp import mesh_for, shard  # noqa: E402
 from growcockpit.backend.loop.forward import LossModule, StagedForward  # noqa: E402
 from growcockpit.backend.loop.optim import build_optimizer  # noqa: E402
 from growcockpit.backend.model import build_model  # noqa: E402
+from growcockpit.backend.parallel.fsdp import mesh_for, shard  # noqa: E402
 from growcockpit.grow.freeze import apply_freeze, set_train_modes  # noqa: E402
 from growcockpit.plan import Plan, loads_plan  # noqa: E402
 from growcockpit.plan.memory import Strategy  # noqa: E402

@@ -32,10 +32,10 @@ from growcockpit.backend.control.status_writer import StatusWriter
 from growcockpit.backend.data.blocks import TokenBlocks, load_blocks
 from growcockpit.backend.data.corpus import DataError
 from growcockpit.backend.device import prepare_device
-from growcockpit.backend.dist.distributed import DistContext
-from growcockpit.backend.dist.rank_roster import RankRoster
 from growcockpit.backend.loop.engine import Trainer
 from growcockpit.backend.loop.layer_checks import TrainableSetError
+from growcockpit.backend.parallel.distributed import DistContext
+from growcockpit.backend.parallel.rank_roster import RankRoster
 from growcockpit.backend.state.checkpoint import (
     CheckpointError,
     DiskFull,

@@ -48,7 +48,7 @@ class GrowResult:
 class StackPlan:
     """Where `stack` puts its `k` new blocks (`at`: index of the first) and what each
     copies (`sources`, old block ids; None: freshly initialised). Shared by the in-place
-    operator below and the sharded one (backend/dist/fsdp_grow.py), so both grow alike."""
+    operator below and the sharded one (backend/parallel/fsdp_grow.py), so both grow alike."""
 
     depth: int
     width: int

@@ -1,6 +1,6 @@
 """Validation of `[distributed]`: which strategy a plan asks for, and what it does not combine with.
 
-Every growth operator and recipe runs under FSDP (backend/dist/fsdp_grow.py); what does not is
+Every growth operator and recipe runs under FSDP (backend/parallel/fsdp_grow.py); what does not is
 refused here with its fix, so a plan fails at `plan validate`, never after the ranks start.
 """
 

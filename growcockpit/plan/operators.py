@@ -7,7 +7,7 @@ a ramp can gate: `recipe_checks.RAMP_OPERATORS`), saving (which options are
 written next to `enter`), `plan show` and the cockpit (labels, the stage list's
 action, the stage form's option fields), the run state (does it change the
 model), the sharded stage change (which operators grow shard by shard:
-`backend/dist/fsdp_grow.py`), and the backend's dispatch
+`backend/parallel/fsdp_grow.py`), and the backend's dispatch
 (`backend/loop/operators.py` maps each name to its grow function, the one table
 that cannot live here because plan knows no torch; a test checks both cover the
 same names). Those readers derive their sets from the rows, so an operator's

@@ -21,7 +21,7 @@ import torch
 import torch.distributed as dist
 from torch import nn
 
-from growcockpit.backend.dist.rank_memory import local_memory
+from growcockpit.backend.parallel.rank_memory import local_memory
 from growcockpit.protocol.events import Event, RanksMemory, RunFinished
 from growcockpit.protocol.pending import PendingCommand
 from growcockpit.protocol.rundir import RunPaths

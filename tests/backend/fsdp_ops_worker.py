@@ -1,7 +1,7 @@
 """Run under torchrun on 2 gloo ranks (tests/backend/test_fsdp_operators.py launches it).
 
 Every stage change of the plans below goes through the FSDP path the engine takes
-(backend/dist/fsdp_grow.py: local shards for `continue`/`stack`, gather-apply-reshard for the
+(backend/parallel/fsdp_grow.py: local shards for `continue`/`stack`, gather-apply-reshard for the
 V-cycle maps) and, beside it, through the plain operator on an unsharded twin. Before
 each change both models hold the same weights and both optimizers the same made-up Adam
 moments; after it, rank 0 writes one JSON line per stage: the path, both operators'
@@ -23,17 +23,23 @@ from grow_fixtures import FakeTokenizer
 from torch import nn
 from torch.distributed.tensor import DTensor, distribute_tensor
 
-from growcockpit.backend.dist.fsdp import Sharding, full_state, mesh_for, sharded_root, unsharded
-from growcockpit.backend.dist.fsdp_grow import (
+from growcockpit.backend.loop.forward import LossModule, StagedForward
+from growcockpit.backend.loop.operators import GrowInput, apply_operator
+from growcockpit.backend.loop.recipes import fresh_state_layers
+from growcockpit.backend.model import build_model
+from growcockpit.backend.parallel.fsdp import (
+    Sharding,
+    full_state,
+    mesh_for,
+    sharded_root,
+    unsharded,
+)
+from growcockpit.backend.parallel.fsdp_grow import (
     carry_sharded_optimizer_state,
     grow_locally,
     materialise,
     takes_local_path,
 )
-from growcockpit.backend.loop.forward import LossModule, StagedForward
-from growcockpit.backend.loop.operators import GrowInput, apply_operator
-from growcockpit.backend.loop.recipes import fresh_state_layers
-from growcockpit.backend.model import build_model
 from growcockpit.backend.state.levels import LevelSnapshot
 from growcockpit.grow import GrowResult, carry_optimizer_state
 from growcockpit.plan import loads_plan, resolve_shapes

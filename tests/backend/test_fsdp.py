@@ -17,8 +17,8 @@ import torch
 from repo_paths import TESTS
 from safetensors.torch import load_file
 
-from growcockpit.backend.dist.distributed import DistContext
 from growcockpit.backend.model import model_from_saved
+from growcockpit.backend.parallel.distributed import DistContext
 from growcockpit.backend.state.checkpoint import load_checkpoint
 from growcockpit.backend.state.fsdp_checkpoint import load_sharded_weights
 from growcockpit.backend.state.shard_checks import read_index

@@ -14,7 +14,7 @@ import torch
 from repo_paths import TINY_TOML
 from transformers import BertConfig, BertForMaskedLM
 
-from growcockpit.backend.dist.distributed import DistContext
+from growcockpit.backend.parallel.distributed import DistContext
 from growcockpit.backend.state.checkpoint import CheckpointError, NonFiniteState
 from growcockpit.backend.state.checkpoint_dirs import SHARDS_DIR
 from growcockpit.backend.state.fsdp_checkpoint import (

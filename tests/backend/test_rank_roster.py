@@ -8,7 +8,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from growcockpit.backend.dist.rank_roster import RankDied, RankProcess, RankRoster
+from growcockpit.backend.parallel.rank_roster import RankDied, RankProcess, RankRoster
 
 
 def ended_pid() -> int:

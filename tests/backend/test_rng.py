@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 import torch
 
-from growcockpit.backend.dist.distributed import DistContext
+from growcockpit.backend.parallel.distributed import DistContext
 from growcockpit.backend.state import rng
 from growcockpit.backend.state.checkpoint import load_checkpoint
 

@@ -50,7 +50,7 @@ def test_bad_input(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
 def test_a_corrupt_notes_file_is_moved_aside_when_set(
     tmp_path: Path, capsys: pytest.CaptureFixture[str], bad: bytes
 ) -> None:
-    """"Set the note again" used to fail with the same error. Showing still
+    """ "Set the note again" used to fail with the same error. Showing still
     says what is wrong; setting moves the bad file aside, says so, and sets the note."""
     run = write_recorded_run(tmp_path / "r1")
     (run / "notes.json").write_bytes(bad)

@@ -122,7 +122,7 @@ def test_shard_local_operators_derive_from_the_rows() -> None:
 
 def test_fsdp_local_path_reads_the_table() -> None:
     pytest.importorskip("torch")
-    from growcockpit.backend.dist.fsdp_grow import LOCAL_OPERATORS, takes_local_path
+    from growcockpit.backend.parallel.fsdp_grow import LOCAL_OPERATORS, takes_local_path
 
     assert frozenset({"continue", "stack"}) == LOCAL_OPERATORS
     assert [op for op in OPERATOR_NAMES if takes_local_path(Stage("s", 4, 1, enter=op))] == [

@@ -1,4 +1,4 @@
-""""Counting the race's own compute: 0.34×" said in words a user can act on.
+""" "Counting the race's own compute: 0.34×" said in words a user can act on.
 
 The bare ratio read as "the winner is 3× slower". It is the speedup once the search is
 paid for: the baseline's compute to its loss over everything the race trained to find

@@ -29,8 +29,8 @@ from growcockpit.backend.control.commands import (
 )
 from growcockpit.backend.control.progress import Progress
 from growcockpit.backend.control.reporter import RunReporter
-from growcockpit.backend.dist.distributed import DistContext
 from growcockpit.backend.loop.loop_state import LoopState
+from growcockpit.backend.parallel.distributed import DistContext
 from growcockpit.backend.state.checkpoint import TrainerPosition
 from growcockpit.backend.state.restore import RestoreError
 from growcockpit.plan.types import Plan

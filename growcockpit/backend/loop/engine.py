@@ -21,9 +21,6 @@ from growcockpit.backend.control.reporter import RunReporter
 from growcockpit.backend.control.sinks import EventSink
 from growcockpit.backend.data.blocks import Batch, BatchPrefetcher, TokenBlocks
 from growcockpit.backend.device import release_cached_memory
-from growcockpit.backend.dist.distributed import DistContext
-from growcockpit.backend.dist.fsdp import DeviceMesh, unsharded
-from growcockpit.backend.dist.fsdp_grow import ShardedChange
 from growcockpit.backend.loop import measures, stage_entry
 from growcockpit.backend.loop.block_compile import BlockCompiler
 from growcockpit.backend.loop.command_loop import handle_commands
@@ -38,6 +35,9 @@ from growcockpit.backend.loop.samples import SampleCadence
 from growcockpit.backend.loop.stage_events import awaiting_advance
 from growcockpit.backend.loop.step import StepRunner, batch_index
 from growcockpit.backend.loop.step_window import StepOutcome
+from growcockpit.backend.parallel.distributed import DistContext
+from growcockpit.backend.parallel.fsdp import DeviceMesh, unsharded
+from growcockpit.backend.parallel.fsdp_grow import ShardedChange
 from growcockpit.backend.state import restore as restoring
 from growcockpit.backend.state.checkpoint import TrainerPosition
 from growcockpit.backend.state.checkpoint_dirs import step_of

@@ -16,15 +16,15 @@ from torch import nn
 
 from growcockpit.backend.control.reporter import RunReporter
 from growcockpit.backend.data.blocks import TokenBlocks
-from growcockpit.backend.dist.distributed import DistContext
-from growcockpit.backend.dist.fsdp import is_sharded, root_gathered
-from growcockpit.backend.dist.rank_memory import gather_rank_memory
 from growcockpit.backend.loop.evaluation import eval_event, mean_val_loss
 from growcockpit.backend.loop.plateau import PlateauTrigger, check_event
 from growcockpit.backend.loop.samples import SampleCadence, write_samples
 from growcockpit.backend.loop.stage_events import Hold, skipped_hold
 from growcockpit.backend.loop.step import StepRunner
 from growcockpit.backend.loop.step_window import StepOutcome
+from growcockpit.backend.parallel.distributed import DistContext
+from growcockpit.backend.parallel.fsdp import is_sharded, root_gathered
+from growcockpit.backend.parallel.rank_memory import gather_rank_memory
 from growcockpit.backend.state.checkpoint import TrainerPosition
 from growcockpit.backend.state.checkpointing import TrainState, write_checkpoint
 from growcockpit.backend.state.fsdp_checkpoint import shard_stager
@@ -162,7 +162,7 @@ def skipped_hold_at(t: MeasureReads, outcome: StepOutcome) -> Hold:
 
 def report_rank_memory(t: MeasureReads) -> None:
     """Every `metrics.every_steps` steps, each rank's memory in one event (all ranks
-    gather in step; backend/dist/rank_memory.py)."""
+    gather in step; backend/parallel/rank_memory.py)."""
     every = t.plan.metrics.every_steps
     if every <= 0 or t.pos.step % every != 0:
         return

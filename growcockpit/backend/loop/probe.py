@@ -30,11 +30,11 @@ from torch import nn
 from growcockpit.backend.control.reporter import RunReporter
 from growcockpit.backend.control.sinks import EventSink
 from growcockpit.backend.data.blocks import BatchPrefetcher, TokenBlocks
-from growcockpit.backend.dist.distributed import DistContext
 from growcockpit.backend.loop.evaluation import mean_val_loss
 from growcockpit.backend.loop.recipes import StageRecipes
 from growcockpit.backend.loop.step import StepHost, StepRunner
 from growcockpit.backend.loop.step_window import StepOutcome
+from growcockpit.backend.parallel.distributed import DistContext
 from growcockpit.backend.state.checkpoint import TrainerPosition
 from growcockpit.backend.state.checkpointing import TrainState, write_checkpoint
 from growcockpit.backend.state.levels import LevelSnapshot

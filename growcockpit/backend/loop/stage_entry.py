@@ -18,22 +18,6 @@ from torch import nn
 
 from growcockpit.backend.control.reporter import RunReporter
 from growcockpit.backend.data.blocks import TokenBlocks
-from growcockpit.backend.dist.distributed import DistContext
-from growcockpit.backend.dist.fsdp import (
-    DeviceMesh,
-    Sharding,
-    is_sharded,
-    mesh_for,
-    sharded_root,
-    unsharded,
-)
-from growcockpit.backend.dist.fsdp_grow import (
-    ShardedChange,
-    carry_sharded_optimizer_state,
-    grow_locally,
-    materialise,
-    takes_local_path,
-)
 from growcockpit.backend.loop.evaluation import loaded_event
 from growcockpit.backend.loop.forward import LossModule, StagedForward
 from growcockpit.backend.loop.layer_checks import LayerHealth
@@ -42,6 +26,22 @@ from growcockpit.backend.loop.optim import FUSED_ADAMW_DEVICES, build_optimizer
 from growcockpit.backend.loop.recipes import StageRecipes, fresh_state_layers
 from growcockpit.backend.loop.stage_events import StageEntry, grown, stage_started
 from growcockpit.backend.loop.step import StepRunner
+from growcockpit.backend.parallel.distributed import DistContext
+from growcockpit.backend.parallel.fsdp import (
+    DeviceMesh,
+    Sharding,
+    is_sharded,
+    mesh_for,
+    sharded_root,
+    unsharded,
+)
+from growcockpit.backend.parallel.fsdp_grow import (
+    ShardedChange,
+    carry_sharded_optimizer_state,
+    grow_locally,
+    materialise,
+    takes_local_path,
+)
 from growcockpit.backend.state.checkpoint import TrainerPosition
 from growcockpit.backend.state.init_from import initial_model
 from growcockpit.backend.state.levels import LevelSnapshot
@@ -169,7 +169,7 @@ def apply_stage_operator(
     shape = resolve_shapes(t.plan)[t.pos.stage_index]
     family = t.plan.model.family
     change = None
-    if t.fsdp and is_sharded(t.model):  # which path: backend/dist/fsdp_grow.py
+    if t.fsdp and is_sharded(t.model):  # which path: backend/parallel/fsdp_grow.py
         old = t.model
         if takes_local_path(stage):  # local shards, never the whole model
             growth, result = grow_locally(old, stage)
@@ -260,9 +260,9 @@ def sharded_loss_module(
     forward: StagedForward,
     change: ShardedChange | None,
 ) -> tuple[nn.Module, nn.Module]:
-    """FSDP: the model sharded with its stage's forward as the root (backend/dist/fsdp.py),
+    """FSDP: the model sharded with its stage's forward as the root (backend/parallel/fsdp.py),
     or the local path's grown model materialised from the old shards
-    (backend/dist/fsdp_grow.py); the optimizer built next sees only this rank's shards."""
+    (backend/parallel/fsdp_grow.py); the optimizer built next sees only this rank's shards."""
     how = Sharding(mesh, t.steps.precision, t.plan.distributed.cpu_offload)
     root_of: Callable[[nn.Module], nn.Module] = lambda m: LossModule(m, forward)  # noqa: E731
     if change is not None and change.local is not None:

@@ -36,7 +36,6 @@ from torch.distributed.tensor import DTensor
 
 from growcockpit.backend.control.reporter import RunReporter
 from growcockpit.backend.data.blocks import Batch
-from growcockpit.backend.dist.distributed import DistContext, no_sync
 from growcockpit.backend.loop.block_compile import BlockCompiler
 from growcockpit.backend.loop.layer_checks import LayerHealth
 from growcockpit.backend.loop.optim import guarded_step, set_lr
@@ -52,6 +51,7 @@ from growcockpit.backend.loop.sentinel import (
 )
 from growcockpit.backend.loop.step_timer import StepTimer as StepTimer
 from growcockpit.backend.loop.step_window import StepOutcome, StepWindow
+from growcockpit.backend.parallel.distributed import DistContext, no_sync
 from growcockpit.backend.state.checkpoint import TrainerPosition
 from growcockpit.grow import get_layers
 from growcockpit.metrics import LayerStatsSampler, LayerTimer

@@ -19,7 +19,7 @@ import torch
 from torch import nn
 
 from growcockpit.backend.control.reporter import RunReporter
-from growcockpit.backend.dist.distributed import DistContext
+from growcockpit.backend.parallel.distributed import DistContext
 from growcockpit.backend.state import rng
 from growcockpit.backend.state.checkpoint import NonFiniteState, TrainerPosition, save_checkpoint
 from growcockpit.backend.state.levels import LevelSnapshot, levels_to_save

@@ -13,7 +13,7 @@ from torch import nn
 from transformers import PreTrainedTokenizerBase
 
 from growcockpit.backend.control.reporter import RunReporter
-from growcockpit.backend.dist.distributed import DistContext
+from growcockpit.backend.parallel.distributed import DistContext
 from growcockpit.grow.model_parts import part
 from growcockpit.protocol import safe_fs
 from growcockpit.protocol.events import RunFinished

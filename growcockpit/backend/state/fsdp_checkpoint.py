@@ -43,7 +43,7 @@ from torch.distributed.checkpoint.state_dict_loader import load
 from torch.distributed.checkpoint.state_dict_saver import save
 from torch.distributed.tensor import DTensor
 
-from growcockpit.backend.dist.distributed import DistContext
+from growcockpit.backend.parallel.distributed import DistContext
 from growcockpit.backend.state.checkpoint import NonFiniteState, stage_dir
 from growcockpit.backend.state.checkpoint_dirs import SHARDS_DIR
 from growcockpit.backend.state.checkpointing import ShardStager

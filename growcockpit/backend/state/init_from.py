@@ -44,7 +44,7 @@ def initial_model(
     """Stage 1's model and notes worth a warning (weights the source did not have).
 
     `read_weights` False (FSDP ranks > 0): the source's model allocated but neither read
-    nor initialised; rank 0's weights reach it when it is first sharded (backend/dist/fsdp.py
+    nor initialised; rank 0's weights reach it when it is first sharded (backend/parallel/fsdp.py
     `sharded_root`), so only rank 0 reads the source's files.
     Raises DataError with a one-line message when the source does not fit.
     """

@@ -33,7 +33,7 @@ if TYPE_CHECKING:  # torch-heavy: choosing a checkpoint must not import them
     from torch import nn
 
     from growcockpit.backend.control.reporter import RunReporter
-    from growcockpit.backend.dist.distributed import DistContext
+    from growcockpit.backend.parallel.distributed import DistContext
     from growcockpit.backend.state.checkpoint import TrainerPosition
     from growcockpit.backend.state.levels import LevelSnapshot
 
@@ -211,7 +211,7 @@ def load_rest(
     """What a checkpoint restores besides the trainer's own fields, into the objects handed
     in: the optimizer's state (built for `restored.optimizer_stage` over `model`), the RNG
     and the fp16 scaler."""
-    from growcockpit.backend.dist.fsdp import load_optimizer_state
+    from growcockpit.backend.parallel.fsdp import load_optimizer_state
     from growcockpit.backend.state import rng
     from growcockpit.backend.state.fsdp_checkpoint import load_sharded_optimizer
 

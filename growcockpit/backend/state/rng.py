@@ -20,7 +20,7 @@ import torch
 from growcockpit.metrics.cuda import cuda_initialized
 
 if TYPE_CHECKING:
-    from growcockpit.backend.dist.distributed import DistContext
+    from growcockpit.backend.parallel.distributed import DistContext
 
 RANK_SEED_STRIDE = 1_000_003
 

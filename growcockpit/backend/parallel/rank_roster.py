@@ -16,7 +16,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from growcockpit.backend.dist.distributed import DistContext
+from growcockpit.backend.parallel.distributed import DistContext
 from growcockpit.protocol.rundir import pid_alive  # a zombie (ended, not yet reaped) is not
 
 SETTLE_S = 3.0

@@ -15,7 +15,7 @@ import torch
 from torch import nn
 from torch.distributed.tensor import DTensor
 
-from growcockpit.backend.dist.distributed import DistContext
+from growcockpit.backend.parallel.distributed import DistContext
 from growcockpit.protocol.events import RankMemory, RanksMemory
 
 

@@ -21,7 +21,7 @@ operator follows, so both paths grow alike.
 
 Gather: the V-cycle maps mix whole tensors (averaging rows, columns and blocks), so
 every rank gathers the whole model, the unchanged operator runs on it, and the result
-is sharded anew (backend/dist/fsdp.py). A coalesce keeps its level snapshot whole on every
+is sharded anew (backend/parallel/fsdp.py). A coalesce keeps its level snapshot whole on every
 rank (the interpolation back needs it).
 
 Adam moments (`optimizer_reset = false`) follow the plain path's rule
@@ -42,7 +42,7 @@ import torch
 from torch import nn
 from torch.distributed.tensor import DTensor, distribute_tensor
 
-from growcockpit.backend.dist.fsdp import (
+from growcockpit.backend.parallel.fsdp import (
     Sharding,
     broadcast_from_main,
     name_root,

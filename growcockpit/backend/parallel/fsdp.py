@@ -7,7 +7,7 @@ shapes (the V-cycle's) goes through state: each rank gathers the full weights
 model of the same class and config, and the unchanged operator table runs on it; the
 result is sharded anew after its freeze (`requires_grad` is set before `fully_shard`, so
 a frozen block never allocates a gradient and never joins a reduce-scatter). Depth
-growth by `stack` never gathers: backend/dist/fsdp_grow.py copies local shards instead.
+growth by `stack` never gathers: backend/parallel/fsdp_grow.py copies local shards instead.
 
 The root of the sharding is the `LossModule` (the model plus its stage's forward), so its
 forward hook gathers the embeddings and head however the staged forward reaches them.
@@ -76,7 +76,7 @@ def wrap_shards(
     root: nn.Module, model: nn.Module, mesh: DeviceMesh, precision: str, offload: bool
 ) -> None:
     """The `fully_shard` calls of `shard`, without naming the root (a model built on the
-    meta device gets its storage and weights in between: backend/dist/fsdp_grow.py)."""
+    meta device gets its storage and weights in between: backend/parallel/fsdp_grow.py)."""
     policy = MixedPrecisionPolicy(param_dtype=_PARAM_DTYPES[precision], reduce_dtype=torch.float32)
     off: OffloadPolicy = CPUOffloadPolicy() if offload else OffloadPolicy()
     for block in get_layers(model):
