@@ -12,8 +12,6 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Protocol
 
-import torch
-
 from growcockpit.backend.control.commands import (
     Advance,
     Intent,
@@ -28,29 +26,15 @@ from growcockpit.backend.control.commands import (
     decide,
 )
 from growcockpit.backend.control.progress import Progress
-from growcockpit.backend.control.reporter import RunReporter
 from growcockpit.backend.loop.loop_state import LoopState
-from growcockpit.backend.parallel.distributed import DistContext
-from growcockpit.backend.state.checkpoint import TrainerPosition
+from growcockpit.backend.loop.trainer_reads import TrainerReads
 from growcockpit.backend.state.restore import RestoreError
 from growcockpit.plan.types import Plan
 from growcockpit.protocol.commands import CommandAck, CommandRequest
 
 
-class CommandHost(Protocol):
+class CommandHost(TrainerReads, Protocol):
     """What commands read of the trainer, and the trainer's methods they call."""
-
-    @property
-    def pos(self) -> TrainerPosition: ...
-
-    @property
-    def dist(self) -> DistContext: ...
-
-    @property
-    def device(self) -> torch.device: ...
-
-    @property
-    def report(self) -> RunReporter: ...
 
     @property
     def loop(self) -> LoopState: ...

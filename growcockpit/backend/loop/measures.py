@@ -11,10 +11,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Protocol
 
-import torch
 from torch import nn
 
-from growcockpit.backend.control.reporter import RunReporter
 from growcockpit.backend.data.blocks import TokenBlocks
 from growcockpit.backend.loop.evaluation import eval_event, mean_val_loss
 from growcockpit.backend.loop.plateau import PlateauTrigger, check_event
@@ -22,56 +20,33 @@ from growcockpit.backend.loop.samples import SampleCadence, write_samples
 from growcockpit.backend.loop.stage_events import Hold, skipped_hold
 from growcockpit.backend.loop.step import StepRunner
 from growcockpit.backend.loop.step_window import StepOutcome
-from growcockpit.backend.parallel.distributed import DistContext
+from growcockpit.backend.loop.trainer_reads import TrainerReads
 from growcockpit.backend.parallel.fsdp import is_sharded, root_gathered
 from growcockpit.backend.parallel.rank_memory import gather_rank_memory
-from growcockpit.backend.state.checkpoint import TrainerPosition
 from growcockpit.backend.state.checkpointing import TrainState, write_checkpoint
 from growcockpit.backend.state.fsdp_checkpoint import shard_stager
 from growcockpit.backend.state.levels import LevelSnapshot
 from growcockpit.backend.state.restore import advised_rollback_step
 from growcockpit.plan import dump_plan, plan_to_dict
-from growcockpit.plan.types import Plan
 from growcockpit.protocol.events import PlanChanged
 from growcockpit.protocol.rundir import RunPaths
 from growcockpit.protocol.safe_fs import write_atomic
 
 
-class MeasureReads(Protocol):
+class MeasureReads(TrainerReads, Protocol):
     """What a measurement reads of the live trainer (backend/loop/engine.py's `Trainer`)."""
-
-    @property
-    def plan(self) -> Plan: ...
-
-    @property
-    def pos(self) -> TrainerPosition: ...
 
     @property
     def data(self) -> TokenBlocks: ...
 
     @property
-    def device(self) -> torch.device: ...
-
-    @property
-    def dist(self) -> DistContext: ...
-
-    @property
     def fsdp(self) -> bool: ...
-
-    @property
-    def model(self) -> nn.Module: ...
-
-    @property
-    def optimizer(self) -> torch.optim.Optimizer | None: ...
 
     @property
     def train_module(self) -> nn.Module: ...
 
     @property
     def steps(self) -> StepRunner: ...
-
-    @property
-    def report(self) -> RunReporter: ...
 
     @property
     def sample_cadence(self) -> SampleCadence: ...

@@ -25,7 +25,6 @@ from pathlib import Path
 from typing import Protocol
 
 import torch
-from torch import nn
 
 from growcockpit.backend.control.reporter import RunReporter
 from growcockpit.backend.control.sinks import EventSink
@@ -34,8 +33,7 @@ from growcockpit.backend.loop.evaluation import mean_val_loss
 from growcockpit.backend.loop.recipes import StageRecipes
 from growcockpit.backend.loop.step import StepHost, StepRunner
 from growcockpit.backend.loop.step_window import StepOutcome
-from growcockpit.backend.parallel.distributed import DistContext
-from growcockpit.backend.state.checkpoint import TrainerPosition
+from growcockpit.backend.loop.trainer_reads import TrainerReads
 from growcockpit.backend.state.checkpointing import TrainState, write_checkpoint
 from growcockpit.backend.state.levels import LevelSnapshot
 from growcockpit.plan.operators import operator_label
@@ -46,38 +44,17 @@ from growcockpit.protocol.events import Event, ProbeCandidate, ProbePicked, Step
 PROBE_DIR = "probe"
 
 
-class ProbeReads(Protocol):
+class ProbeReads(TrainerReads, Protocol):
     """What a probe reads of the live trainer (backend/loop/engine.py), which it never trains."""
 
     @property
-    def pos(self) -> TrainerPosition: ...
-
-    @property
-    def plan(self) -> Plan: ...
-
-    @property
     def run_dir(self) -> Path: ...
-
-    @property
-    def model(self) -> nn.Module: ...
-
-    @property
-    def optimizer(self) -> torch.optim.Optimizer | None: ...
 
     @property
     def levels(self) -> dict[int, LevelSnapshot]: ...
 
     @property
     def steps(self) -> StepRunner: ...
-
-    @property
-    def report(self) -> RunReporter: ...
-
-    @property
-    def dist(self) -> DistContext: ...
-
-    @property
-    def device(self) -> torch.device: ...
 
     @property
     def last_loss(self) -> float | None: ...

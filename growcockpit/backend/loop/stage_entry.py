@@ -26,7 +26,7 @@ from growcockpit.backend.loop.optim import FUSED_ADAMW_DEVICES, build_optimizer
 from growcockpit.backend.loop.recipes import StageRecipes, fresh_state_layers
 from growcockpit.backend.loop.stage_events import StageEntry, grown, stage_started
 from growcockpit.backend.loop.step import StepRunner
-from growcockpit.backend.parallel.distributed import DistContext
+from growcockpit.backend.loop.trainer_reads import TrainerReads
 from growcockpit.backend.parallel.fsdp import (
     DeviceMesh,
     Sharding,
@@ -42,7 +42,6 @@ from growcockpit.backend.parallel.fsdp_grow import (
     materialise,
     takes_local_path,
 )
-from growcockpit.backend.state.checkpoint import TrainerPosition
 from growcockpit.backend.state.init_from import initial_model
 from growcockpit.backend.state.levels import LevelSnapshot
 from growcockpit.grow import (
@@ -59,30 +58,9 @@ from growcockpit.plan.operators import changes_model
 from growcockpit.plan.types import Plan, Stage
 
 
-class StageReads(Protocol):
+class StageReads(TrainerReads, Protocol):
     """What entering a stage reads of the live trainer (backend/loop/engine.py's `Trainer`);
     a protocol, so that this module and the engine do not import each other."""
-
-    @property
-    def plan(self) -> Plan: ...
-
-    @property
-    def pos(self) -> TrainerPosition: ...
-
-    @property
-    def dist(self) -> DistContext: ...
-
-    @property
-    def device(self) -> torch.device: ...
-
-    @property
-    def report(self) -> RunReporter: ...
-
-    @property
-    def model(self) -> nn.Module: ...
-
-    @property
-    def optimizer(self) -> torch.optim.Optimizer | None: ...
 
     @property
     def levels(self) -> dict[int, LevelSnapshot]: ...

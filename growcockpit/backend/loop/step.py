@@ -34,7 +34,6 @@ import torch
 from torch import nn
 from torch.distributed.tensor import DTensor
 
-from growcockpit.backend.control.reporter import RunReporter
 from growcockpit.backend.data.blocks import Batch
 from growcockpit.backend.loop.block_compile import BlockCompiler
 from growcockpit.backend.loop.layer_checks import LayerHealth
@@ -51,38 +50,20 @@ from growcockpit.backend.loop.sentinel import (
 )
 from growcockpit.backend.loop.step_timer import StepTimer as StepTimer
 from growcockpit.backend.loop.step_window import StepOutcome, StepWindow
+from growcockpit.backend.loop.trainer_reads import TrainerReads
 from growcockpit.backend.parallel.distributed import DistContext, no_sync
-from growcockpit.backend.state.checkpoint import TrainerPosition
 from growcockpit.grow import get_layers
 from growcockpit.metrics import LayerStatsSampler, LayerTimer
 from growcockpit.plan.types import Plan, Stage
 from growcockpit.protocol.events import LayerStats, Step
 
 
-class StepHost(Protocol):
+class StepHost(TrainerReads, Protocol):
     """What a step reads of the trainer that runs it (backend/loop/engine.py's `Trainer`):
     read-only, since the step returns what changes (`StepResult`) and the engine applies it."""
 
     @property
-    def plan(self) -> Plan: ...
-
-    @property
-    def pos(self) -> TrainerPosition: ...
-
-    @property
-    def dist(self) -> DistContext: ...
-
-    @property
-    def report(self) -> RunReporter: ...
-
-    @property
-    def model(self) -> nn.Module: ...
-
-    @property
     def train_module(self) -> nn.Module: ...
-
-    @property
-    def optimizer(self) -> torch.optim.Optimizer | None: ...
 
     @property
     def stats(self) -> LayerStatsSampler: ...
