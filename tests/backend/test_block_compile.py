@@ -54,7 +54,11 @@ def _losses(run_dir: Path) -> list[float]:
 
 
 @pytest.mark.usefixtures("gc_cache", "fresh_dynamo")
-@pytest.mark.parametrize("text", [TINY, TINY_LLAMA], ids=["bert", "llama"])
+@pytest.mark.parametrize(
+    "text",
+    [TINY, pytest.param(TINY_LLAMA, marks=pytest.mark.slow)],  # llama compiles for ~16 s
+    ids=["bert", "llama"],
+)
 def test_compiled_blocks_train_as_eager_and_still_time_every_layer(
     tmp_path: Path, text: str
 ) -> None:

@@ -54,6 +54,7 @@ def test_resume_with_fewer_gpus_than_at_save_time(monkeypatch: pytest.MonkeyPatc
 
 
 @pytest.mark.usefixtures("gc_cache")
+@pytest.mark.slow  # a real fp16 run, saved and resumed (~14 s)
 def test_fp16_scaler_state_is_checkpointed_and_restored(tmp_path: Path) -> None:
     from test_step import make_trainer
 
