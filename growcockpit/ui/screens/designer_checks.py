@@ -25,6 +25,7 @@ from textual.worker import Worker, WorkerState
 
 from growcockpit.plan.data_source import SourceProblem, resolve_source
 from growcockpit.plan.environment import Problem, check_environment
+from growcockpit.plan.task_source import is_task_source, task_vocab_size
 from growcockpit.plan.types import Plan
 from growcockpit.protocol.token_index import data_state
 from growcockpit.session.plan_doc import PlanDoc
@@ -65,6 +66,11 @@ def data_line(plan: Plan) -> str:
     `resolve_source` does), not everything under it: `..` once read "1,608.8 MB of text",
     a virtual environment counted."""
     d = plan.data
+    if is_task_source(d.source):  # generated from the plan's seed: no file, no tokenizer
+        return (
+            f"{d.source}: generated from the plan's seed as it trains; nothing to read or "
+            f"tokenize (fixed vocabulary of {task_vocab_size(d)})"
+        )
     size: int | None = None
     if Path(d.source).expanduser().is_dir():
         try:
