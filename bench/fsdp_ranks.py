@@ -4,7 +4,7 @@ growth plan, one optimizer step at a time, on N gloo ranks under DDP and FSDP.
 Each stage is set up as the engine sets it up (backend/loop/stage_entry.py): the model
 at the stage's depth, `apply_freeze` on the stage's trainable ids, the staged forward
 (a frozen bottom runs under no_grad), then DDP (`DistributedDataParallel`, as
-`DistContext.wrap`) or FSDP2 (`backend/fsdp.shard`, every block then the root), then the
+`DistContext.wrap`) or FSDP2 (`backend/parallel/fsdp.shard`, every block then the root), then the
 product's optimizer. The weights are random: memory and traffic depend on shapes only.
 In every rank, `prepare(strategy, handle)` runs on the fresh stage (a DDP comm hook goes
 in here), then one warm-up step (optimizer state, lazy initialisation), then
