@@ -77,8 +77,9 @@ def _positive_float(text: str) -> float:
 
 def cmd_plan_validate(args: argparse.Namespace) -> int:
     """Every file is checked and every problem of each is printed, one line each (the
-    designer lists the same ones); the exit is 2 if any file has a problem."""
-    from growcockpit.plan.environment import check_environment
+    designer lists the same ones); the exit is 2 if any file has a problem. A warning (a
+    FIFO skipped beside the data files) is printed after the file's "ok" and fails nothing."""
+    from growcockpit.plan.environment import check_environment, environment_warnings
     from growcockpit.plan.load import plan_file_problems
     from growcockpit.plan.show import budget_lines
     from growcockpit.text.wording import counted
@@ -93,6 +94,8 @@ def cmd_plan_validate(args: argparse.Namespace) -> int:
             continue
         stages, steps = counted(len(plan.stages), "stage"), counted(plan.total_steps, "step")
         print(f"{path}: ok ({stages}, {steps})")
+        for key, warning in environment_warnings(plan):
+            print(f"{path}: {key}: warning: {warning}", file=sys.stderr)
         for line in budget_lines(plan):
             print(f"  {line}")
     return EXIT_USAGE if failed else EXIT_OK

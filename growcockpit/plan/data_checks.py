@@ -34,6 +34,7 @@ from growcockpit.plan.data_source import (
 )
 from growcockpit.plan.shard_footers import footer_problem
 from growcockpit.plan.source_files import SourceFileError, read_json
+from growcockpit.plan.source_walk import special_note
 from growcockpit.plan.types import DataSpec
 from growcockpit.text import safe_json
 
@@ -175,6 +176,18 @@ def source_file_problems(spec: DataSpec) -> list[Problem]:
     problem = footer_problem(found) or peek_problem(found, spec)
     key = "data.text_column" if problem and "column" in problem else "data.source"
     return [(key, _reason(problem, spec))] if problem else []
+
+
+def source_file_warnings(spec: DataSpec) -> list[Problem]:
+    """What `data.source` skips without failing (its rules hold): FIFOs, sockets and devices
+    in its directory or glob, beside regular files that train. Never opened: `open()` on a
+    FIFO blocks. A source that is nothing but such entries is a problem instead
+    (`source_file_problems`)."""
+    try:
+        found = resolve_source(spec.source)
+    except SourceProblem:
+        return []  # source_file_problems says so
+    return [("data.source", special_note(found.skipped))] if found.skipped else []
 
 
 def _reason(message: str, spec: DataSpec) -> str:

@@ -27,7 +27,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
-from growcockpit.plan.source_walk import walk_files
+from growcockpit.plan.source_walk import special_count, special_kind, walk_files
 from growcockpit.text import safe_json
 
 SourceKind = Literal["text", "json", "parquet", "arrow", "hub"]
@@ -73,12 +73,14 @@ class SourceProblem(ValueError):
 
 @dataclass(frozen=True)
 class SourceFiles:
-    """A resolved source: its files of one kind, and held-out validation files if it has them."""
+    """A resolved source: its files of one kind, and held-out validation files if it has them;
+    `skipped`: the FIFOs, sockets and devices in its directory or glob, never opened."""
 
     kind: SourceKind
     files: tuple[str, ...]
     val_files: tuple[str, ...] = ()
     layout: str = ""  # how it was found, for messages: "save_to_disk", "files", "builtin"
+    skipped: tuple[str, ...] = ()
 
 
 def builtin_files() -> list[str]:
@@ -202,6 +204,7 @@ def resolve_source(source: str) -> SourceFiles:
     if source == "builtin":
         return SourceFiles("text", tuple(builtin_files()), (), "builtin")
     path = Path(source).expanduser()
+    special: list[str] = []
     if path.is_dir():
         saved = saved_splits(path, source)
         if saved is not None:
@@ -216,13 +219,14 @@ def resolve_source(source: str) -> SourceFiles:
         if any(path.glob("*.py")) and not any(p.suffix in FORMATS for p in walk.files):
             raise _refusal(source, ".py")
         files = [str(p) for p in walk.files if p.suffix in FORMATS]
+        special = [str(p) for p in walk.special]
         refused = sorted({p.suffix for p in walk.files if p.suffix in REFUSED})
         if not files and refused:
             raise _refusal(source, refused[0])
     elif any(ch in source for ch in "*?["):
-        files = sorted(
-            f for f in glob.glob(os.path.expanduser(source), recursive=True) if os.path.isfile(f)
-        )
+        matched = sorted(glob.glob(os.path.expanduser(source), recursive=True))
+        files = [f for f in matched if os.path.isfile(f)]
+        special = [f for f in matched if not os.path.isfile(f) and special_kind(f) is not None]
     elif not_regular(path):
         raise SourceProblem(
             f"data.source = {source!r}: {path} is not a regular file; give the data file itself"
@@ -235,6 +239,12 @@ def resolve_source(source: str) -> SourceFiles:
         raise missing_path(source, path)
     else:
         return SourceFiles("hub", (), (), "hub")
+    if not files and special:
+        raise SourceProblem(
+            f"data.source = {source!r}: no regular data file there, only "
+            f"{special_count(special)}, never opened; write the data to a regular "
+            ".txt, .jsonl or .parquet file and give that"
+        )
     if not files:
         raise SourceProblem(
             f"data.source = {source!r}: no .txt/.jsonl/.parquet files found there, "
@@ -248,4 +258,4 @@ def resolve_source(source: str) -> SourceFiles:
         raise SourceProblem(
             f"data.source = {source!r}: mixes file formats {sorted(kinds)}; point it at one format"
         )
-    return SourceFiles(kinds.pop(), tuple(files), (), "files")
+    return SourceFiles(kinds.pop(), tuple(files), (), "files", tuple(special))

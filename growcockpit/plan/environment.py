@@ -10,11 +10,18 @@ list of (key, problem) pairs like validation's, handed to the validator
 which lists them in document order with the rest, so every caller prints them the
 same way. Standard library only, and never the network: a few KB of each thing read.
 The designer runs it in a worker (never between two keystrokes).
+
+`environment_warnings` answers what is used anyway but deserves a word (a FIFO beside
+the data files, skipped): the same (key, text) pairs, which fail nothing.
 """
 
 from __future__ import annotations
 
-from growcockpit.plan.data_checks import source_file_problems, tokenizer_file_problems
+from growcockpit.plan.data_checks import (
+    source_file_problems,
+    source_file_warnings,
+    tokenizer_file_problems,
+)
 from growcockpit.plan.data_rules import source_rule_problems, tokenizer_rule_problems
 from growcockpit.plan.init_from import init_from_problems
 from growcockpit.plan.task_source import is_task_source
@@ -36,3 +43,12 @@ def check_environment(plan: Plan) -> list[Problem]:
     if plan.model.init_from is not None and plan.model.init_from.strip():
         found += init_from_problems(plan)
     return found
+
+
+def environment_warnings(plan: Plan) -> list[Problem]:
+    """What of `plan` this machine skips without failing, for `plan validate` to print after
+    its "ok" (the backend's start-up says the same in the run's log)."""
+    d = plan.data
+    if is_task_source(d.source) or source_rule_problems(d):
+        return []
+    return source_file_warnings(d)

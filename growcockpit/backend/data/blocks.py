@@ -35,6 +35,7 @@ from growcockpit.backend.data.tokenizer import build_tokenizer
 from growcockpit.plan.families import family_facts
 from growcockpit.plan.task_source import is_task_source, task_name, task_problems
 from growcockpit.plan.types import DataSpec
+from growcockpit.protocol.events import WarningEvent
 from growcockpit.protocol.token_index import CacheRecord, read_record, record_path, write_record
 from growcockpit.text.safe_text import quoted
 
@@ -303,6 +304,8 @@ def load_blocks(
         return load_task(spec, family, seed)
     clock = clock or StartupClock()
     corpus = resolve_corpus(spec.source, spec.text_column)
+    if (skipped := corpus.skipped_warning()) is not None:  # a FIFO beside the files: said once
+        clock.emit(WarningEvent(message=skipped))
     with clock.phase("tokenizer") as note:
         try:
             tokenizer = build_tokenizer(spec.tokenizer, family, corpus, None)

@@ -5,6 +5,10 @@ package, so the default run needs no network. What a local source can be (a
 `save_to_disk` directory, .arrow/.parquet/.jsonl/.txt files) is decided in one
 place, `plan/data_source.py`, which `plan validate` uses too; anything else is
 treated as a `datasets` hub name.
+
+A FIFO, socket or device in a source directory or glob is never opened (`open()` on a
+FIFO blocks for ever): `resolve_source` leaves it out and lists it, and the corpus keeps
+that list so the run's start-up can say, once, what it skipped.
 """
 
 from __future__ import annotations
@@ -16,6 +20,7 @@ from dataclasses import dataclass
 
 from growcockpit.plan.data_checks import datasets_cached, hub_cached
 from growcockpit.plan.data_source import SourceProblem, resolve_source
+from growcockpit.plan.source_walk import special_note
 from growcockpit.text.safe_text import quoted
 
 
@@ -26,13 +31,22 @@ class DataError(Exception):
 @dataclass(frozen=True)
 class Corpus:
     """Resolved text source: local files of one format (and held-out validation files
-    when the source has a validation split), or a hub dataset name."""
+    when the source has a validation split), or a hub dataset name; `skipped`: the
+    FIFOs, sockets and devices beside its files, never opened."""
 
     kind: str  # "text" | "json" | "parquet" | "arrow" | "hub"
     files: tuple[str, ...]
     name: str
     text_column: str = "text"
     val_files: tuple[str, ...] = ()
+    skipped: tuple[str, ...] = ()
+
+    def skipped_warning(self) -> str | None:
+        """The start-up's one line on what the source skips (None: nothing), the same words
+        as `plan validate`'s warning."""
+        if not self.skipped:
+            return None
+        return f"data.source = {quoted(self.name)}: {special_note(self.skipped)}"
 
     def fingerprint(self) -> str:
         """Changes when the content may have changed: names, sizes, mtimes."""
@@ -63,7 +77,7 @@ def resolve_corpus(source: str, text_column: str = "text") -> Corpus:
         found = resolve_source(source)
     except SourceProblem as exc:
         raise DataError(str(exc)) from None
-    return Corpus(found.kind, found.files, source, text_column, found.val_files)
+    return Corpus(found.kind, found.files, source, text_column, found.val_files, found.skipped)
 
 
 def iter_line_batches(corpus: Corpus, batch_lines: int = 8192) -> Iterator[list[str]]:
