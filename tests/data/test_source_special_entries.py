@@ -21,7 +21,7 @@ import pytest
 
 from growcockpit.backend.control.startup_phases import StartupClock
 from growcockpit.backend.data.blocks import load_blocks
-from growcockpit.backend.data.corpus import CorpusLines, builtin_files, resolve_corpus
+from growcockpit.backend.data.corpus import CorpusLines, DataError, builtin_files, resolve_corpus
 from growcockpit.cli import main
 from growcockpit.plan.data_source import SourceProblem, resolve_source
 from growcockpit.plan.source_walk import walk_files
@@ -180,3 +180,15 @@ def test_the_corpus_reader_skips_the_fifo_and_start_up_says_so_once(tmp_path: Pa
     ]
     lines = unblocked([fifo], lambda: list(CorpusLines(resolve_corpus(str(data)))))
     assert lines and lines == [ln for ln in corpus_text().splitlines() if ln]
+
+
+def test_a_file_swapped_for_a_fifo_after_resolving_is_refused_not_waited_on(
+    tmp_path: Path,
+) -> None:
+    fifo = tmp_path / "a.txt"
+    fifo.write_text("some text\n")
+    corpus = resolve_corpus(str(tmp_path))
+    fifo.unlink()
+    os.mkfifo(fifo)
+    with pytest.raises(DataError, match=f"{fifo}: not a regular file any more"):
+        unblocked([fifo], lambda: list(CorpusLines(corpus)))

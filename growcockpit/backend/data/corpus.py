@@ -14,7 +14,9 @@ that list so the run's start-up can say, once, what it skipped.
 from __future__ import annotations
 
 import hashlib
+import io
 import os
+import stat
 from collections.abc import Iterator
 from dataclasses import dataclass
 
@@ -135,7 +137,7 @@ def _text_line_batches(files: tuple[str, ...], batch_lines: int) -> Iterator[lis
     """`datasets`' text builder without `datasets`: lines without their newline, empty ones dropped."""
     batch: list[str] = []
     for f in files:
-        with open(f, encoding="utf-8") as fh:
+        with _open_text(f) as fh:
             for line in fh:
                 text = line.rstrip("\n")
                 if text:
@@ -145,6 +147,18 @@ def _text_line_batches(files: tuple[str, ...], batch_lines: int) -> Iterator[lis
                     batch = []
     if batch:
         yield batch
+
+
+def _open_text(path: str) -> io.TextIOWrapper:
+    """`path` opened for reading only if it is still a regular file: one swapped for a FIFO
+    since the source was resolved would block `open()` for ever (O_NONBLOCK does not), and
+    is a DataError instead."""
+    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
+    if not stat.S_ISREG(os.fstat(fd).st_mode):
+        os.close(fd)
+        raise DataError(f"{path}: not a regular file any more; point data.source at regular files")
+    os.set_blocking(fd, True)
+    return open(fd, encoding="utf-8", closefd=True)
 
 
 class CorpusLines:
