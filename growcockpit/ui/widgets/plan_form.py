@@ -11,10 +11,9 @@ from __future__ import annotations
 from typing import Any
 
 from textual.app import ComposeResult
-from textual.containers import Container, Horizontal, Vertical
+from textual.containers import Container
 from textual.message import Message
-from textual.widget import Widget
-from textual.widgets import Input, Label, Select, Static
+from textual.widgets import Input, Select, Static
 
 from growcockpit.plan.operators import OPERATOR_NAMES, OPTION_DEFAULTS, operators_with
 from growcockpit.plan.types import (
@@ -24,7 +23,7 @@ from growcockpit.plan.types import (
     STACK_SOURCES,
     Stage,
 )
-from growcockpit.ui.widgets.field_input import FieldInput
+from growcockpit.ui.widgets.field_cell import FieldCell, safe, shown
 from growcockpit.ui.widgets.section_fields import (
     DEFAULT_CHOICE,
     SECTION_TITLES,
@@ -59,6 +58,8 @@ STAGE_FIELDS: tuple[Field, ...] = (
 PLATEAU_FIELDS = ("patience", "min_delta")  # shown only when advance = "plateau"
 # operator options show only for the operators that take them (the operator table)
 OPERATOR_FIELDS = {f.key: operators_with(f.key) for f in STAGE_FIELDS if f.key in OPTION_DEFAULTS}
+# the fields most stages hide: their cells are built when first shown (field_cell.py)
+LAZY_FIELDS = frozenset([*OPERATOR_FIELDS, *PLATEAU_FIELDS, "fill", "rewarmup_steps"])
 
 
 def convert(field: Field, raw: Any) -> tuple[Any, str]:
@@ -87,14 +88,6 @@ def convert(field: Field, raw: Any) -> tuple[Any, str]:
         return None, "expected a number, e.g. 3e-4"
 
 
-def shown(value: Any) -> str:
-    if value is None:
-        return ""
-    if isinstance(value, float):
-        return f"{value:g}"
-    return str(value)
-
-
 class FieldChanged(Message):
     """A field was edited: `value` is converted, or `problem` says why it could not be."""
 
@@ -115,46 +108,6 @@ def label_width(fields: tuple[Field, ...]) -> int:
     return max([LABEL_MIN, *(len(f.label) + 1 for f in fields)])
 
 
-def _field_cell(field: Field, prefix: str, editor: Widget, width: int) -> Vertical:
-    label = Label(field.label, classes="field-label")
-    label.styles.width = width
-    error = Static(  # a problem names tables ("add [model]") and echoes what was typed
-        "", id=f"{prefix}{_safe(field.key)}-err", classes="field-error", markup=False
-    )
-    error.styles.padding = (0, 0, 0, width)
-    return Vertical(
-        Horizontal(label, editor, classes="field-row"),
-        error,
-        classes="field",
-        id=f"{prefix}{_safe(field.key)}-cell",
-    )
-
-
-def _safe(key: str) -> str:
-    return key.replace(".", "-").replace("_", "-")
-
-
-def _editor(field: Field, wid: str, value: Any) -> Widget:
-    if field.kind in ("choice", "bool", "opt_bool"):
-        choices = field.choices if field.kind != "bool" else ("true", "false")
-        current = (
-            shown(value)
-            if value is not None
-            else (DEFAULT_CHOICE if DEFAULT_CHOICE in choices else choices[0])
-        )
-        if field.kind == "bool" or field.kind == "opt_bool" and value is not None:
-            current = "true" if value else "false"
-        options = list(choices) if current in choices else [*choices, current]
-        select: Widget = Select(
-            [(c, c) for c in options], value=current, allow_blank=False, compact=True, id=wid
-        )
-        select.tooltip = field.help or None
-        return select
-    editor = FieldInput(shown(value), id=wid, compact=True, placeholder=field.help)
-    editor.tooltip = field.help or None  # the whole hint where a narrow field cuts its placeholder
-    return editor
-
-
 class _Form(Container):
     prefix = ""
     scope = ""
@@ -170,14 +123,47 @@ class _Form(Container):
         self.fields = {f.key: f for f in fields}
         self._values: dict[str, Any] = {}
         self._bad: set[str] = set()  # fields whose last announced value was a problem
+        # what an unbuilt cell shows once it is built: its field off, its problem
+        self._off: dict[str, bool] = {}
+        self._problems: dict[str, str] = {}
 
     def editor(self, key: str) -> Input | Select[str]:
-        return self.query_one(f"#{self.prefix}{_safe(key)}")  # type: ignore[return-value]
+        return self.query_one(f"#{self.prefix}{safe(key)}")  # type: ignore[return-value]
+
+    def cell(self, key: str) -> FieldCell:
+        return self.query_one(f"#{self.prefix}{safe(key)}-cell", FieldCell)
+
+    def reveal(self, key: str, show: bool) -> None:
+        """Show or hide a field's cell; a cell shown for the first time is built then."""
+        cell = self.cell(key)
+        cell.display = show
+        if show and not cell.built:
+            cell.build(
+                self._values.get(key),
+                disabled=self._off.get(key, False),
+                problem=self._problems.get(key, ""),
+                on_ready=lambda: self._sync(key),
+            )
+
+    def _sync(self, key: str) -> None:
+        """A cell built late is mounted: show what was set while it was being built."""
+        if key in self._values:
+            self._set(key, self._values[key])
+        self.set_off(key, self._off.get(key, False))
+        self.show_error(key, self._problems.get(key, ""))
+
+    def set_off(self, key: str, off: bool) -> None:
+        """Disable (read-only) or enable one field."""
+        self._off[key] = off
+        if self.cell(key).ready:
+            self.editor(key).disabled = off
 
     def _set(self, key: str, value: Any) -> None:
         """Show `value` in the field without posting FieldChanged."""
         self._values[key] = value
         self._bad.discard(key)
+        if not self.cell(key).ready:
+            return  # shown when the cell is built (`_sync`)
         widget = self.editor(key)
         field = self.fields[key]
         with widget.prevent(Input.Changed, Select.Changed):
@@ -198,8 +184,8 @@ class _Form(Container):
                 widget.value = text
 
     def _changed(self, widget_id: str | None, raw: Any) -> None:
-        key = next((k for k in self.fields if f"{self.prefix}{_safe(k)}" == widget_id), None)
-        if key is None or key not in self._values:
+        key = next((k for k in self.fields if f"{self.prefix}{safe(k)}" == widget_id), None)
+        if key is None or key not in self._values or not self.cell(key).ready:
             return  # not loaded yet: a widget announcing its initial value
         widget = self.editor(key)
         current: Any = widget.value
@@ -225,10 +211,13 @@ class _Form(Container):
             self._changed(event.select.id, event.value)
 
     def show_error(self, key: str, problem: str) -> None:
-        err = self.query_one(f"#{self.prefix}{_safe(key)}-err", Static)
-        err.update(problem)
-        err.display = bool(problem)
-        self.query_one(f"#{self.prefix}{_safe(key)}-cell").set_class(bool(problem), "-invalid")
+        self._problems[key] = problem
+        cell = self.cell(key)
+        cell.set_class(bool(problem), "-invalid")
+        if cell.ready:
+            err = self.query_one(f"#{self.prefix}{safe(key)}-err", Static)
+            err.update(problem)
+            err.display = bool(problem)
 
     def show_errors(self, problems: dict[str, str]) -> None:
         for key in self.fields:
@@ -251,8 +240,7 @@ class StageForm(_Form):
         with Container(id="sf-grid", classes="form-grid"):
             width = label_width(STAGE_FIELDS)
             for field in STAGE_FIELDS:
-                editor = _editor(field, f"{self.prefix}{_safe(field.key)}", None)
-                yield _field_cell(field, self.prefix, editor, width)
+                yield FieldCell(field, self.prefix, width, lazy=field.key in LAZY_FIELDS)
 
     def load(
         self, index: int, stage: Stage, locked: bool = False, fitted: int | None = None
@@ -267,22 +255,22 @@ class StageForm(_Form):
         self._train_choices(stage.layers)
         for key in self.fields:
             self._set(key, getattr(stage, key))
-            self.editor(key).disabled = locked
+            self.set_off(key, locked)
         self.show_operator(stage.enter)
         # the warm-up after an operator: the first stage has none (it uses warmup_steps)
-        self.query_one("#sf-rewarmup-steps-cell").display = index > 0
+        self.reveal("rewarmup_steps", index > 0)
         self.show_advance(stage.advance)
 
     def show_advance(self, advance: str) -> None:
         for key in PLATEAU_FIELDS:
-            self.query_one(f"#sf-{_safe(key)}-cell").display = advance == "plateau"
+            self.reveal(key, advance == "plateau")
 
     def show_budget(self, has_budget: bool, fills: bool, steps: int) -> None:
         """The fill field shows only under a budget; a fill stage's steps follow the fit."""
-        self.query_one("#sf-fill-cell").display = has_budget
+        self.reveal("fill", has_budget)
         if fills:
             self._set("steps", steps)
-        self.editor("steps").disabled = self.locked or fills
+        self.set_off("steps", self.locked or fills)
 
     def _train_choices(self, layers: int) -> None:
         choices = ["all", "new", "none"] + [f"top:{k}" for k in range(1, max(1, min(layers, 64)))]
@@ -297,7 +285,7 @@ class StageForm(_Form):
 
     def show_operator(self, enter: str) -> None:
         for key, ops in OPERATOR_FIELDS.items():
-            self.query_one(f"#sf-{_safe(key)}-cell").display = enter in ops
+            self.reveal(key, enter in ops)
 
     def on_input_changed(self, event: Input.Changed) -> None:
         super().on_input_changed(event)
@@ -339,10 +327,7 @@ class SectionForm(_Form):
         with Container(classes="form-grid"):
             width = label_width(tuple(self.fields.values()))
             for field in self.fields.values():
-                editor = _editor(
-                    field, f"{self.prefix}{_safe(field.key)}", getattr(self._spec, field.key)
-                )
-                yield _field_cell(field, self.prefix, editor, width)
+                yield FieldCell(field, self.prefix, width, getattr(self._spec, field.key))
 
     def show_errors(self, problems: dict[str, str]) -> None:
         """A problem of the whole section ("*") shows under its first field."""
@@ -367,9 +352,9 @@ class SectionForm(_Form):
             return
         name = str(family or getattr(self._spec, "family", ""))
         for key in family_only_keys(name):
-            self.query_one(f"#{self.prefix}{_safe(key)}-cell").display = False
+            self.cell(key).display = False
         for key in family_keys(name):
-            self.query_one(f"#{self.prefix}{_safe(key)}-cell").display = True
+            self.cell(key).display = True
 
     def on_select_changed(self, event: Select.Changed) -> None:
         super().on_select_changed(event)
