@@ -15,7 +15,7 @@ from collections.abc import Callable
 from typing import Any
 
 from textual.app import ComposeResult
-from textual.containers import Horizontal, Vertical
+from textual.containers import Vertical
 from textual.widget import Widget
 from textual.widgets import Label, Select, Static
 
@@ -71,6 +71,12 @@ class FieldCell(Vertical):
         self.width = width
         self._value = value
         self.built = self.ready = not lazy
+        # label | editor on one row, the problem line under both: a grid, not a row container
+        # in a column (one widget fewer a field, the same cells on screen)
+        self.styles.layout = "grid"
+        self.styles.grid_size_columns = 2
+        self.styles.grid_columns = f"{width} 1fr"
+        self.styles.grid_rows = "1 auto"
         if lazy:
             self.display = False
 
@@ -104,4 +110,5 @@ class FieldCell(Vertical):
         )
         error.styles.padding = (0, 0, 0, self.width)
         error.display = bool(problem)
-        return [Horizontal(label, editor, classes="field-row"), error]
+        error.styles.column_span = 2
+        return [label, editor, error]
