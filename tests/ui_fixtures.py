@@ -10,6 +10,7 @@ import json
 import math
 import os
 import tempfile
+import threading
 import time
 from pathlib import Path
 from typing import Any
@@ -17,6 +18,7 @@ from typing import Any
 from growcockpit.protocol import (
     Checkpoint,
     CommandEvent,
+    ControlServer,
     Error,
     Eval,
     Event,
@@ -30,6 +32,7 @@ from growcockpit.protocol import (
     RanksMemory,
     Resumed,
     RunFinished,
+    RunPaths,
     RunStarted,
     StageStarted,
     StartupPhase,
@@ -569,3 +572,31 @@ def assert_same_state(a: Any, b: Any, where: str = "state") -> None:
             assert_same_state(x, y, f"{where}[{i}]")
     else:
         assert a == b, where
+
+
+class FakeBackend:
+    """A control server that accepts every command at `step` and records the requests:
+    the cockpit's side of a command, without a training process behind it."""
+
+    def __init__(self, run_dir: Path, step: int = 61) -> None:
+        self.requests: list[tuple[str, dict[str, Any]]] = []
+        self.step = step
+        self.server = ControlServer(RunPaths(run_dir).control)
+        self.stop = threading.Event()
+        self.thread = threading.Thread(target=self._loop, daemon=True)
+
+    def _loop(self) -> None:
+        while not self.stop.is_set():
+            for pending in self.server.wait(0.05):
+                self.requests.append((pending.request.command, pending.request.args))
+                pending.accept(step=self.step)
+
+    def __enter__(self) -> FakeBackend:
+        self.server.start()
+        self.thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop.set()
+        self.thread.join(2)
+        self.server.close()

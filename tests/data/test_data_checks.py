@@ -10,27 +10,11 @@ import socket
 from pathlib import Path
 
 import pytest
+from data_fixtures import data_plan
 
 from growcockpit.cli import main
 from growcockpit.plan.data_checks import source_problems, tokenizer_problems
 from growcockpit.plan.types import DataSpec
-
-PLAN = """
-name = "p"
-[model]
-family = "gpt2"
-hidden_size = 32
-num_heads = 2
-intermediate_size = 64
-max_seq_len = 32
-final_layers = 1
-[data]
-{data}
-[[stages]]
-name = "only"
-layers = 1
-steps = {steps}
-"""
 
 
 @pytest.fixture(autouse=True)
@@ -141,7 +125,7 @@ def test_validate_lists_every_problem_at_once(
 ) -> None:
     plan = tmp_path / "p.toml"
     data = f'source = "{tmp_path}/none.jsonl"\ntokenizer = "{tmp_path}/no-tokenizer"'
-    plan.write_text(PLAN.format(data=data, steps=0))
+    plan.write_text(data_plan(data, steps=0))
     assert main(["plan", "validate", str(plan)]) == 2
     lines = capsys.readouterr().err.strip().splitlines()
     assert [line.split(": ")[1] for line in lines] == [

@@ -12,29 +12,13 @@ import threading
 from pathlib import Path
 
 import pytest
+from data_fixtures import source_plan
 
 from growcockpit.cli import main
 from growcockpit.plan.data_checks import source_problems
 from growcockpit.plan.data_source import SourceProblem, resolve_source
 from growcockpit.plan.types import DataSpec
 
-PLAN = """
-name = "p"
-[model]
-family = "gpt2"
-hidden_size = 32
-num_heads = 2
-intermediate_size = 64
-max_seq_len = 32
-final_layers = 1
-[data]
-source = "{source}"
-tokenizer = "train:300"
-[[stages]]
-name = "only"
-layers = 1
-steps = 5
-"""
 DEEP = b"[" * 100_000 + b"]" * 100_000
 
 
@@ -82,7 +66,7 @@ def test_deep_saved_json_is_one_line(
     assert str(saved / name) in problem and "nested more than 64" in problem
     assert "save_to_disk" in problem
     plan = tmp_path / "p.toml"
-    plan.write_text(PLAN.format(source=saved))
+    plan.write_text(source_plan(saved))
     assert main(["plan", "validate", str(plan)]) != 0
     err = capsys.readouterr()
     assert "Traceback" not in err.out + err.err and "RecursionError" not in err.out + err.err

@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import TypeVar
 
 import pytest
+from data_fixtures import source_plan
 
 from growcockpit.backend.control.startup_phases import StartupClock
 from growcockpit.backend.data.blocks import load_blocks
@@ -31,24 +32,6 @@ from growcockpit.text.safe_text import quoted
 
 T = TypeVar("T")
 TIMEOUT_S = 60.0  # a check that blocked on the FIFO would never end; this one does
-
-PLAN = """
-name = "p"
-[model]
-family = "gpt2"
-hidden_size = 32
-num_heads = 2
-intermediate_size = 64
-max_seq_len = 32
-final_layers = 1
-[data]
-source = "{source}"
-tokenizer = "train:300"
-[[stages]]
-name = "only"
-layers = 1
-steps = 5
-"""
 
 
 def unblocked(fifos: list[Path], call: Callable[[], T]) -> T:
@@ -90,7 +73,7 @@ def validate(
     tmp_path: Path, source: Path | str, capsys: pytest.CaptureFixture[str]
 ) -> tuple[int, str, str]:
     plan = tmp_path / "plan.toml"
-    plan.write_text(PLAN.format(source=source))
+    plan.write_text(source_plan(source))
     code = main(["plan", "validate", str(plan)])
     out, err = capsys.readouterr()
     return code, out, err

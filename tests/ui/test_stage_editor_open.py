@@ -5,14 +5,12 @@ its problem under it and goes out with `edit_stages`."""
 
 from __future__ import annotations
 
-import threading
 from pathlib import Path
-from typing import Any
 
 from textual.widgets import Input, Static
-from ui_fixtures import settle, wait_for, write_recorded_run
+from ui_fixtures import FakeBackend, settle, wait_for, write_recorded_run
 
-from growcockpit.protocol import ControlServer, RunPaths
+from growcockpit.protocol import RunPaths
 from growcockpit.ui import GrowCockpitApp
 from growcockpit.ui.screens.designer import DesignerScreen
 from growcockpit.ui.widgets.field_cell import FieldCell
@@ -63,32 +61,6 @@ def plan_text(continues: int) -> str:
     return HEAD + "".join(MORE.format(i=i) for i in range(continues)) + TAIL
 
 
-class Backend:
-    """A control server that accepts every command and keeps the requests."""
-
-    def __init__(self, run_dir: Path) -> None:
-        self.requests: list[tuple[str, dict[str, Any]]] = []
-        self.server = ControlServer(RunPaths(run_dir).control)
-        self.stop = threading.Event()
-        self.thread = threading.Thread(target=self._loop, daemon=True)
-
-    def _loop(self) -> None:
-        while not self.stop.is_set():
-            for pending in self.server.wait(0.05):
-                self.requests.append((pending.request.command, pending.request.args))
-                pending.accept(step=11)
-
-    def __enter__(self) -> Backend:
-        self.server.start()
-        self.thread.start()
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.stop.set()
-        self.thread.join(2)
-        self.server.close()
-
-
 def widgets(screen: DesignerScreen) -> int:
     return len(list(screen.walk_children(with_self=True)))
 
@@ -107,7 +79,16 @@ async def _opened_with(tmp_path: Path, continues: int) -> tuple[int, list[str]]:
         assert isinstance(screen, DesignerScreen)
         await pilot.pause(0.2)
         assert screen.selected == 1 and screen.query_one(StageForm).index == 1
-        cells = list(screen.query_one(StageForm).query(FieldCell))
+        # under load the mounts finish over several frames: count once every built field is
+        # ready and the count has held for a few pauses
+        form = screen.query_one(StageForm)
+        await wait_for(pilot, lambda: all(c.ready for c in form.query(FieldCell) if c.built))
+        counts = [widgets(screen)]
+        while len(counts) < 4 or len(set(counts[-4:])) > 1:
+            assert len(counts) < 200, f"the widget count never settled: {counts[-8:]}"
+            await pilot.pause(0.05)
+            counts.append(widgets(screen))
+        cells = list(form.query(FieldCell))
         for cell in cells:  # a hidden field is one empty cell, not its label, editor, problem
             assert cell.display or not cell.children, cell.id
         built = [c.id or "" for c in cells if c.built]
@@ -127,7 +108,7 @@ async def test_the_stage_editor_opens_with_the_same_widgets_for_3_or_12_stages_l
 async def test_a_field_built_when_its_stage_is_selected_edits_and_sends(tmp_path: Path) -> None:
     run_dir = write_recorded_run(tmp_path / "run", finished=False, upto_step=10)
     RunPaths(run_dir).plan.write_text(plan_text(1))  # stage 1 runs; 2 continues, 3 grows, 4 waits
-    with Backend(run_dir) as backend:
+    with FakeBackend(run_dir) as backend:
         app = GrowCockpitApp(run_dir=run_dir)
         async with app.run_test(size=(160, 48)) as pilot:
             await settle(pilot)

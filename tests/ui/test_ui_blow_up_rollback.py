@@ -13,8 +13,15 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from test_ui_dashboard import FakeBackend
-from ui_fixtures import notes, recorded_events, screen_text, settle, wait_for, write_events
+from ui_fixtures import (
+    FakeBackend,
+    notes,
+    recorded_events,
+    screen_text,
+    settle,
+    wait_for,
+    write_events,
+)
 
 from growcockpit.protocol import RunPaths
 from growcockpit.protocol.events import Error, Event, Paused, Resumed, RolledBack

@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 from textual.notifications import Notify
 from ui_fixtures import (
+    FakeBackend,
     crashed_events,
     gpu_system,
     notes,
@@ -423,32 +424,6 @@ async def test_help_lists_every_key(tmp_path: Path) -> None:
         await pilot.press("escape")  # back home; the run is untouched
         await pilot.pause()
         assert isinstance(app.screen, HomeScreen)
-
-
-class FakeBackend:
-    """A control server that accepts everything and records the requests."""
-
-    def __init__(self, run_dir: Path) -> None:
-        self.requests: list[tuple[str, dict[str, object]]] = []
-        self.server = ControlServer(RunPaths(run_dir).control)
-        self.stop = threading.Event()
-        self.thread = threading.Thread(target=self._loop, daemon=True)
-
-    def _loop(self) -> None:
-        while not self.stop.is_set():
-            for pending in self.server.wait(0.05):
-                self.requests.append((pending.request.command, pending.request.args))
-                pending.accept(step=61)
-
-    def __enter__(self) -> FakeBackend:
-        self.server.start()
-        self.thread.start()
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.stop.set()
-        self.thread.join(2)
-        self.server.close()
 
 
 async def test_scale_lr_sends_set_lr_with_factor(tmp_path: Path) -> None:

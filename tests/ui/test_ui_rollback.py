@@ -125,8 +125,7 @@ def test_rollback_prompt_check() -> None:
 
 
 async def test_b_asks_then_sends_rollback_with_or_without_a_step(tmp_path: Path) -> None:
-    from test_ui_dashboard import FakeBackend
-    from ui_fixtures import write_recorded_run
+    from ui_fixtures import FakeBackend, write_recorded_run
 
     run_dir = write_recorded_run(tmp_path / "run", finished=False, upto_step=60)
     with FakeBackend(run_dir) as backend:

@@ -74,7 +74,7 @@ async def test_keys_after_attach_reach_the_dashboard(tmp_path: Path) -> None:
 
 
 async def test_keys_ahead_of_a_confirmation_are_dropped(tmp_path: Path) -> None:
-    from test_ui_dashboard import FakeBackend
+    from ui_fixtures import FakeBackend
 
     run_dir = write_recorded_run(tmp_path / "run", finished=False, upto_step=30)
     with FakeBackend(run_dir) as backend:
